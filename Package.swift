@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "habit",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "habit", targets: ["HabitCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // libpq from Debian's libpq-dev. Only PostgresClient may import it.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // The one module that owns every libpq call.
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        // JSON-RPC 2.0: framing, JSON codec, message model. Knows nothing of habits or SQL.
+        .target(name: "JSONRPC"),
+        // Schema migrations, the embedded server, HabitRepository and TaskRepository.
+        .target(name: "HabitStore", dependencies: ["PostgresClient"]),
+        // The `habit serve` worker: typed method dispatch over JSONRPC onto HabitStore.
+        .target(name: "HabitWorker", dependencies: [
+            "HabitStore", "JSONRPC", "PostgresClient",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Batch jobs (weekly completion counts).
+        .target(name: "HabitBatch", dependencies: ["HabitStore", "PostgresClient"]),
+        // The executable only parses arguments and wires modules together.
+        .executableTarget(name: "HabitCLI", dependencies: [
+            "HabitStore", "HabitWorker", "HabitBatch", "PostgresClient",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore"], path: "Tests/TestSupport"),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
+        .testTarget(name: "HabitStoreTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "HabitBatchTests", dependencies: ["HabitBatch", "HabitStore", "PostgresClient", "TestSupport"]),
+    ]
+)

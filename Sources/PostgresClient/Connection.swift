@@ -1,0 +1,489 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection (`PGconn`), owned by one thread at a time.
+///
+/// The vocabulary is rust-postgres's: `execute` returns affected rows, `query` rows,
+/// `queryOne` exactly one row, `queryOptional` zero or one, and `withTransaction` commits
+/// when its body returns and rolls back when it throws.
+///
+/// Statements are sent with `PQexecParams`/`PQsendQueryParams` as unnamed statements with
+/// binary parameters and binary results, which also makes the connection safe behind
+/// pgbouncer in transaction mode (no named prepared statements outlive a transaction).
+public final class Connection {
+    /// nil once closed. Every libpq call goes through `liveHandle()` so use-after-close throws.
+    private var handle: OpaquePointer?
+    /// Statements of an open transaction that are not yet sent (`BEGIN` and the prelude).
+    /// They travel in one pipeline with the transaction's first statement, so a transaction
+    /// with a one-statement body costs two round trips instead of one per statement.
+    private var deferredStatements: [Query]?
+    private var inTransactionBody = false
+
+    /// Connects with a libpq conninfo string (`host=/tmp dbname=app`) or a URL
+    /// (`postgres://user@host/db`); an empty string means libpq's defaults and PG* variables.
+    public init(_ conninfo: String, applicationName: String = "habit", connectTimeoutSeconds: Int = 10) throws {
+        // Keywords before "dbname" are defaults: values inside the conninfo/URL override them
+        // (PQconnectdbParams with expand_dbname = 1).
+        let keywords = ["application_name", "connect_timeout", "client_encoding", "dbname"]
+        let values = [applicationName, String(connectTimeoutSeconds), "UTF8", conninfo]
+        let connection: OpaquePointer? = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let connection else {
+            throw PostgresError(kind: .connectionFailed, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = PostgresError.clientMessage(result: nil, connection: connection)
+            PQfinish(connection)
+            throw PostgresError(kind: .connectionFailed, message: "could not connect to PostgreSQL: \(message)")
+        }
+        handle = connection
+        // libpq prints notices (WARNING, NOTICE) to stderr by default; they would interleave
+        // unstructured text with the service's structured logs, so they are dropped.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    /// Connects to `DATABASE_URL`, or to libpq's defaults (PG* variables) when it is unset.
+    public static func fromEnvironment(applicationName: String = "habit") throws -> Connection {
+        try Connection(environmentDatabaseURL() ?? "", applicationName: applicationName)
+    }
+
+    public static func environmentDatabaseURL() -> String? {
+        guard let raw = getenv("DATABASE_URL") else { return nil }
+        let value = String(cString: raw)
+        return value.isEmpty ? nil : value
+    }
+
+    deinit {
+        // PQfinish exactly once: close() sets handle to nil.
+        if let handle { PQfinish(handle) }
+    }
+
+    /// Closes the connection. Idempotent; later calls on this object throw `.connectionClosed`.
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        deferredStatements = nil
+    }
+
+    public var isClosed: Bool { handle == nil }
+
+    /// False once the socket is known to be broken; `reset()` reconnects.
+    public var isHealthy: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Reconnects with the original parameters (PQreset), discarding any transaction state.
+    public func reset() throws {
+        let handle = try liveHandle()
+        deferredStatements = nil
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw PostgresError(kind: .connectionFailed, message: "reset failed: \(PostgresError.clientMessage(result: nil, connection: handle))")
+        }
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
+
+    /// The server process serving this connection (for pg_stat_activity / pg_terminate_backend).
+    public var backendPID: Int32 {
+        guard let handle else { return 0 }
+        return PQbackendPID(handle)
+    }
+
+    /// PostgreSQL server version as an integer (150018 for 15.18).
+    public var serverVersion: Int {
+        guard let handle else { return 0 }
+        return Int(PQserverVersion(handle))
+    }
+
+    public enum TransactionStatus: Sendable {
+        case idle, active, inTransaction, inFailedTransaction, unknown
+    }
+
+    public var transactionStatus: TransactionStatus {
+        guard let handle else { return .unknown }
+        switch PQtransactionStatus(handle) {
+        case PQTRANS_IDLE: return .idle
+        case PQTRANS_ACTIVE: return .active
+        case PQTRANS_INTRANS: return .inTransaction
+        case PQTRANS_INERROR: return .inFailedTransaction
+        default: return .unknown
+        }
+    }
+
+    // MARK: - Statements
+
+    /// Runs a statement and returns the number of rows it affected.
+    @discardableResult
+    public func execute(_ query: Query) throws -> Int {
+        try run(query).affectedRows
+    }
+
+    /// Runs a statement and returns all its rows.
+    public func query(_ query: Query) throws -> [Row] {
+        let result = try run(query)
+        return (0..<result.rowCount).map { Row(result: result, index: $0) }
+    }
+
+    /// Runs a statement that must return exactly one row.
+    public func queryOne(_ query: Query) throws -> Row {
+        let result = try run(query)
+        guard result.rowCount == 1 else {
+            throw PostgresError(kind: .unexpectedRowCount, message: "expected exactly one row, got \(result.rowCount)", sql: query.sql)
+        }
+        return Row(result: result, index: 0)
+    }
+
+    /// Runs a statement that returns zero or one row.
+    public func queryOptional(_ query: Query) throws -> Row? {
+        let result = try run(query)
+        guard result.rowCount <= 1 else {
+            throw PostgresError(kind: .unexpectedRowCount, message: "expected at most one row, got \(result.rowCount)", sql: query.sql)
+        }
+        return result.rowCount == 1 ? Row(result: result, index: 0) : nil
+    }
+
+    /// Runs SQL text with the simple query protocol: several statements, no parameters
+    /// (migration files). The label is loud because nothing here may carry a value.
+    public func executeScript(unsafeSQL sql: String) throws {
+        try flushDeferredStatements()
+        let handle = try liveHandle()
+        var failure: PostgresError?
+        // PQexec returns only the last result; the first error stops the script anyway.
+        if let result = PQexec(handle, sql) {
+            let status = PQresultStatus(result)
+            if status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY {
+                failure = PostgresError.fromResult(result, connection: handle, sql: "(script)")
+            }
+            PQclear(result)
+        } else {
+            failure = connectionFailure(sql: "(script)")
+        }
+        if let failure { throw failure }
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` inside `BEGIN … COMMIT`. Commits when `body` returns, rolls back when it
+    /// throws (or when the transaction was aborted by an error the body swallowed).
+    ///
+    /// `prelude` runs right after `BEGIN` (e.g. `SET LOCAL ROLE …`, `set_config(…, true)`);
+    /// it is pipelined with the body's first statement.
+    public func withTransaction<Value>(prelude: [Query] = [], _ body: (Connection) throws -> Value) throws -> Value {
+        _ = try liveHandle()
+        guard !inTransactionBody, transactionStatus == .idle else {
+            throw PostgresError(kind: .misuse, message: "withTransaction called while a transaction is already open")
+        }
+        inTransactionBody = true
+        deferredStatements = ["BEGIN"] + prelude
+        defer {
+            inTransactionBody = false
+            deferredStatements = nil
+        }
+        let value: Value
+        do {
+            value = try body(self)
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        if deferredStatements != nil {
+            // The body sent nothing: the server never saw the transaction.
+            return value
+        }
+        if transactionStatus == .inFailedTransaction {
+            rollbackQuietly()
+            throw PostgresError(kind: .misuse, message: "transaction was aborted by an earlier error and has been rolled back",
+                                sqlState: .inFailedSQLTransaction)
+        }
+        do {
+            try run("COMMIT")
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        return value
+    }
+
+    private func rollbackQuietly() {
+        deferredStatements = nil
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
+        let status = PQtransactionStatus(handle)
+        guard status == PQTRANS_INTRANS || status == PQTRANS_INERROR else { return }
+        if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
+    }
+
+    // MARK: - Streaming
+
+    /// Streams the rows of `query` one at a time (libpq single-row mode), so memory stays flat
+    /// however many rows there are. If `body` throws, the query is cancelled on the server.
+    public func stream(_ query: Query, _ body: (Row) throws -> Void) throws {
+        try flushDeferredStatements()
+        let handle = try liveHandle()
+        try send(query, on: handle)
+        guard PQsetSingleRowMode(handle) == 1 else {
+            drainResults(handle)
+            throw PostgresError(kind: .client, message: "could not enter single-row mode", sql: query.sql)
+        }
+        var failure: PostgresError?
+        var bodyError: Error?
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            if status == PGRES_SINGLE_TUPLE, bodyError == nil, failure == nil {
+                let set = ResultSet(handle: result)
+                do { try body(Row(result: set, index: 0)) } catch {
+                    bodyError = error
+                    cancelRunningStatement(handle)
+                }
+            } else if status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK {
+                PQclear(result)
+            } else {
+                if failure == nil, bodyError == nil { failure = PostgresError.fromResult(result, connection: handle, sql: query.sql) }
+                PQclear(result)
+            }
+        }
+        if let bodyError { throw bodyError }
+        if let failure { throw failure }
+        if PQstatus(handle) != CONNECTION_OK { throw connectionFailure(sql: query.sql) }
+    }
+
+    /// Runs `COPY (…) TO STDOUT` and hands each chunk (a row, for text/CSV formats) to `body`
+    /// as libpq receives it. Returns the number of bytes received.
+    @discardableResult
+    public func copyOut(_ query: Query, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        try flushDeferredStatements()
+        let handle = try liveHandle()
+        try send(query, on: handle)
+        guard let first = PQgetResult(handle) else { throw connectionFailure(sql: query.sql) }
+        guard PQresultStatus(first) == PGRES_COPY_OUT else {
+            let error = PQresultStatus(first) == PGRES_FATAL_ERROR
+                ? PostgresError.fromResult(first, connection: handle, sql: query.sql)
+                : PostgresError(kind: .misuse, message: "copyOut needs a COPY … TO STDOUT statement", sql: query.sql)
+            PQclear(first)
+            drainResults(handle)
+            throw error
+        }
+        PQclear(first)
+        var total = 0
+        var bodyError: Error?
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 0)
+            if length > 0, let buffer {
+                if bodyError == nil {
+                    do { try body(UnsafeRawBufferPointer(start: buffer, count: Int(length))) } catch {
+                        bodyError = error
+                        cancelRunningStatement(handle)
+                    }
+                }
+                total += Int(length)
+                PQfreemem(buffer)
+            } else {
+                break // -1: COPY finished; -2: error, reported by the final result below
+            }
+        }
+        var failure: PostgresError?
+        while let result = PQgetResult(handle) {
+            if PQresultStatus(result) == PGRES_FATAL_ERROR, failure == nil {
+                failure = PostgresError.fromResult(result, connection: handle, sql: query.sql)
+            }
+            PQclear(result)
+        }
+        if let bodyError { throw bodyError }
+        if let failure { throw failure }
+        if PQstatus(handle) != CONNECTION_OK { throw connectionFailure(sql: query.sql) }
+        return total
+    }
+
+    // MARK: - Internals
+
+    private func liveHandle() throws -> OpaquePointer {
+        guard let handle else {
+            throw PostgresError(kind: .connectionClosed, message: "the connection was closed")
+        }
+        return handle
+    }
+
+    /// The error for a call that returned no result: a broken connection or a client failure.
+    private func connectionFailure(sql: String?) -> PostgresError {
+        let bad = handle.map { PQstatus($0) == CONNECTION_BAD } ?? true
+        return PostgresError(
+            kind: bad ? .connectionLost : .client,
+            message: PostgresError.clientMessage(result: nil, connection: handle),
+            sql: sql
+        )
+    }
+
+    /// Executes one statement, pipelining any deferred transaction statements before it.
+    @discardableResult
+    private func run(_ query: Query) throws -> ResultSet {
+        let handle = try liveHandle()
+        if let deferred = deferredStatements {
+            deferredStatements = nil
+            return try runPipeline(deferred + [query], on: handle).last!
+        }
+        let result = withParameters(query.bindings) { count, types, values, lengths, formats in
+            PQexecParams(handle, query.sql, count, types, values, lengths, formats, 1)
+        }
+        return try check(result, on: handle, sql: query.sql)
+    }
+
+    private func flushDeferredStatements() throws {
+        guard let deferred = deferredStatements, let handle else { return }
+        deferredStatements = nil
+        _ = try runPipeline(deferred, on: handle)
+    }
+
+    private func check(_ result: OpaquePointer?, on handle: OpaquePointer, sql: String) throws -> ResultSet {
+        guard let result else { throw connectionFailure(sql: sql) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return ResultSet(handle: result)
+        case PGRES_COPY_OUT, PGRES_COPY_IN, PGRES_COPY_BOTH:
+            PQclear(result)
+            // Leave the connection usable: end the copy by draining/cancelling it.
+            cancelRunningStatement(handle)
+            drainResults(handle)
+            throw PostgresError(kind: .misuse, message: "COPY statements need copyOut", sql: sql)
+        default:
+            let error = PostgresError.fromResult(result, connection: handle, sql: sql)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    private func send(_ query: Query, on handle: OpaquePointer) throws {
+        let sent = withParameters(query.bindings) { count, types, values, lengths, formats in
+            PQsendQueryParams(handle, query.sql, count, types, values, lengths, formats, 1)
+        }
+        guard sent == 1 else { throw connectionFailure(sql: query.sql) }
+    }
+
+    /// Sends `queries` in one pipeline ending in a single Sync (one round trip) and returns
+    /// their results in order. If one fails, the server skips the rest up to the Sync and
+    /// the first error is thrown once every result has been consumed.
+    private func runPipeline(_ queries: [Query], on handle: OpaquePointer) throws -> [ResultSet] {
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionFailure(sql: queries.first?.sql) }
+        defer { PQexitPipelineMode(handle) }
+        var sendFailure: PostgresError?
+        for query in queries where sendFailure == nil {
+            do { try send(query, on: handle) } catch let error as PostgresError { sendFailure = error } catch {}
+        }
+        if sendFailure == nil, PQpipelineSync(handle) != 1 { sendFailure = connectionFailure(sql: nil) }
+        if let sendFailure {
+            // Consume whatever the server answers so the connection leaves pipeline mode cleanly.
+            if PQstatus(handle) == CONNECTION_OK { _ = PQpipelineSync(handle); drainPipeline(handle) }
+            throw sendFailure
+        }
+        var results: [ResultSet] = []
+        var firstError: PostgresError?
+        for query in queries {
+            var kept: ResultSet?
+            while let result = PQgetResult(handle) {
+                switch PQresultStatus(result) {
+                case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+                    kept = ResultSet(handle: result)
+                case PGRES_PIPELINE_ABORTED:
+                    PQclear(result) // skipped because an earlier statement failed
+                default:
+                    if firstError == nil { firstError = PostgresError.fromResult(result, connection: handle, sql: query.sql) }
+                    PQclear(result)
+                }
+            }
+            if let kept { results.append(kept) }
+            if PQstatus(handle) != CONNECTION_OK { break }
+        }
+        // The Sync's own result.
+        if PQstatus(handle) == CONNECTION_OK, let sync = PQgetResult(handle) { PQclear(sync) }
+        if let firstError { throw firstError }
+        guard results.count == queries.count else { throw connectionFailure(sql: queries.last?.sql) }
+        return results
+    }
+
+    private func drainPipeline(_ handle: OpaquePointer) {
+        // Read until the Sync result; bounded because a broken connection yields no results.
+        var nulls = 0
+        while nulls < 2, PQstatus(handle) == CONNECTION_OK {
+            guard let result = PQgetResult(handle) else { nulls += 1; continue }
+            nulls = 0
+            let isSync = PQresultStatus(result) == PGRES_PIPELINE_SYNC
+            PQclear(result)
+            if isSync { break }
+        }
+    }
+
+    private func drainResults(_ handle: OpaquePointer) {
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_COPY_OUT {
+                // Finish a COPY the caller did not want: discard its data.
+                var buffer: UnsafeMutablePointer<CChar>?
+                while PQgetCopyData(handle, &buffer, 0) > 0 { PQfreemem(buffer) }
+            }
+        }
+    }
+
+    /// Asks the server to cancel the statement in progress (a separate connection, per libpq).
+    private func cancelRunningStatement(_ handle: OpaquePointer) {
+        guard let cancel = PQgetCancel(handle) else { return }
+        var errorBuffer = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(cancel, &errorBuffer, Int32(errorBuffer.count))
+        PQfreeCancel(cancel)
+    }
+}
+
+@available(*, unavailable, message: "A PGconn must not be shared between threads")
+extension Connection: Sendable {}
+
+/// Lays the parameters out in one buffer and passes libpq the arrays it wants. Every
+/// parameter is binary (format 1) with its type OID.
+private func withParameters<Result>(
+    _ bindings: Query.Bindings,
+    _ body: (Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> Result
+) -> Result {
+    let count = bindings.count
+    if count == 0 { return body(0, nil, nil, nil, nil) }
+    let total = bindings.values.reduce(0) { $0 + ($1?.count ?? 0) }
+    let storage = UnsafeMutablePointer<CChar>.allocate(capacity: max(total, 1))
+    defer { storage.deallocate() }
+    var pointers: [UnsafePointer<CChar>?] = []
+    var lengths: [Int32] = []
+    pointers.reserveCapacity(count)
+    lengths.reserveCapacity(count)
+    var offset = 0
+    for value in bindings.values {
+        if let value {
+            value.withUnsafeBytes { bytes in
+                UnsafeMutableRawPointer(storage + offset).copyMemory(from: bytes.baseAddress ?? UnsafeRawPointer(storage), byteCount: bytes.count)
+            }
+            // A zero-length value still needs a non-NULL pointer: NULL would mean SQL NULL.
+            pointers.append(UnsafePointer(storage + offset))
+            lengths.append(Int32(value.count))
+            offset += value.count
+        } else {
+            pointers.append(nil)
+            lengths.append(0)
+        }
+    }
+    let formats = [Int32](repeating: 1, count: count)
+    return bindings.types.withUnsafeBufferPointer { types in
+        pointers.withUnsafeBufferPointer { values in
+            lengths.withUnsafeBufferPointer { lengths in
+                formats.withUnsafeBufferPointer { formats in
+                    body(Int32(count), types.baseAddress, values.baseAddress, lengths.baseAddress, formats.baseAddress)
+                }
+            }
+        }
+    }
+}
+
+private func withCStringArray<Result>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result) -> Result {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

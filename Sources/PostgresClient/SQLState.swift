@@ -1,0 +1,59 @@
+/// A PostgreSQL SQLSTATE code (five characters, see Appendix A of the PostgreSQL manual).
+///
+/// An open set of constants rather than a closed enum: servers add codes, and callers
+/// match on the ones they care about or on the class (the first two characters).
+public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    /// The class: the first two characters ("23" = integrity constraint violation).
+    public var errorClass: String { String(rawValue.prefix(2)) }
+
+    public func isInClass(_ errorClass: String) -> Bool { self.errorClass == errorClass }
+
+    public var description: String { rawValue }
+
+    // Class 08 — connection exception
+    public static let connectionException: SQLState = "08000"
+    public static let connectionDoesNotExist: SQLState = "08003"
+    public static let connectionFailure: SQLState = "08006"
+    // Class 22 — data exception
+    public static let dataException: SQLState = "22000"
+    public static let invalidDatetimeFormat: SQLState = "22007"
+    public static let datetimeFieldOverflow: SQLState = "22008"
+    public static let invalidParameterValue: SQLState = "22023"
+    public static let invalidTextRepresentation: SQLState = "22P02"
+    public static let stringDataRightTruncation: SQLState = "22001"
+    // Class 23 — integrity constraint violation
+    public static let integrityConstraintViolation: SQLState = "23000"
+    public static let notNullViolation: SQLState = "23502"
+    public static let foreignKeyViolation: SQLState = "23503"
+    public static let uniqueViolation: SQLState = "23505"
+    public static let checkViolation: SQLState = "23514"
+    public static let exclusionViolation: SQLState = "23P01"
+    // Class 25 — invalid transaction state
+    public static let inFailedSQLTransaction: SQLState = "25P02"
+    // Class 40 — transaction rollback
+    public static let serializationFailure: SQLState = "40001"
+    public static let deadlockDetected: SQLState = "40P01"
+    // Class 42 — syntax error or access rule violation
+    public static let insufficientPrivilege: SQLState = "42501"
+    public static let undefinedTable: SQLState = "42P01"
+    public static let undefinedFunction: SQLState = "42883"
+    public static let undefinedObject: SQLState = "42704"
+    public static let duplicateObject: SQLState = "42710"
+    // Class 53 — insufficient resources
+    public static let tooManyConnections: SQLState = "53300"
+    // Class 55 — object not in prerequisite state
+    public static let lockNotAvailable: SQLState = "55P03"
+    // Class 57 — operator intervention
+    public static let queryCanceled: SQLState = "57014"
+    public static let adminShutdown: SQLState = "57P01"
+    public static let crashShutdown: SQLState = "57P02"
+    public static let cannotConnectNow: SQLState = "57P03"
+    public static let idleSessionTimeout: SQLState = "57P05"
+    // Class P0 — PL/pgSQL
+    public static let raiseException: SQLState = "P0001"
+}

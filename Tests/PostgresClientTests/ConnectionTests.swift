@@ -1,0 +1,267 @@
+import Foundation
+import PostgresClient
+import TestSupport
+import Testing
+
+@Suite struct ConnectionTests {
+    let connection: Connection
+
+    init() throws {
+        connection = try TestDatabase.adminConnection()
+        // Temporary tables: this test's own data, gone with its session.
+        try connection.executeScript(unsafeSQL: """
+            CREATE TEMPORARY TABLE items (
+                id serial PRIMARY KEY,
+                name text NOT NULL CONSTRAINT items_name_key UNIQUE,
+                quantity int NOT NULL DEFAULT 0 CONSTRAINT items_quantity_check CHECK (quantity >= 0)
+            );
+            """)
+    }
+
+    @Test func executeReturnsAffectedRows() throws {
+        #expect(try connection.execute("INSERT INTO items (name) VALUES (\("a")), (\("b")), (\("c"))") == 3)
+        #expect(try connection.execute("UPDATE items SET quantity = quantity + 1 WHERE name <> \("a")") == 2)
+        #expect(try connection.execute("DELETE FROM items WHERE name = \("zzz")") == 0)
+        #expect(try connection.query("SELECT name FROM items ORDER BY name").map { try $0.decode(String.self, at: 0) } == ["a", "b", "c"])
+    }
+
+    @Test func queryOneAndOptionalCountRows() throws {
+        try connection.execute("INSERT INTO items (name) VALUES ('a'), ('b')")
+        #expect(try connection.queryOptional("SELECT 1 FROM items WHERE name = 'none'") == nil)
+        #expect(try connection.queryOptional("SELECT quantity FROM items WHERE name = 'a'")?.decode(Int.self, at: 0) == 0)
+        let none = try #require(throws: PostgresError.self) { try connection.queryOne("SELECT 1 FROM items WHERE false") }
+        #expect(none.kind == .unexpectedRowCount)
+        let many = try #require(throws: PostgresError.self) { try connection.queryOne("SELECT 1 FROM items") }
+        #expect(many.kind == .unexpectedRowCount)
+        #expect(throws: PostgresError.self) { try connection.queryOptional("SELECT 1 FROM items") }
+    }
+
+    @Test func uniqueViolationKeepsSQLStateAndConstraint() throws {
+        let secret = "value-that-must-not-be-logged"
+        try connection.execute("INSERT INTO items (name) VALUES (\(secret))")
+        let error = try #require(throws: PostgresError.self) {
+            try connection.execute("INSERT INTO items (name) VALUES (\(secret))")
+        }
+        #expect(error.kind == .server)
+        #expect(error.sqlState == .uniqueViolation)
+        #expect(error.sqlState?.isInClass("23") == true)
+        #expect(error.constraint == "items_name_key")
+        #expect(error.table == "items")
+        #expect(error.detail?.contains(secret) == true) // the server's detail quotes the value…
+        #expect(!error.description.contains(secret))    // …which description never prints
+        #expect(!error.isConnectionLost)
+        // The connection stays usable after a statement error.
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 1)
+    }
+
+    @Test func dataExceptionDescriptionWithholdsInput() throws {
+        let secret = "not-a-number-secret"
+        let error = try #require(throws: PostgresError.self) { try connection.query("SELECT \(secret)::int") }
+        #expect(error.sqlState == .invalidTextRepresentation)
+        #expect(error.message.contains(secret))
+        #expect(!error.description.contains(secret))
+    }
+
+    @Test func checkViolationAndSyntaxError() throws {
+        let check = try #require(throws: PostgresError.self) {
+            try connection.execute("INSERT INTO items (name, quantity) VALUES ('x', \(-1))")
+        }
+        #expect(check.sqlState == .checkViolation)
+        #expect(check.constraint == "items_quantity_check")
+        let syntax = try #require(throws: PostgresError.self) { try connection.query("SELEC 1") }
+        #expect(syntax.sqlState == "42601")
+        #expect(syntax.sql == "SELEC 1")
+    }
+
+    @Test func injectionThroughParametersStaysData() throws {
+        let attacks = [
+            "'; DROP TABLE items; --",
+            "a' OR '1'='1",
+            "$1",
+            "\\'; SELECT pg_sleep(10); --",
+            "Robert'); DELETE FROM items WHERE ('1'='1",
+        ]
+        for attack in attacks {
+            try connection.execute("INSERT INTO items (name) VALUES (\(attack))")
+        }
+        let stored = try connection.query("SELECT name FROM items ORDER BY id").map { try $0.decode(String.self, at: 0) }
+        #expect(stored == attacks)
+        #expect(try connection.queryOne("SELECT count(*) FROM items WHERE name = \("a' OR '1'='1")").decode(Int.self, at: 0) == 1)
+        #expect(try connection.queryOne("SELECT count(*) FROM items WHERE name = \("nothing' OR '1'='1")").decode(Int.self, at: 0) == 0)
+    }
+
+    @Test func interpolationProducesPlaceholders() {
+        let name = "x"
+        let query: Query = "SELECT * FROM t WHERE a = \(name) AND b = \(42) AND c IS \(Int?.none) ORDER BY \(unsafeSQL: "a")"
+        #expect(query.sql == "SELECT * FROM t WHERE a = $1 AND b = $2 AND c IS $3 ORDER BY a")
+        #expect(query.bindings.count == 3)
+        #expect(query.description == query.sql)
+    }
+
+    @Test func transactionCommitsOnReturn() throws {
+        let count: Int = try connection.withTransaction { transaction in
+            try transaction.execute("INSERT INTO items (name) VALUES ('kept')")
+            return try transaction.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0)
+        }
+        #expect(count == 1)
+        #expect(connection.transactionStatus == .idle)
+        #expect(try connection.queryOne("SELECT count(*) FROM items WHERE name = 'kept'").decode(Int.self, at: 0) == 1)
+    }
+
+    struct Abort: Error {}
+
+    @Test func transactionRollsBackOnThrow() throws {
+        #expect(throws: Abort.self) {
+            try connection.withTransaction { transaction in
+                try transaction.execute("INSERT INTO items (name) VALUES ('gone1'), ('gone2')")
+                throw Abort()
+            }
+        }
+        #expect(connection.transactionStatus == .idle)
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 0)
+        // A failing statement rolls back the earlier ones too.
+        try connection.execute("INSERT INTO items (name) VALUES ('dup')")
+        #expect(throws: PostgresError.self) {
+            try connection.withTransaction { transaction in
+                try transaction.execute("INSERT INTO items (name) VALUES ('first')")
+                try transaction.execute("INSERT INTO items (name) VALUES ('dup')")
+            }
+        }
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 1)
+    }
+
+    @Test func swallowedErrorStillRollsBack() throws {
+        #expect(throws: PostgresError.self) {
+            try connection.withTransaction { transaction in
+                try transaction.execute("INSERT INTO items (name) VALUES ('half')")
+                _ = try? transaction.execute("INSERT INTO items (name, quantity) VALUES ('bad', -5)")
+            }
+        }
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 0)
+        #expect(connection.transactionStatus == .idle)
+    }
+
+    @Test func nestedTransactionIsRefused() throws {
+        let error = try #require(throws: PostgresError.self) {
+            try connection.withTransaction { transaction in
+                try transaction.execute("SELECT 1")
+                try transaction.withTransaction { _ in }
+            }
+        }
+        #expect(error.kind == .misuse)
+        #expect(connection.transactionStatus == .idle)
+    }
+
+    @Test func preludeIsLocalToTheTransaction() throws {
+        let inside: String = try connection.withTransaction(prelude: [
+            "SET LOCAL statement_timeout = '1234ms'",
+            "SELECT set_config('request.jwt.claims', \("{\"sub\":\"x\"}"), true)",
+        ]) { transaction in
+            let row = try transaction.queryOne("SELECT current_setting('statement_timeout'), current_setting('request.jwt.claims')")
+            #expect(try row.decode(String.self, at: 1) == "{\"sub\":\"x\"}")
+            return try row.decode(String.self, at: 0)
+        }
+        #expect(inside == "1234ms")
+        let after = try connection.queryOne("SELECT current_setting('statement_timeout'), coalesce(current_setting('request.jwt.claims', true), '')")
+        #expect(try after.decode(String.self, at: 0) == "0")
+        #expect(try after.decode(String.self, at: 1) == "")
+        // A failing prelude statement fails the transaction and leaves the connection idle.
+        #expect(throws: PostgresError.self) {
+            try connection.withTransaction(prelude: ["SET LOCAL ROLE no_such_role_here"]) { transaction in
+                try transaction.execute("INSERT INTO items (name) VALUES ('never')")
+            }
+        }
+        #expect(connection.transactionStatus == .idle)
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 0)
+    }
+
+    @Test func streamDeliversEveryRowAndCanStopEarly() throws {
+        var seen = 0
+        var sum = 0
+        try connection.stream("SELECT g FROM generate_series(1, \(10_000)) AS g") { row in
+            seen += 1
+            sum += try row.decode(Int.self, at: 0)
+        }
+        #expect(seen == 10_000)
+        #expect(sum == 50_005_000)
+        struct Stop: Error {}
+        var partial = 0
+        #expect(throws: Stop.self) {
+            try connection.stream("SELECT generate_series(1, 10000000)") { _ in
+                partial += 1
+                if partial == 5 { throw Stop() }
+            }
+        }
+        #expect(partial == 5)
+        #expect(try connection.queryOne("SELECT 42").decode(Int.self, at: 0) == 42)
+        let failure = try #require(throws: PostgresError.self) {
+            try connection.stream("SELECT 1 / (g - 3) FROM generate_series(1, 5) AS g") { _ in }
+        }
+        #expect(failure.sqlState == "22012")
+    }
+
+    @Test func copyOutStreamsServerFormattedRows() throws {
+        var output: [UInt8] = []
+        let bytes = try connection.copyOut("COPY (SELECT g, 'r' || g FROM generate_series(1, 3) AS g) TO STDOUT WITH (FORMAT csv)") {
+            output.append(contentsOf: $0)
+        }
+        #expect(String(decoding: output, as: UTF8.self) == "1,r1\n2,r2\n3,r3\n")
+        #expect(bytes == output.count)
+        #expect(throws: PostgresError.self) { try connection.copyOut("SELECT 1") { _ in } }
+        #expect(throws: PostgresError.self) { try connection.query("COPY (SELECT 1) TO STDOUT") }
+        #expect(try connection.queryOne("SELECT 7").decode(Int.self, at: 0) == 7)
+    }
+
+    @Test func closedConnectionThrows() throws {
+        let other = try TestDatabase.adminConnection()
+        other.close()
+        other.close() // idempotent
+        #expect(other.isClosed)
+        let error = try #require(throws: PostgresError.self) { try other.query("SELECT 1") }
+        #expect(error.kind == .connectionClosed)
+        #expect(throws: PostgresError.self) { try other.reset() }
+    }
+
+    @Test func connectFailureIsClear() throws {
+        let error = try #require(throws: PostgresError.self) {
+            try Connection("host=/nonexistent/socket/dir dbname=x connect_timeout=2")
+        }
+        #expect(error.kind == .connectionFailed)
+        #expect(error.message.contains("could not connect"))
+        let bad = try #require(throws: PostgresError.self) { try Connection("this is = = not a conninfo") }
+        #expect(bad.kind == .connectionFailed)
+    }
+
+    @Test func terminatedBackendIsDetectedAndResetRecovers() throws {
+        let victim = try TestDatabase.adminConnection()
+        let pid = victim.backendPID
+        #expect(try connection.queryOne("SELECT pg_terminate_backend(\(pid))").decode(Bool.self, at: 0))
+        let error = try #require(throws: PostgresError.self) { try victim.query("SELECT 1") }
+        #expect(error.isConnectionLost)
+        #expect(!victim.isHealthy)
+        try victim.reset()
+        #expect(victim.isHealthy)
+        #expect(victim.backendPID != pid)
+        #expect(try victim.queryOne("SELECT 1").decode(Int.self, at: 0) == 1)
+        // Inside a pipelined transaction the loss surfaces the same way.
+        let second = victim.backendPID
+        _ = try connection.queryOne("SELECT pg_terminate_backend(\(second))")
+        let inTransaction = try #require(throws: PostgresError.self) {
+            try victim.withTransaction(prelude: ["SET LOCAL statement_timeout = '5s'"]) { transaction in
+                try transaction.query("SELECT 1")
+            }
+        }
+        #expect(inTransaction.isConnectionLost)
+        try victim.reset()
+        #expect(try victim.queryOne("SELECT 2").decode(Int.self, at: 0) == 2)
+    }
+
+    @Test func connectionStringOverrides() throws {
+        let rewritten = try ConnectionString.applying(["dbname": "other db", "application_name": "it's"], to: "postgresql://u@/postgres?host=/tmp/s")
+        let parsed = try ConnectionString.parse(rewritten)
+        #expect(parsed["dbname"] == "other db")
+        #expect(parsed["user"] == "u")
+        #expect(parsed["host"] == "/tmp/s")
+        #expect(parsed["application_name"] == "it's")
+    }
+}
