@@ -90,15 +90,18 @@ CREATE FUNCTION habit.is_valid_time_zone(zone text) RETURNS boolean
 COMMENT ON FUNCTION habit.is_valid_time_zone(text) IS
     'True when zone is an IANA name PostgreSQL knows (pg_timezone_names). Used by CHECK constraints.';
 
--- Keeps updated_at true whoever writes (worker, psql, batch).
+-- Keeps updated_at true whoever writes (worker, psql, batch). An UPDATE that changes
+-- nothing (a retried request) leaves updated_at alone.
 CREATE FUNCTION habit.touch_updated_at() RETURNS trigger
     LANGUAGE plpgsql
     AS $fn$
     BEGIN
-        NEW.updated_at := now();
+        IF NEW IS DISTINCT FROM OLD THEN
+            NEW.updated_at := now();
+        END IF;
         RETURN NEW;
     END
     $fn$;
-COMMENT ON FUNCTION habit.touch_updated_at() IS 'BEFORE UPDATE trigger: sets updated_at to the transaction time.';
+COMMENT ON FUNCTION habit.touch_updated_at() IS 'BEFORE UPDATE trigger: sets updated_at to the transaction time when the row changes.';
 
 GRANT EXECUTE ON FUNCTION habit.is_valid_time_zone(text) TO PUBLIC;

@@ -17,6 +17,25 @@ COMMENT ON COLUMN public.profiles.updated_at IS 'Last change, maintained by trig
 CREATE TRIGGER profiles_touch_updated_at BEFORE UPDATE ON public.profiles
     FOR EACH ROW EXECUTE FUNCTION habit.touch_updated_at();
 
+-- The zone in which a user's "today" is computed: a per-request override, else the
+-- profile's, else UTC. Runs with the caller's rights, so RLS limits it to the caller's row.
+CREATE FUNCTION habit.user_time_zone(acting_user uuid, override text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $fn$ SELECT coalesce(override, (SELECT p.timezone FROM public.profiles p WHERE p.user_id = acting_user), 'UTC') $fn$;
+COMMENT ON FUNCTION habit.user_time_zone(uuid, text) IS
+    'Time zone for a user: the override when given, else profiles.timezone, else UTC.';
+
+-- The calendar date of an instant in a zone. Every "today", "activation day" and
+-- "deactivation day" goes through this, never CURRENT_DATE or the session TimeZone.
+CREATE FUNCTION habit.local_date(instant timestamptz, zone text) RETURNS date
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $fn$ SELECT (instant AT TIME ZONE zone)::date $fn$;
+COMMENT ON FUNCTION habit.local_date(timestamptz, text) IS
+    'The calendar date of instant in time zone zone (e.g. today = habit.local_date(now(), zone)).';
+
+GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text)
+    TO authenticated, service_role, habit_batch, habit_admin;
+
 CREATE TABLE public.habit_templates (
     id             uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     user_id        uuid NOT NULL,

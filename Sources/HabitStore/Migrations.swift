@@ -6,6 +6,12 @@ public struct Migration: Sendable, Equatable {
     public let version: Int
     public let fileName: String
     public let sql: String
+
+    public init(version: Int, fileName: String, sql: String) {
+        self.version = version
+        self.fileName = fileName
+        self.sql = sql
+    }
 }
 
 public enum MigrationError: Error, CustomStringConvertible, Equatable {
@@ -152,8 +158,7 @@ public struct Migrator: Sendable {
 
     /// The applied versions and their checksums; empty before the first migration.
     private func appliedChecksums(_ connection: Connection) throws -> [Int: String] {
-        let exists = try connection.queryOne("SELECT to_regclass('habit.schema_migrations') IS NOT NULL").decode(Bool.self, at: 0)
-        guard exists else { return [:] }
+        guard try Self.migrationsTableExists(connection) else { return [:] }
         var result: [Int: String] = [:]
         for row in try connection.query("SELECT version, checksum FROM habit.schema_migrations") {
             result[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1)
@@ -168,8 +173,17 @@ public struct Migrator: Sendable {
     /// The highest applied version, or 0 on an empty database.
     public static func schemaVersion(_ connection: Connection) throws -> Int {
         // Two statements: a query naming a missing table fails at parse time, whatever CASE says.
-        let exists = try connection.queryOne("SELECT to_regclass('habit.schema_migrations') IS NOT NULL").decode(Bool.self, at: 0)
-        guard exists else { return 0 }
+        guard try migrationsTableExists(connection) else { return 0 }
         return try connection.queryOne("SELECT coalesce(max(version), 0) FROM habit.schema_migrations").decode(Int.self, at: 0)
+    }
+
+    /// Reads pg_class rather than to_regclass(): after waiting for the advisory lock, the
+    /// backend's catalog cache may still hold "no such table" from before another migrator
+    /// committed, while a catalog scan uses a fresh snapshot.
+    static func migrationsTableExists(_ connection: Connection) throws -> Bool {
+        try connection.queryOne("""
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                           WHERE n.nspname = 'habit' AND c.relname = 'schema_migrations')
+            """).decode(Bool.self, at: 0)
     }
 }

@@ -278,3 +278,44 @@ public struct PostgresNumeric: Hashable, Sendable, PostgresDecodable, CustomStri
         return PostgresNumeric(text: text)
     }
 }
+
+// MARK: - Arrays (decode only)
+
+// Arrays decode (e.g. `array_agg(id)`), but deliberately do not encode: binding a list
+// invites `IN ($1)` mistakes; write `= ANY(…)` over a set-returning query instead.
+extension Array: PostgresDecodable where Element: PostgresDecodable {
+    public static func decode(from value: PostgresValue) throws -> [Element] {
+        // Binary array: ndim, has-null flag, element OID, (length, lower bound) per
+        // dimension, then each element as (int32 length or -1 for NULL, bytes).
+        let bytes = value.bytes
+        var offset = 0
+        func int32() throws -> Int32 {
+            guard offset + 4 <= bytes.count else { throw PostgresDecodingFailure("array truncated") }
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 4])
+            offset += 4
+            return try PostgresValue(type: .int4, bytes: slice).bigEndianInteger(Int32.self)
+        }
+        let dimensions = try int32()
+        _ = try int32() // has-null flag: NULLs are handled per element
+        let elementType = PostgresType(rawValue: UInt32(bitPattern: try int32()))
+        if dimensions == 0 { return [] }
+        guard dimensions == 1 else { throw PostgresDecodingFailure("only one-dimensional arrays decode into [\(Element.self)]") }
+        let count = try int32()
+        _ = try int32() // lower bound
+        guard count >= 0 else { throw PostgresDecodingFailure("negative array length") }
+        var elements: [Element] = []
+        elements.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            let length = try int32()
+            if length < 0 {
+                elements.append(try Element.decodeNull())
+                continue
+            }
+            guard offset + Int(length) <= bytes.count else { throw PostgresDecodingFailure("array element truncated") }
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + Int(length)])
+            offset += Int(length)
+            elements.append(try Element.decode(from: PostgresValue(type: elementType, bytes: slice)))
+        }
+        return elements
+    }
+}

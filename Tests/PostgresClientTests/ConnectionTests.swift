@@ -99,7 +99,7 @@ import Testing
     }
 
     @Test func transactionCommitsOnReturn() throws {
-        let count: Int = try connection.withTransaction { transaction in
+        let count: Int = try connection.withTransaction { transaction throws in
             try transaction.execute("INSERT INTO items (name) VALUES ('kept')")
             return try transaction.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0)
         }
@@ -112,7 +112,7 @@ import Testing
 
     @Test func transactionRollsBackOnThrow() throws {
         #expect(throws: Abort.self) {
-            try connection.withTransaction { transaction in
+            try connection.withTransaction { transaction throws in
                 try transaction.execute("INSERT INTO items (name) VALUES ('gone1'), ('gone2')")
                 throw Abort()
             }
@@ -122,7 +122,7 @@ import Testing
         // A failing statement rolls back the earlier ones too.
         try connection.execute("INSERT INTO items (name) VALUES ('dup')")
         #expect(throws: PostgresError.self) {
-            try connection.withTransaction { transaction in
+            try connection.withTransaction { transaction throws in
                 try transaction.execute("INSERT INTO items (name) VALUES ('first')")
                 try transaction.execute("INSERT INTO items (name) VALUES ('dup')")
             }
@@ -132,7 +132,7 @@ import Testing
 
     @Test func swallowedErrorStillRollsBack() throws {
         #expect(throws: PostgresError.self) {
-            try connection.withTransaction { transaction in
+            try connection.withTransaction { transaction throws in
                 try transaction.execute("INSERT INTO items (name) VALUES ('half')")
                 _ = try? transaction.execute("INSERT INTO items (name, quantity) VALUES ('bad', -5)")
             }
@@ -143,7 +143,7 @@ import Testing
 
     @Test func nestedTransactionIsRefused() throws {
         let error = try #require(throws: PostgresError.self) {
-            try connection.withTransaction { transaction in
+            try connection.withTransaction { transaction throws in
                 try transaction.execute("SELECT 1")
                 try transaction.withTransaction { _ in }
             }
@@ -156,7 +156,7 @@ import Testing
         let inside: String = try connection.withTransaction(prelude: [
             "SET LOCAL statement_timeout = '1234ms'",
             "SELECT set_config('request.jwt.claims', \("{\"sub\":\"x\"}"), true)",
-        ]) { transaction in
+        ]) { transaction throws in
             let row = try transaction.queryOne("SELECT current_setting('statement_timeout'), current_setting('request.jwt.claims')")
             #expect(try row.decode(String.self, at: 1) == "{\"sub\":\"x\"}")
             return try row.decode(String.self, at: 0)
@@ -167,7 +167,7 @@ import Testing
         #expect(try after.decode(String.self, at: 1) == "")
         // A failing prelude statement fails the transaction and leaves the connection idle.
         #expect(throws: PostgresError.self) {
-            try connection.withTransaction(prelude: ["SET LOCAL ROLE no_such_role_here"]) { transaction in
+            try connection.withTransaction(prelude: ["SET LOCAL ROLE no_such_role_here"]) { transaction throws in
                 try transaction.execute("INSERT INTO items (name) VALUES ('never')")
             }
         }
@@ -247,7 +247,7 @@ import Testing
         let second = victim.backendPID
         _ = try connection.queryOne("SELECT pg_terminate_backend(\(second))")
         let inTransaction = try #require(throws: PostgresError.self) {
-            try victim.withTransaction(prelude: ["SET LOCAL statement_timeout = '5s'"]) { transaction in
+            try victim.withTransaction(prelude: ["SET LOCAL statement_timeout = '5s'"]) { transaction throws in
                 try transaction.query("SELECT 1")
             }
         }

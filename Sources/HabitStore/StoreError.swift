@@ -1,0 +1,61 @@
+import PostgresClient
+
+/// The domain errors of the repositories. Each is a clear case a caller can act on;
+/// database errors are mapped from SQLSTATE and constraint names, never from message text.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The row does not exist — or belongs to another user, which is deliberately
+    /// indistinguishable so ids of other users are never confirmed.
+    case notFound
+    /// The date is after "today" in the user's time zone.
+    case futureDate(today: CalendarDate)
+    /// The habit is deactivated, or not yet activated on that date.
+    case habitNotActive
+    /// A transition the state machine refuses.
+    case invalidState(String)
+    /// A bad value; `field` names the input field.
+    case invalidInput(field: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .notFound: "not found"
+        case .futureDate(let today): "date is in the future (today is \(today) in the user's time zone)"
+        case .habitNotActive: "habit is not active on that date"
+        case .invalidState(let reason): "invalid state: \(reason)"
+        case .invalidInput(let field, let reason): "invalid \(field): \(reason)"
+        }
+    }
+}
+
+extension StoreError {
+    /// Maps the database errors that stand for a domain rule; anything else is rethrown as is
+    /// (connection loss, timeouts and bugs are the caller's to classify).
+    static func mapping(_ error: Error) -> Error {
+        guard let postgres = error as? PostgresError, let code = postgres.sqlState else { return error }
+        switch code {
+        case .checkViolation, .notNullViolation, .stringDataRightTruncation:
+            if let field = constraintFields[postgres.constraint ?? ""] {
+                return StoreError.invalidInput(field: field, reason: "violates \(postgres.constraint ?? "a constraint")")
+            }
+        case .foreignKeyViolation:
+            // A completion or task pointing at a habit/list the user does not own.
+            return StoreError.notFound
+        case .invalidParameterValue:
+            // AT TIME ZONE with an unknown zone (only reachable if validation was skipped).
+            return StoreError.invalidInput(field: "timezone", reason: "unknown time zone")
+        default:
+            break
+        }
+        return error
+    }
+
+    /// CHECK constraints and the input field each guards.
+    static let constraintFields: [String: String] = [
+        "habit_templates_name_check": "name",
+        "habit_templates_icon_check": "icon",
+        "habit_templates_color_check": "color",
+        "profiles_timezone_check": "timezone",
+        "tasks_title_check": "title",
+        "tasks_notes_check": "notes",
+        "task_lists_name_check": "name",
+    ]
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// Input rules shared by the repositories. The database enforces the same rules with CHECK
+/// constraints; checking here first gives a precise error naming the field.
+enum Validation {
+    static func habitName(_ raw: String) throws -> String {
+        try trimmedText(raw, field: "name", maxLength: 100)
+    }
+
+    static func trimmedText(_ raw: String, field: String, maxLength: Int) throws -> String {
+        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { throw StoreError.invalidInput(field: field, reason: "must not be empty") }
+        // PostgreSQL's char_length counts code points; so does this.
+        guard text.unicodeScalars.count <= maxLength else {
+            throw StoreError.invalidInput(field: field, reason: "must be at most \(maxLength) characters")
+        }
+        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw StoreError.invalidInput(field: field, reason: "must not contain control characters")
+        }
+        return text
+    }
+
+    /// An SF Symbol name: lowercase words of letters and digits joined by dots (`figure.run`).
+    static func icon(_ raw: String) throws -> String {
+        let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
+        let valid = raw.utf8.count <= 100 && !parts.isEmpty && parts.allSatisfy { part in
+            !part.isEmpty && part.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) }
+        }
+        guard valid else {
+            throw StoreError.invalidInput(field: "icon", reason: "must be an SF Symbol name such as figure.run")
+        }
+        return raw
+    }
+
+    /// `#RRGGBB`, stored uppercase.
+    static func color(_ raw: String) throws -> String {
+        let bytes = Array(raw.utf8)
+        guard bytes.count == 7, bytes[0] == UInt8(ascii: "#"),
+              bytes[1...].allSatisfy({ (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) })
+        else { throw StoreError.invalidInput(field: "color", reason: "must be #RRGGBB") }
+        return raw.uppercased()
+    }
+
+    static func sortOrder(_ value: Int, field: String = "sort_order") throws -> Int {
+        guard let narrowed = Int32(exactly: value) else {
+            throw StoreError.invalidInput(field: field, reason: "out of range")
+        }
+        return Int(narrowed)
+    }
+}
