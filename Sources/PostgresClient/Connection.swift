@@ -76,6 +76,15 @@ public final class Connection {
         return PQstatus(handle) == CONNECTION_OK
     }
 
+    /// Reads whatever the server sent while the connection sat idle (such as the FATAL of a
+    /// terminated backend) and says whether the connection is still usable. Never blocks:
+    /// libpq's socket is non-blocking underneath.
+    public func isAliveAfterIdle() -> Bool {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        guard PQconsumeInput(handle) == 1 else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
     /// Reconnects with the original parameters (PQreset), discarding any transaction state.
     public func reset() throws {
         let handle = try liveHandle()

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import HabitStore
+import PostgresClient
+
+/// Where the database is: `--database-url`/`DATABASE_URL`, else the embedded server.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"),
+            help: ArgumentHelp("PostgreSQL URL or libpq conninfo (env DATABASE_URL). Without one, the embedded server in --data-dir is used.", valueName: "url"))
+    var databaseURL: String?
+
+    @Option(name: .customLong("data-dir"),
+            help: ArgumentHelp("Directory of the embedded PostgreSQL (env HABIT_DATA_DIR, default ./.habit).", valueName: "path"))
+    var dataDirectory: String?
+
+    @Option(name: .customLong("migrations-dir"),
+            help: ArgumentHelp("Directory of the NNNN_name.sql migrations (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or the working directory).", valueName: "path"))
+    var migrationsDirectory: String?
+
+    /// The configured server's URL, if any.
+    var configuredURL: String? {
+        if let databaseURL, !databaseURL.isEmpty { return databaseURL }
+        return Environment.string("DATABASE_URL")
+    }
+
+    func embeddedServer() throws -> EmbeddedServer {
+        try EmbeddedServer(directory: dataDirectory ?? Environment.string("HABIT_DATA_DIR") ?? ".habit")
+    }
+
+    func migrator() throws -> Migrator {
+        try Migrator(directory: MigrationSource.locateDirectory(explicit: migrationsDirectory))
+    }
+}
+
+enum Environment {
+    static func string(_ name: String) -> String? {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// An integer setting from the environment; a malformed value is an error, not a silent default.
+    static func integer(_ name: String) throws -> Int? {
+        guard let text = string(name) else { return nil }
+        guard let value = Int(text) else { throw ValidationError("\(name)=\(text) is not an integer") }
+        return value
+    }
+}
+
+/// Writes a message to stderr and exits with `code`: the CLI's way of failing clearly.
+struct CommandFailure: Error, CustomStringConvertible {
+    let message: String
+    let code: Int32
+    init(_ message: String, code: Int32 = 1) {
+        self.message = message
+        self.code = code
+    }
+    var description: String { message }
+}
+
+extension ParsableCommand {
+    /// Runs `body`, turning known errors into a one-line message and an exit code.
+    func reportingFailures(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as ValidationError {
+            throw error
+        } catch let error as CommandFailure {
+            FileHandle.standardError.write(Data("habit: \(error.message)\n".utf8))
+            throw ExitCode(error.code)
+        } catch let error as ExitCode {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("habit: \(error)\n".utf8))
+            throw ExitCode(Self.exitCode(for: error))
+        }
+    }
+
+    /// 3 = the database could not be reached or was lost; 1 = anything else.
+    static func exitCode(for error: Error) -> Int32 {
+        if let postgres = error as? PostgresError, postgres.isConnectionLost { return 3 }
+        if error is EmbeddedServerError { return 3 }
+        return 1
+    }
+}

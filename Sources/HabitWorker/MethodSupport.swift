@@ -1,0 +1,166 @@
+import Foundation
+import HabitStore
+import JSONRPC
+import PostgresClient
+
+/// What a database method runs against: one connection's repositories, on one thread.
+public final class MethodContext {
+    public let connection: Connection
+    public let habits: HabitRepository
+
+    init(connection: Connection, settings: StoreSettings) {
+        self.connection = connection
+        habits = HabitRepository(connection: connection, settings: settings)
+    }
+}
+
+/// A method that needs PostgreSQL. Params are decoded (and rejected) on the reader thread,
+/// before the request takes a place in the queue; `run` executes on a database thread.
+protocol DatabaseMethod: SendableMetatype {
+    associatedtype Params: Sendable
+    static var name: String { get }
+    /// Every accepted key; any other key is -32602 naming it.
+    static var keys: Set<String> { get }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params
+    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue
+}
+
+/// A method answered without the database.
+protocol LocalMethod: SendableMetatype {
+    static var name: String { get }
+    static var keys: Set<String> { get }
+    static func run(_ params: ParamsReader) throws(RPCError) -> JSONValue
+}
+
+/// Method name → typed handler. Handlers never see request ids, framing or file descriptors.
+struct MethodRegistry: Sendable {
+    enum Prepared: Sendable {
+        case immediate(JSONValue)
+        case database(@Sendable (MethodContext) throws -> JSONValue)
+    }
+
+    private var handlers: [String: @Sendable (ParamsReader) throws -> Prepared] = [:]
+
+    mutating func register<Method: DatabaseMethod>(_: Method.Type) {
+        handlers[Method.name] = Self.databaseHandler(Method.self)
+    }
+
+    mutating func register<Method: LocalMethod>(_: Method.Type) {
+        handlers[Method.name] = Self.localHandler(Method.self)
+    }
+
+    private static func databaseHandler<Method: DatabaseMethod>(_: Method.Type) -> @Sendable (ParamsReader) throws -> Prepared {
+        { reader in
+            try reader.rejectUnknownKeys(allowed: Method.keys)
+            let params = try Method.decode(reader)
+            return .database { context in try Method.run(params, in: context) }
+        }
+    }
+
+    private static func localHandler<Method: LocalMethod>(_: Method.Type) -> @Sendable (ParamsReader) throws -> Prepared {
+        { reader in
+            try reader.rejectUnknownKeys(allowed: Method.keys)
+            return .immediate(try Method.run(reader))
+        }
+    }
+
+    var methodNames: [String] { handlers.keys.sorted() }
+
+    /// Resolves and decodes a request: unknown method → -32601, bad params → -32602.
+    func prepare(_ request: IncomingRequest) throws(RPCError) -> Prepared {
+        guard let handler = handlers[request.method] else { throw RPCError.methodNotFound(request.method) }
+        do {
+            return try handler(try ParamsReader(request))
+        } catch let error as RPCError {
+            throw error
+        } catch {
+            throw RPCError.internalError()
+        }
+    }
+}
+
+// MARK: - Reading the service's value types from params
+
+extension ParamsReader {
+    func uuid(_ key: String) throws(RPCError) -> UUID {
+        let text = try requiredString(key)
+        guard text.utf8.count == 36, let id = UUID(uuidString: text) else {
+            throw .invalidParams(field: key, reason: "expected a UUID")
+        }
+        return id
+    }
+
+    func userID() throws(RPCError) -> UUID { try uuid("user_id") }
+
+    func date(_ key: String) throws(RPCError) -> CalendarDate {
+        let text = try requiredString(key)
+        guard let date = CalendarDate(iso8601: text) else {
+            throw .invalidParams(field: key, reason: "expected a calendar date YYYY-MM-DD")
+        }
+        return date
+    }
+
+    func optionalTimestamp(_ key: String) throws(RPCError) -> PostgresTimestamp? {
+        guard let text = try optionalString(key) else { return nil }
+        guard let timestamp = PostgresTimestamp(rfc3339: text) else {
+            throw .invalidParams(field: key, reason: "expected an RFC 3339 timestamp with offset")
+        }
+        return timestamp
+    }
+
+    /// An optional IANA zone name; its validity is checked against PostgreSQL later.
+    func timeZone() throws(RPCError) -> String? {
+        guard let zone = try optionalString("timezone") else { return nil }
+        guard !zone.isEmpty, zone.utf8.count <= 64 else { throw .invalidParams(field: "timezone", reason: "expected an IANA time zone name") }
+        return zone
+    }
+
+    /// For fields that can be cleared: absent → keep (nil), null → clear (.some(nil)).
+    func clearableString(_ key: String) throws(RPCError) -> String?? {
+        switch optionalValue(key) {
+        case nil: return nil
+        case .null?: return .some(nil)
+        case .string(let text)?: return .some(text)
+        default: throw .invalidParams(field: key, reason: "expected a string or null")
+        }
+    }
+
+    func clearableInt(_ key: String, range: ClosedRange<Int>) throws(RPCError) -> Int?? {
+        switch optionalValue(key) {
+        case nil: return nil
+        case .null?: return .some(nil)
+        default: return .some(try requiredInt(key, range: range))
+        }
+    }
+}
+
+// MARK: - Encoding results
+
+extension JSONValue {
+    init(_ date: CalendarDate) { self = .string(date.description) }
+    init(_ timestamp: PostgresTimestamp) { self = .string(timestamp.rfc3339) }
+    init(_ id: UUID) { self = .string(id.uuidString.lowercased()) }
+
+    init<Wrapped>(optional value: Wrapped?, _ encode: (Wrapped) -> JSONValue) {
+        self = value.map(encode) ?? .null
+    }
+
+    init(habit: Habit) {
+        self = .object([
+            "id": JSONValue(habit.id),
+            "name": .string(habit.name),
+            "icon": JSONValue(optional: habit.icon) { .string($0) },
+            "color": JSONValue(optional: habit.color) { .string($0) },
+            "is_active": .bool(habit.isActive),
+            "activated_at": JSONValue(habit.activatedAt),
+            "deactivated_at": JSONValue(optional: habit.deactivatedAt) { JSONValue($0) },
+            "sort_order": JSONValue(optional: habit.sortOrder) { .int($0) },
+            "created_at": JSONValue(habit.createdAt),
+            "updated_at": JSONValue(habit.updatedAt),
+        ])
+    }
+
+    init(profile: Profile) {
+        self = .object(["user_id": JSONValue(profile.userID), "timezone": .string(profile.timeZone)])
+    }
+}

@@ -1,0 +1,30 @@
+import HabitStore
+
+/// Everything `habit serve` can be told; defaults are documented in docs/operations.md.
+public struct WorkerConfiguration: Sendable {
+    /// libpq conninfo or URL the worker connects with (ideally as `habit_worker`).
+    public var connectionString: String
+    /// Database connections, each driven by its own thread: the number of requests that
+    /// run against PostgreSQL at the same time.
+    public var poolSize: Int = 4
+    /// Requests accepted but not yet answered; past it the worker stops reading stdin
+    /// until responses go out (backpressure instead of unbounded memory).
+    public var maxInFlight: Int = 256
+    /// `statement_timeout` applied to every statement of a request (ms).
+    public var statementTimeoutMilliseconds: Int = 5_000
+    /// Longest accepted request line in bytes (newline excluded).
+    public var maxLineBytes: Int = 1_048_576
+    /// Maximum JSON nesting depth of a request.
+    public var maxJSONDepth: Int = 64
+    /// libpq connect_timeout (s): how long a request waits for a server that is down.
+    public var connectTimeoutSeconds: Int = 3
+    /// After a failed connection attempt, requests answer database_unavailable at once
+    /// for this long instead of each waiting for a new attempt (ms).
+    public var reconnectBackoffMilliseconds: Int = 500
+
+    public init(connectionString: String) {
+        self.connectionString = connectionString
+    }
+
+    var storeSettings: StoreSettings { StoreSettings(statementTimeoutMilliseconds: statementTimeoutMilliseconds) }
+}

@@ -1,1 +1,0 @@
-// placeholder until the JSON-RPC layer lands
