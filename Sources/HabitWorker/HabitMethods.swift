@@ -202,25 +202,3 @@ enum WeekCounts: DatabaseMethod {
         ]
     }
 }
-
-extension MethodRegistry {
-    /// Every method the worker serves.
-    static let standard: MethodRegistry = {
-        var registry = MethodRegistry()
-        registry.register(SystemPing.self)
-        registry.register(SystemHealth.self)
-        registry.register(ProfileGet.self)
-        registry.register(ProfileSet.self)
-        registry.register(HabitsCreate.self)
-        registry.register(HabitsUpdate.self)
-        registry.register(HabitsDeactivate.self)
-        registry.register(HabitsActivate.self)
-        registry.register(HabitsDelete.self)
-        registry.register(HabitsList.self)
-        registry.register(DayGet.self)
-        registry.register(CompletionsSet.self)
-        registry.register(CompletionsToggle.self)
-        registry.register(WeekCounts.self)
-        return registry
-    }()
-}
