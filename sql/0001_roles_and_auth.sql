@@ -82,14 +82,6 @@ COMMENT ON COLUMN habit.schema_migrations.checksum IS 'SHA-256 (hex) of the file
 COMMENT ON COLUMN habit.schema_migrations.applied_at IS 'When it was applied.';
 GRANT SELECT ON habit.schema_migrations TO habit_worker, habit_batch, habit_admin, service_role;
 
--- Time-zone names are checked against PostgreSQL's own list (pg_timezone_names), the same
--- names AT TIME ZONE understands.
-CREATE FUNCTION habit.is_valid_time_zone(zone text) RETURNS boolean
-    LANGUAGE sql STABLE STRICT
-    AS $fn$ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_names WHERE name = zone) $fn$;
-COMMENT ON FUNCTION habit.is_valid_time_zone(text) IS
-    'True when zone is an IANA name PostgreSQL knows (pg_timezone_names). Used by CHECK constraints.';
-
 -- Keeps updated_at true whoever writes (worker, psql, batch). An UPDATE that changes
 -- nothing (a retried request) leaves updated_at alone.
 CREATE FUNCTION habit.touch_updated_at() RETURNS trigger
@@ -104,4 +96,3 @@ CREATE FUNCTION habit.touch_updated_at() RETURNS trigger
     $fn$;
 COMMENT ON FUNCTION habit.touch_updated_at() IS 'BEFORE UPDATE trigger: sets updated_at to the transaction time when the row changes.';
 
-GRANT EXECUTE ON FUNCTION habit.is_valid_time_zone(text) TO PUBLIC;

@@ -1,16 +1,26 @@
 -- 0002: the Habbit app's tables (profiles, habit_templates, habit_completions) with
 -- row-level security forced on each, and the grants of every role.
 
+-- PostgreSQL's IANA time-zone names, copied from pg_timezone_names so that a profile's zone
+-- is checked by a foreign key (an index probe) rather than by reading the view, which scans
+-- the zoneinfo directory on every call. After a tzdata upgrade that adds zones, refresh with:
+--   INSERT INTO habit.time_zones SELECT name FROM pg_timezone_names ON CONFLICT DO NOTHING;
+CREATE TABLE habit.time_zones (name text PRIMARY KEY);
+COMMENT ON TABLE habit.time_zones IS 'IANA time-zone names PostgreSQL knows (from pg_timezone_names); profiles.timezone references it.';
+COMMENT ON COLUMN habit.time_zones.name IS 'Zone name as AT TIME ZONE accepts it, e.g. America/Los_Angeles.';
+INSERT INTO habit.time_zones (name) SELECT name FROM pg_catalog.pg_timezone_names ON CONFLICT DO NOTHING;
+GRANT SELECT ON habit.time_zones TO PUBLIC;
+
 CREATE TABLE public.profiles (
     user_id    uuid PRIMARY KEY,
     timezone   text NOT NULL DEFAULT 'UTC'
-               CONSTRAINT profiles_timezone_check CHECK (habit.is_valid_time_zone(timezone)),
+               CONSTRAINT profiles_timezone_fkey REFERENCES habit.time_zones (name),
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE public.profiles IS 'Per-user settings. A user without a row is in UTC.';
 COMMENT ON COLUMN public.profiles.user_id IS 'The user (auth.uid(), the JWT "sub").';
-COMMENT ON COLUMN public.profiles.timezone IS 'IANA time zone (pg_timezone_names) in which "today" and "future" are computed for this user.';
+COMMENT ON COLUMN public.profiles.timezone IS 'IANA time zone (habit.time_zones, from pg_timezone_names) in which "today" and "future" are computed for this user.';
 COMMENT ON COLUMN public.profiles.created_at IS 'When the row was created.';
 COMMENT ON COLUMN public.profiles.updated_at IS 'Last change, maintained by trigger profiles_touch_updated_at.';
 

@@ -21,6 +21,8 @@ struct Habit: ParsableCommand {
             MigrateCommand.self,
             ServeCommand.self,
             DatabaseCommand.self,
+            WeeklyCountsCommand.self,
+            DevCommand.self,
         ]
     )
 }

@@ -31,11 +31,10 @@ extension StoreError {
     /// (connection loss, timeouts and bugs are the caller's to classify).
     static func mapping(_ error: Error) -> Error {
         guard let postgres = error as? PostgresError, let code = postgres.sqlState else { return error }
+        if code.isInClass("23"), let field = constraintFields[postgres.constraint ?? ""] {
+            return StoreError.invalidInput(field: field, reason: "violates \(postgres.constraint ?? "a constraint")")
+        }
         switch code {
-        case .checkViolation, .notNullViolation, .stringDataRightTruncation:
-            if let field = constraintFields[postgres.constraint ?? ""] {
-                return StoreError.invalidInput(field: field, reason: "violates \(postgres.constraint ?? "a constraint")")
-            }
         case .foreignKeyViolation:
             // A completion or task pointing at a habit/list the user does not own.
             return StoreError.notFound
@@ -48,12 +47,12 @@ extension StoreError {
         return error
     }
 
-    /// CHECK constraints and the input field each guards.
+    /// Constraints that guard an input field (CHECK, or the time-zone foreign key).
     static let constraintFields: [String: String] = [
         "habit_templates_name_check": "name",
         "habit_templates_icon_check": "icon",
         "habit_templates_color_check": "color",
-        "profiles_timezone_check": "timezone",
+        "profiles_timezone_fkey": "timezone",
         "tasks_title_check": "title",
         "tasks_notes_check": "notes",
         "task_lists_name_check": "name",

@@ -1,0 +1,139 @@
+import Foundation
+import HabitStore
+import PostgresClient
+
+/// `habit weekly-counts`: weekly completion counts for every user (or one), computed by one
+/// set-based query in PostgreSQL (`habit.weekly_counts`, sql/0003) and streamed to the
+/// output as it arrives — COPY for CSV and JSON, single-row mode for the table — so the
+/// job's memory does not grow with the number of users.
+public struct WeeklyCountsJob {
+    public enum Format: String, Sendable, CaseIterable { case csv, json, table }
+
+    public var from: CalendarDate
+    public var to: CalendarDate
+    public var weekStart: WeekStart = .monday
+    public var user: UUID?
+    public var format: Format = .csv
+    /// Upsert into weekly_completion_counts instead of printing rows.
+    public var store = false
+
+    public init(from: CalendarDate, to: CalendarDate) {
+        self.from = from
+        self.to = to
+    }
+
+    public static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days", "completion_rate"]
+
+    /// The job acts as the least-privileged batch role whatever the login role is.
+    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch"]
+
+    public struct StoreReport: Sendable, Equatable {
+        /// Rows inserted or changed (unchanged rows keep their computed_at).
+        public var written: Int
+    }
+
+    /// Streams the rows to `output`; `progress` (if given) hears of each row.
+    public func run(on connection: Connection, output: OutputSink, progress: ProgressReporter? = nil) throws {
+        try connection.withTransaction(prelude: Self.prelude + parameterSettings) { connection in
+            progress?.start(totalRows: try expectedRows(connection))
+            switch format {
+            case .csv:
+                try connection.copyOut("""
+                    COPY (SELECT * FROM \(unsafeSQL: Self.functionCallFromSettings)) TO STDOUT WITH (FORMAT csv, HEADER)
+                    """) { chunk in
+                    try output.write(chunk)
+                    progress?.rowDone()
+                }
+            case .json:
+                // JSON text of uuids, dates and numbers never holds the characters COPY's
+                // text format escapes (backslash, tab, newline), so each line is the JSON.
+                try connection.copyOut("""
+                    COPY (SELECT json_build_object('user_id', user_id, 'week_start', week_start, 'completions', completions,
+                                                   'days_with_completion', days_with_completion,
+                                                   'active_habit_days', active_habit_days, 'completion_rate', completion_rate)
+                          FROM \(unsafeSQL: Self.functionCallFromSettings)) TO STDOUT
+                    """) { chunk in
+                    try output.write(chunk)
+                    progress?.rowDone()
+                }
+            case .table:
+                try output.write(Self.tableLine(Self.columns))
+                try output.write(Self.tableLine(Self.columnWidths.map { String(repeating: "-", count: $0) }))
+                try connection.stream("SELECT * FROM \(unsafeSQL: Self.functionCallFromSettings)") { row in
+                    try output.write(Self.tableLine([
+                        try row.decode(UUID.self, at: 0).uuidString.lowercased(),
+                        try row.decode(CalendarDate.self, at: 1).description,
+                        String(try row.decode(Int.self, at: 2)),
+                        String(try row.decode(Int.self, at: 3)),
+                        String(try row.decode(Int.self, at: 4)),
+                        try row.decode(PostgresNumeric?.self, at: 5)?.text ?? "",
+                    ]))
+                    progress?.rowDone()
+                }
+            }
+            try output.flush()
+        }
+        progress?.finish()
+    }
+
+    /// Upserts the rows into weekly_completion_counts in one statement, safe to run while
+    /// the worker writes and safe to repeat: unchanged rows are left alone.
+    public func runStore(on connection: Connection) throws -> StoreReport {
+        try connection.withTransaction(prelude: Self.prelude) { connection in
+            let written = try connection.execute("""
+                INSERT INTO public.weekly_completion_counts AS stored
+                    (user_id, week_start, completions, days_with_completion, active_habit_days, completion_rate)
+                SELECT * FROM habit.weekly_counts(\(from), \(to), \(weekStart.rawValue), \(user))
+                ON CONFLICT (user_id, week_start) DO UPDATE SET
+                    completions = EXCLUDED.completions,
+                    days_with_completion = EXCLUDED.days_with_completion,
+                    active_habit_days = EXCLUDED.active_habit_days,
+                    completion_rate = EXCLUDED.completion_rate,
+                    computed_at = now()
+                WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days, stored.completion_rate)
+                      IS DISTINCT FROM
+                      (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days, EXCLUDED.completion_rate)
+                """)
+            return StoreReport(written: written)
+        }
+    }
+
+    // COPY takes no bind parameters, so the arguments travel as bound parameters of
+    // set_config(…, true) (transaction-local) and the COPY query reads them back.
+    var parameterSettings: [Query] {
+        ["""
+        SELECT set_config('habit.weekly_from', \(from.description), true),
+               set_config('habit.weekly_to', \(to.description), true),
+               set_config('habit.weekly_week_start', \(weekStart.rawValue), true),
+               set_config('habit.weekly_user', \(user?.uuidString ?? ""), true)
+        """]
+    }
+
+    static let functionCallFromSettings = """
+        habit.weekly_counts(current_setting('habit.weekly_from')::date, current_setting('habit.weekly_to')::date,
+                            current_setting('habit.weekly_week_start'), nullif(current_setting('habit.weekly_user'), '')::uuid)
+        """
+
+    private func expectedRows(_ connection: Connection) throws -> Int {
+        let firstWeek = weekStart.weekStart(containing: from)
+        let weeks = from <= to ? firstWeek.days(until: weekStart.weekStart(containing: to)) / 7 + 1 : 0
+        let users = try connection.queryOne("""
+            SELECT count(*) FROM (SELECT user_id FROM public.habit_templates WHERE \(user)::uuid IS NULL OR user_id = \(user)
+                                  UNION SELECT user_id FROM public.profiles WHERE \(user)::uuid IS NULL OR user_id = \(user)) u
+            """).decode(Int.self, at: 0)
+        return users * weeks
+    }
+
+    static let columnWidths = [36, 10, 11, 20, 17, 15]
+
+    static func tableLine(_ cells: [String]) -> [UInt8] {
+        var line = ""
+        for (index, cell) in cells.enumerated() {
+            let width = columnWidths[index]
+            let padding = String(repeating: " ", count: max(0, width - cell.count))
+            line += index == 0 || index == 1 ? cell + padding : padding + cell
+            line += index == cells.count - 1 ? "\n" : " | "
+        }
+        return Array(line.utf8)
+    }
+}

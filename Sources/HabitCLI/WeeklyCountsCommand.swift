@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import HabitBatch
+import HabitStore
+import PostgresClient
+
+extension CalendarDate: ExpressibleByArgument {
+    public init?(argument: String) { self.init(iso8601: argument) }
+}
+
+extension WeekStart: ExpressibleByArgument {}
+extension WeeklyCountsJob.Format: ExpressibleByArgument {}
+
+struct WeeklyCountsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "weekly-counts",
+        abstract: "Weekly completion counts for every user (or one), computed in PostgreSQL and streamed.",
+        discussion: """
+            For every user with a habit or a profile and every week overlapping [--from, --to], one row:
+              user_id,week_start,completions,days_with_completion,active_habit_days,completion_rate
+            sorted by user_id then week_start. CSV (with that header) by default; --format json writes
+            one object per line; --format table an aligned table. --store upserts the rows into
+            weekly_completion_counts instead of printing them (re-running changes nothing that did not change).
+
+            Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only
+            summary tables. Progress goes to stderr when stderr is a terminal.
+
+            Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 any other error.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: ArgumentHelp("First day of the range (YYYY-MM-DD).", valueName: "date"))
+    var from: CalendarDate
+
+    @Option(help: ArgumentHelp("Last day of the range (YYYY-MM-DD), inclusive.", valueName: "date"))
+    var to: CalendarDate
+
+    @Option(help: "First day of the week: monday or sunday.")
+    var weekStart: WeekStart = .monday
+
+    @Option(help: "csv, json or table.")
+    var format: WeeklyCountsJob.Format = .csv
+
+    @Flag(help: "Upsert into weekly_completion_counts instead of printing.")
+    var store = false
+
+    @Option(help: ArgumentHelp("Only this user.", valueName: "uuid"))
+    var user: String?
+
+    func validate() throws {
+        guard from <= to else { throw ValidationError("--from \(from) is after --to \(to)") }
+        if let user, UUID(uuidString: user) == nil || user.utf8.count != 36 {
+            throw ValidationError("--user must be a UUID")
+        }
+    }
+
+    func run() throws {
+        try reportingFailures {
+            let url: String
+            if let configured = database.configuredURL {
+                url = configured
+            } else {
+                let server = try database.embeddedServer()
+                try server.start()
+                url = server.batchConnectionString
+            }
+            let connection = try Connection(url, applicationName: "habit-weekly-counts")
+            defer { connection.close() }
+            var job = WeeklyCountsJob(from: from, to: to)
+            job.weekStart = weekStart
+            job.format = format
+            job.user = user.flatMap(UUID.init(uuidString:))
+            if store {
+                let report = try job.runStore(on: connection)
+                FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.written) changed row(s)\n".utf8))
+            } else {
+                try job.run(on: connection, output: OutputSink(), progress: ProgressReporter.forStandardError())
+            }
+            if ProcessInfo.processInfo.environment["HABIT_REPORT_PEAK_RSS"] == "1" {
+                FileHandle.standardError.write(Data("peak_rss_kib=\(Self.peakResidentKiB())\n".utf8))
+            }
+        }
+    }
+
+    /// VmHWM from /proc: the most resident memory this process ever had.
+    static func peakResidentKiB() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return -1 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+}
+
+struct DevCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "Developer tools (data generation).",
+        subcommands: [Seed.self]
+    )
+
+    struct Seed: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Fill a database with generated users, habits and completions (set-based SQL).",
+            discussion: "Needs a role that may write every user's rows: a superuser, or the embedded server's default."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Number of users.") var users = 100_000
+        @Option(help: "Habits per user.") var habits = 5
+        @Option(help: "Weeks of completions, ending at --end-date.") var weeks = 20
+        @Option(help: "Probability that a habit is completed on a day.") var rate = 0.7
+        @Option(help: ArgumentHelp("Last day with completions (default: 2026-11-15).", valueName: "date"))
+        var endDate: CalendarDate = CalendarDate(year: 2026, month: 11, day: 15)!
+
+        func validate() throws {
+            guard users >= 0, habits >= 0, weeks >= 1, (0...1).contains(rate) else {
+                throw ValidationError("--users, --habits ≥ 0, --weeks ≥ 1 and --rate in 0…1")
+            }
+        }
+
+        func run() throws {
+            try reportingFailures {
+                let url: String
+                if let configured = database.configuredURL {
+                    url = configured
+                } else {
+                    let server = try database.embeddedServer()
+                    try server.start()
+                    let admin = try Connection(server.adminConnectionString)
+                    try database.migrator().migrate(admin)
+                    admin.close()
+                    url = server.adminConnectionString
+                }
+                let connection = try Connection(url, applicationName: "habit-seed")
+                defer { connection.close() }
+                var seeder = Seeder(endDate: endDate)
+                seeder.users = users
+                seeder.habitsPerUser = habits
+                seeder.weeks = weeks
+                seeder.completionRate = rate
+                let report = try seeder.run(on: connection)
+                FileHandle.standardError.write(Data("habit: seeded \(users) users, \(report.habits) habits, \(report.completions) completions (\(seeder.startDate)…\(endDate))\n".utf8))
+            }
+        }
+    }
+}
