@@ -53,10 +53,12 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
                coalesce(habit.local_date(t.deactivated_at, z.tz), 'infinity'::date) AS last_day
         FROM public.habit_templates t JOIN zones z ON z.user_id = t.user_id
     ),
+    -- A habit deactivated before its activation day (scheduled, then cancelled) is never active.
+    live_spans AS (SELECT * FROM spans WHERE first_day <= last_day),
     active AS (
         SELECT s.user_id, w.week_start,
                sum(least(w.week_start + 6, s.last_day) - greatest(w.week_start, s.first_day) + 1) AS active_habit_days
-        FROM spans s JOIN weeks w ON s.first_day <= w.week_start + 6 AND s.last_day >= w.week_start
+        FROM live_spans s JOIN weeks w ON s.first_day <= w.week_start + 6 AND s.last_day >= w.week_start
         GROUP BY 1, 2
     )
     SELECT z.user_id, w.week_start,
