@@ -18,10 +18,22 @@ public final class Connection {
     /// with a one-statement body costs two round trips instead of one per statement.
     private var deferredStatements: [Query]?
     private var inTransactionBody = false
+    /// Named prepared statements of this session, by SQL text and parameter types. Parsing
+    /// and planning a statement often costs more than running it (measured: 1.7 ms unnamed
+    /// vs 0.47 ms prepared for the daily view), so statements are prepared once per
+    /// connection. Off for poolers that cannot keep them (pgbouncer in transaction mode
+    /// before 1.21): then every statement is unnamed.
+    public let usesPreparedStatements: Bool
+    private var preparedStatements: [String: String] = [:]
+    /// Set by the notice receiver when the server announced the end of the session.
+    private let notices = NoticeState()
+    private static let preparedStatementLimit = 512
 
     /// Connects with a libpq conninfo string (`host=/tmp dbname=app`) or a URL
     /// (`postgres://user@host/db`); an empty string means libpq's defaults and PG* variables.
-    public init(_ conninfo: String, applicationName: String = "habit", connectTimeoutSeconds: Int = 10) throws {
+    public init(_ conninfo: String, applicationName: String = "habit", connectTimeoutSeconds: Int = 10,
+                preparedStatements: Bool = true) throws {
+        usesPreparedStatements = preparedStatements
         // Keywords before "dbname" are defaults: values inside the conninfo/URL override them
         // (PQconnectdbParams with expand_dbname = 1).
         let keywords = ["application_name", "connect_timeout", "client_encoding", "dbname"]
@@ -41,8 +53,16 @@ public final class Connection {
         }
         handle = connection
         // libpq prints notices (WARNING, NOTICE) to stderr by default; they would interleave
-        // unstructured text with the service's structured logs, so they are dropped.
-        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        // unstructured text with the service's structured logs, so they are dropped — except
+        // that a FATAL arriving while the connection is idle (the server shutting down or
+        // terminating this backend) is delivered as a notice, and marks the session dead.
+        PQsetNoticeReceiver(connection, { argument, result in
+            guard let argument, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))) else { return }
+            let level = String(cString: severity)
+            if level == "FATAL" || level == "PANIC" {
+                Unmanaged<NoticeState>.fromOpaque(argument).takeUnretainedValue().sessionEnded = true
+            }
+        }, Unmanaged.passUnretained(notices).toOpaque())
     }
 
     /// Connects to `DATABASE_URL`, or to libpq's defaults (PG* variables) when it is unset.
@@ -73,27 +93,29 @@ public final class Connection {
     /// False once the socket is known to be broken; `reset()` reconnects.
     public var isHealthy: Bool {
         guard let handle else { return false }
-        return PQstatus(handle) == CONNECTION_OK
+        return PQstatus(handle) == CONNECTION_OK && !notices.sessionEnded
     }
 
     /// Reads whatever the server sent while the connection sat idle (such as the FATAL of a
     /// terminated backend) and says whether the connection is still usable. Never blocks:
     /// libpq's socket is non-blocking underneath.
     public func isAliveAfterIdle() -> Bool {
-        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        guard let handle, PQstatus(handle) == CONNECTION_OK, !notices.sessionEnded else { return false }
         guard PQconsumeInput(handle) == 1 else { return false }
-        return PQstatus(handle) == CONNECTION_OK
+        _ = PQisBusy(handle) // parses what was read: an idle-time FATAL reaches the notice receiver
+        return PQstatus(handle) == CONNECTION_OK && !notices.sessionEnded
     }
 
     /// Reconnects with the original parameters (PQreset), discarding any transaction state.
     public func reset() throws {
         let handle = try liveHandle()
         deferredStatements = nil
-        PQreset(handle)
+        preparedStatements.removeAll() // a new session has none
+        notices.sessionEnded = false
+        PQreset(handle) // keeps the notice receiver
         guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(kind: .connectionFailed, message: "reset failed: \(PostgresError.clientMessage(result: nil, connection: handle))")
         }
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
 
     /// The server process serving this connection (for pg_stat_activity / pg_terminate_backend).
@@ -334,10 +356,24 @@ public final class Connection {
             deferredStatements = nil
             return try runPipeline(deferred + [query], on: handle).last!
         }
+        if usesPreparedStatements {
+            guard let name = preparedStatements[Self.cacheKey(query)] else {
+                // Prepare and execute in one round trip.
+                return try runPipeline([query], on: handle)[0]
+            }
+            let result = withParameters(query.bindings) { count, _, values, lengths, formats in
+                PQexecPrepared(handle, name, count, values, lengths, formats, 1)
+            }
+            return try check(result, on: handle, sql: query.sql)
+        }
         let result = withParameters(query.bindings) { count, types, values, lengths, formats in
             PQexecParams(handle, query.sql, count, types, values, lengths, formats, 1)
         }
         return try check(result, on: handle, sql: query.sql)
+    }
+
+    private static func cacheKey(_ query: Query) -> String {
+        query.bindings.types.isEmpty ? query.sql : query.sql + "\u{0}" + query.bindings.types.map(String.init).joined(separator: ",")
     }
 
     private func flushDeferredStatements() throws {
@@ -371,15 +407,63 @@ public final class Connection {
         guard sent == 1 else { throw connectionFailure(sql: query.sql) }
     }
 
-    /// Sends `queries` in one pipeline ending in a single Sync (one round trip) and returns
-    /// their results in order. If one fails, the server skips the rest up to the Sync and
-    /// the first error is thrown once every result has been consumed.
+    /// One message group of a pipeline: preparing a statement, or executing one.
+    private enum PipelineStep {
+        case prepare(name: String, key: String, query: Query)
+        case execute(query: Query, preparedName: String?)
+    }
+
+    private func pipelineSteps(for queries: [Query]) -> [PipelineStep] {
+        var steps: [PipelineStep] = []
+        var preparing: [String: String] = [:]
+        for query in queries {
+            guard usesPreparedStatements else {
+                steps.append(.execute(query: query, preparedName: nil))
+                continue
+            }
+            let key = Self.cacheKey(query)
+            if let name = preparedStatements[key] ?? preparing[key] {
+                steps.append(.execute(query: query, preparedName: name))
+            } else if preparedStatements.count + preparing.count < Self.preparedStatementLimit {
+                let name = "habit_\(preparedStatements.count + preparing.count + 1)"
+                preparing[key] = name
+                steps.append(.prepare(name: name, key: key, query: query))
+                steps.append(.execute(query: query, preparedName: name))
+            } else {
+                steps.append(.execute(query: query, preparedName: nil))
+            }
+        }
+        return steps
+    }
+
+    private func send(_ step: PipelineStep, on handle: OpaquePointer) throws {
+        switch step {
+        case .prepare(let name, _, let query):
+            let sent = withParameters(query.bindings) { count, types, _, _, _ in
+                PQsendPrepare(handle, name, query.sql, count, types)
+            }
+            guard sent == 1 else { throw connectionFailure(sql: query.sql) }
+        case .execute(let query, let name?):
+            let sent = withParameters(query.bindings) { count, _, values, lengths, formats in
+                PQsendQueryPrepared(handle, name, count, values, lengths, formats, 1)
+            }
+            guard sent == 1 else { throw connectionFailure(sql: query.sql) }
+        case .execute(let query, nil):
+            try send(query, on: handle)
+        }
+    }
+
+    /// Sends `queries` in one pipeline ending in a single Sync (one round trip), preparing
+    /// the ones not yet prepared on the way, and returns their results in order. If one
+    /// fails, the server skips the rest up to the Sync and the first error is thrown once
+    /// every result has been consumed.
     private func runPipeline(_ queries: [Query], on handle: OpaquePointer) throws -> [ResultSet] {
+        let steps = pipelineSteps(for: queries)
         guard PQenterPipelineMode(handle) == 1 else { throw connectionFailure(sql: queries.first?.sql) }
         defer { PQexitPipelineMode(handle) }
         var sendFailure: PostgresError?
-        for query in queries where sendFailure == nil {
-            do { try send(query, on: handle) } catch let error as PostgresError { sendFailure = error } catch {}
+        for step in steps where sendFailure == nil {
+            do { try send(step, on: handle) } catch let error as PostgresError { sendFailure = error } catch {}
         }
         if sendFailure == nil, PQpipelineSync(handle) != 1 { sendFailure = connectionFailure(sql: nil) }
         if let sendFailure {
@@ -389,20 +473,42 @@ public final class Connection {
         }
         var results: [ResultSet] = []
         var firstError: PostgresError?
-        for query in queries {
+        for step in steps {
+            let sql: String
+            switch step {
+            case .prepare(_, _, let query), .execute(let query, _): sql = query.sql
+            }
             var kept: ResultSet?
             while let result = PQgetResult(handle) {
                 switch PQresultStatus(result) {
                 case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-                    kept = ResultSet(handle: result)
+                    if case .prepare(let name, let key, _) = step {
+                        preparedStatements[key] = name // only once the server has it
+                        PQclear(result)
+                    } else {
+                        kept = ResultSet(handle: result)
+                    }
                 case PGRES_PIPELINE_ABORTED:
                     PQclear(result) // skipped because an earlier statement failed
+                case PGRES_COPY_OUT, PGRES_COPY_IN, PGRES_COPY_BOTH:
+                    // libpq keeps returning the COPY state until the copy ends: end it here.
+                    let status = PQresultStatus(result)
+                    PQclear(result)
+                    if firstError == nil {
+                        firstError = PostgresError(kind: .misuse, message: "COPY statements need copyOut", sql: sql)
+                    }
+                    if status == PGRES_COPY_OUT {
+                        var buffer: UnsafeMutablePointer<CChar>?
+                        while PQgetCopyData(handle, &buffer, 0) > 0 { PQfreemem(buffer) }
+                    } else {
+                        _ = PQputCopyEnd(handle, "COPY is not supported here")
+                    }
                 default:
-                    if firstError == nil { firstError = PostgresError.fromResult(result, connection: handle, sql: query.sql) }
+                    if firstError == nil { firstError = PostgresError.fromResult(result, connection: handle, sql: sql) }
                     PQclear(result)
                 }
             }
-            if let kept { results.append(kept) }
+            if case .execute = step, let kept { results.append(kept) }
             if PQstatus(handle) != CONNECTION_OK { break }
         }
         // The Sync's own result.
@@ -447,6 +553,11 @@ public final class Connection {
 
 @available(*, unavailable, message: "A PGconn must not be shared between threads")
 extension Connection: Sendable {}
+
+/// What the notice receiver learned; owned by the Connection, used on its thread only.
+private final class NoticeState {
+    var sessionEnded = false
+}
 
 /// Lays the parameters out in one buffer and passes libpq the arrays it wants. Every
 /// parameter is binary (format 1) with its type OID.

@@ -265,3 +265,59 @@ import Testing
         #expect(parsed["application_name"] == "it's")
     }
 }
+
+@Suite struct PreparedStatementTests {
+    func preparedCount(_ connection: Connection) throws -> Int {
+        try connection.queryOne("SELECT count(*) FROM pg_prepared_statements").decode(Int.self, at: 0)
+    }
+
+    @Test func statementsArePreparedOncePerConnection() throws {
+        let connection = try TestDatabase.adminConnection()
+        let before = try preparedCount(connection) // the count query itself is prepared now
+        for value in 1...5 {
+            #expect(try connection.queryOne("SELECT \(value) + 1").decode(Int.self, at: 0) == value + 1)
+        }
+        #expect(try preparedCount(connection) == before + 1)
+        // Inside a transaction the prelude statements are prepared too, and reused.
+        for _ in 1...3 {
+            try connection.withTransaction(prelude: ["SET LOCAL statement_timeout = '3s'"]) { transaction throws in
+                #expect(try transaction.queryOne("SELECT current_setting('statement_timeout')").decode(String.self, at: 0) == "3s")
+            }
+        }
+        let afterTransactions = try preparedCount(connection)
+        #expect(afterTransactions == before + 5) // BEGIN, SET LOCAL, the SELECT, COMMIT, + the first SELECT
+        // A statement that fails to prepare is not cached, and the connection stays usable.
+        #expect(throws: PostgresError.self) { try connection.query("SELECT no_such_column FROM pg_class") }
+        #expect(throws: PostgresError.self) { try connection.query("SELECT no_such_column FROM pg_class") }
+        #expect(try preparedCount(connection) == afterTransactions)
+        // After a reset the session has none; they are prepared again on use.
+        try connection.reset()
+        #expect(try connection.queryOne("SELECT \(1) + 1").decode(Int.self, at: 0) == 2)
+    }
+
+    @Test func unnamedModePreparesNothing() throws {
+        let connection = try Connection(TestDatabase.serverURL, preparedStatements: false)
+        for value in 1...3 { _ = try connection.queryOne("SELECT \(value)") }
+        try connection.withTransaction(prelude: ["SET LOCAL statement_timeout = '3s'"]) { transaction throws in
+            _ = try transaction.query("SELECT 1")
+        }
+        #expect(try preparedCount(connection) == 0)
+    }
+}
+
+@Suite struct IdleConnectionTests {
+    /// A backend terminated while its connection sits idle: the FATAL arrives as a notice
+    /// and the idle probe reports the session dead before any request is sent on it.
+    @Test func idleProbeNoticesATerminatedBackend() throws {
+        let admin = try TestDatabase.adminConnection()
+        let idle = try TestDatabase.adminConnection()
+        #expect(idle.isAliveAfterIdle())
+        let pid = idle.backendPID
+        _ = try admin.queryOne("SELECT pg_terminate_backend(\(pid), 5000)") // waits for the backend to exit
+        #expect(!idle.isAliveAfterIdle())
+        #expect(!idle.isHealthy)
+        try idle.reset()
+        #expect(idle.isAliveAfterIdle())
+        #expect(try idle.queryOne("SELECT 1").decode(Int.self, at: 0) == 1)
+    }
+}
