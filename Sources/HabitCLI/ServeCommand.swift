@@ -44,6 +44,9 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
     var connectTimeout: Int?
 
+    @Option(help: ArgumentHelp("on: prepare each statement once per connection; off: unnamed statements, for pgbouncer < 1.21 in transaction mode (env HABIT_PREPARED_STATEMENTS, default on).", valueName: "on|off"))
+    var preparedStatements: String?
+
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env HABIT_LOG_LEVEL, default info).", valueName: "level"))
     var logLevel: String?
 
@@ -56,6 +59,7 @@ struct ServeCommand: ParsableCommand {
         }
         if let statementTimeout, statementTimeout < 0 { throw ValidationError("--statement-timeout-ms must be 0 (none) or more") }
         if let connectTimeout, connectTimeout < 1 { throw ValidationError("--connect-timeout must be at least 1") }
+        if let preparedStatements, !["on", "off"].contains(preparedStatements) { throw ValidationError("--prepared-statements must be on or off") }
         if let logLevel, Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level \(logLevel)") }
         if let logFormat, StderrLogHandler.Format(rawValue: logFormat) == nil { throw ValidationError("--log-format must be json or text") }
     }
@@ -92,13 +96,19 @@ struct ServeCommand: ParsableCommand {
             configuration.maxLineBytes = try maxLineBytes ?? Environment.integer("HABIT_MAX_LINE_BYTES") ?? configuration.maxLineBytes
             configuration.connectTimeoutSeconds = try connectTimeout ?? Environment.integer("HABIT_CONNECT_TIMEOUT")
                 ?? configuration.connectTimeoutSeconds
+            switch preparedStatements ?? Environment.string("HABIT_PREPARED_STATEMENTS") ?? "on" {
+            case "on": configuration.preparedStatements = true
+            case "off": configuration.preparedStatements = false
+            default: throw ValidationError("HABIT_PREPARED_STATEMENTS must be on or off")
+            }
             guard configuration.poolSize >= 1, configuration.maxInFlight >= 1, configuration.maxLineBytes >= 1,
                   configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
                 throw ValidationError("HABIT_* sizes must be positive")
             }
 
-            let wake = ShutdownSignals.install()
-            let server = WorkerServer(configuration: configuration, wake: wake >= 0 ? wake : nil, logger: logger)
+            let wake = WakePipe()
+            ShutdownSignals.install(waking: wake)
+            let server = WorkerServer(configuration: configuration, wake: wake, logger: logger)
             let status = server.run()
             if status != 0 { throw ExitCode(status) }
         }

@@ -191,7 +191,12 @@ enum WeekCounts: DatabaseMethod {
         } else {
             weekStart = .monday
         }
-        return Params(user: try params.userID(), date: try params.date("date"), weekStart: weekStart, timeZone: try params.timeZone())
+        let date = try params.date("date")
+        let first = weekStart.weekStart(containing: date)
+        guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
+            throw .invalidParams(field: "date", reason: "its week must lie between 0001-01-01 and 9999-12-31")
+        }
+        return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
         let days = try context.habits.weekCounts(user: params.user, containing: params.date, weekStart: params.weekStart,

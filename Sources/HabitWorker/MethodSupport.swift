@@ -7,10 +7,12 @@ import PostgresClient
 public final class MethodContext {
     public let connection: Connection
     public let habits: HabitRepository
+    public let tasks: TaskRepository
 
     init(connection: Connection, settings: StoreSettings) {
         self.connection = connection
         habits = HabitRepository(connection: connection, settings: settings)
+        tasks = TaskRepository(connection: connection, settings: settings)
     }
 }
 
@@ -82,6 +84,9 @@ struct MethodRegistry: Sendable {
 // MARK: - Reading the service's value types from params
 
 extension ParamsReader {
+    static let instantRange = PostgresTimestamp(rfc3339: "0001-01-01T00:00:00Z")!...PostgresTimestamp(rfc3339: "9999-12-31T23:59:59.999999Z")!
+    static let dateRange = CalendarDate(year: 1, month: 1, day: 1)!...CalendarDate(year: 9999, month: 12, day: 31)!
+
     func uuid(_ key: String) throws(RPCError) -> UUID {
         let text = try requiredString(key)
         guard text.utf8.count == 36, let id = UUID(uuidString: text) else {
@@ -104,6 +109,10 @@ extension ParamsReader {
         guard let text = try optionalString(key) else { return nil }
         guard let timestamp = PostgresTimestamp(rfc3339: text) else {
             throw .invalidParams(field: key, reason: "expected an RFC 3339 timestamp with offset")
+        }
+        // Responses print instants in UTC; keep them printable in the same format.
+        guard Self.instantRange.contains(timestamp) else {
+            throw .invalidParams(field: key, reason: "must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z")
         }
         return timestamp
     }

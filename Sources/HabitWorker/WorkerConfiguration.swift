@@ -22,6 +22,11 @@ public struct WorkerConfiguration: Sendable {
     /// for this long instead of each waiting for a new attempt (ms).
     public var reconnectBackoffMilliseconds: Int = 500
 
+    /// Prepare each statement once per connection. Turn off behind poolers that cannot
+    /// keep named prepared statements across transactions (pgbouncer < 1.21 in transaction
+    /// mode); statements are then sent unnamed and planned every time.
+    public var preparedStatements = true
+
     public init(connectionString: String) {
         self.connectionString = connectionString
     }

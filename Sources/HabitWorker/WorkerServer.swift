@@ -18,6 +18,7 @@ public final class WorkerServer: @unchecked Sendable {
     /// Places for requests accepted but not yet answered; the reader waits for one.
     private let inFlight: DispatchSemaphore
     private let outputBroken = LockedFlag()
+    private let wake: WakePipe
 
     struct Job: Sendable {
         let method: String
@@ -26,10 +27,13 @@ public final class WorkerServer: @unchecked Sendable {
         let complete: @Sendable (Result<JSONValue, RPCError>) -> Void
     }
 
-    public init(configuration: WorkerConfiguration, input: Int32 = 0, output: Int32 = 1, wake: Int32? = nil, logger: Logger) {
+    /// `wake` stops the read loop when written to (signals); the worker makes one if none is given.
+    public init(configuration: WorkerConfiguration, input: Int32 = 0, output: Int32 = 1, wake: WakePipe? = nil, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        reader = LineReader(fileDescriptor: input, wakeFileDescriptor: wake, maxLineBytes: configuration.maxLineBytes)
+        let wake = wake ?? WakePipe()
+        self.wake = wake
+        reader = LineReader(fileDescriptor: input, wakeFileDescriptor: wake.readEnd, maxLineBytes: configuration.maxLineBytes)
         writer = LineWriter(fileDescriptor: output)
         inFlight = DispatchSemaphore(value: max(1, configuration.maxInFlight))
     }
@@ -152,7 +156,10 @@ public final class WorkerServer: @unchecked Sendable {
         do {
             try writer.writeLine(bytes)
         } catch {
-            if outputBroken.set() { logger.error("stdout closed; stopping", metadata: ["error": "\(error)"]) }
+            if outputBroken.set() {
+                logger.error("stdout closed; stopping", metadata: ["error": "\(error)"])
+                wake.wake() // the reader may be blocked on stdin: nobody can hear us anymore
+            }
         }
     }
 
@@ -222,7 +229,8 @@ public final class WorkerServer: @unchecked Sendable {
             }
             do {
                 let fresh = try Connection(server.configuration.connectionString, applicationName: "habit-serve",
-                                           connectTimeoutSeconds: server.configuration.connectTimeoutSeconds)
+                                           connectTimeoutSeconds: server.configuration.connectTimeoutSeconds,
+                                           preparedStatements: server.configuration.preparedStatements)
                 connection = fresh
                 context = MethodContext(connection: fresh, settings: server.configuration.storeSettings)
                 lastFailedConnect = nil
