@@ -1,0 +1,163 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// Out-of-order completion, many requests in flight, draining at EOF and on SIGTERM.
+@Suite("habit serve: concurrency and shutdown")
+struct ConcurrencyTests {
+    @Test("a blocked request does not hold back later ones: responses come out of order, each id once")
+    func outOfOrderCompletion() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "4", "--statement-timeout-ms", "25000"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
+            let today = try session.today().description
+            try session.admin.withTransaction { connection in
+                // Held until this closure returns: the worker's UPDATE of this row must wait.
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Unblocked"]), id: "slow")
+                let quick: [(String, WireJSON?)] = [
+                    ("system.ping", nil), ("habits.list", params(user)), ("day.get", params(user, ["date": .string(today)])),
+                    ("profile.get", params(user)), ("week.counts", params(user, ["date": .string(today)])), ("system.health", nil),
+                ]
+                for (index, (method, parameters)) in quick.enumerated() {
+                    try worker.sendRequest(method, params: parameters, id: .int(index))
+                }
+                for index in quick.indices {
+                    let response = try worker.response(id: .int(index))
+                    #expect(response.isSuccess, "\(response.raw)")
+                }
+                #expect(!worker.bufferedResponses.contains { $0.id == "slow" }, "the blocked request was answered while its row was locked")
+            }
+            let slow = try worker.response(id: "slow")
+            #expect(slow.result?["name"] == "Unblocked", "\(slow.raw)")
+            #expect(worker.bufferedResponses.isEmpty)
+        }
+    }
+
+    @Test("requests sent together are all answered with the right ids (pool of 4)")
+    func severalAtOnce() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "4"]) { session in
+            let worker = session.worker
+            let users = (0..<8).map { _ in UUID() }
+            for (index, user) in users.enumerated() {
+                try worker.sendRequest("profile.set", params: params(user, ["timezone": index % 2 == 0 ? "Europe/Berlin" : "Asia/Tokyo"]), id: .int(index))
+            }
+            var seen = Set<Int>()
+            for _ in users {
+                let response = try worker.readResponse()
+                let index = try #require(response.id?.intValue, "\(response.raw)")
+                #expect(seen.insert(index).inserted, "id \(index) answered twice")
+                // Each response belongs to its own request: it names that request's user and zone.
+                #expect(response.result?["user_id"] == .uuid(users[index]), "\(response.raw)")
+                #expect(response.result?["timezone"] == .string(index % 2 == 0 ? "Europe/Berlin" : "Asia/Tokyo"), "\(response.raw)")
+            }
+            #expect(seen == Set(users.indices))
+        }
+    }
+
+    @Test("200 requests written before reading are each answered exactly once", arguments: [
+        ["--pool-size", "4"],
+        ["--pool-size", "2", "--max-in-flight", "3"], // backpressure: the reader waits for places
+    ])
+    func manyInFlight(arguments: [String]) throws {
+        try WorkerSession.with(arguments: arguments) { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Toggled").habitID)
+            let today = try session.today().description
+            let count = 200
+            for index in 0..<count {
+                let (method, parameters): (String, WireJSON?) = switch index % 4 {
+                case 0: ("completions.toggle", params(user, ["template_id": .uuid(habit), "date": .string(today)]))
+                case 1: ("habits.list", params(user))
+                case 2: ("system.ping", nil)
+                default: ("day.get", params(user, ["date": .string(today)]))
+                }
+                try worker.sendRequest(method, params: parameters, id: .int(index))
+            }
+            var answered = [Int: WorkerResponse]()
+            for _ in 0..<count {
+                let response = try worker.readResponse()
+                let index = try #require(response.id?.intValue, "\(response.raw)")
+                #expect(answered[index] == nil, "id \(index) answered twice")
+                answered[index] = response
+            }
+            #expect(answered.count == count)
+            let failures = answered.values.filter { !$0.isSuccess }.map(\.raw)
+            #expect(failures.isEmpty, "\(failures)")
+            // 50 toggles of one habit, serialized by the worker: half set, half cleared, none lost.
+            let toggles = answered.filter { $0.key % 4 == 0 }.compactMap { $0.value.result?["completed"]?.boolValue }
+            #expect(toggles.count == 50 && toggles.filter { $0 }.count == 25)
+            worker.closeInput()
+            #expect(try worker.remainingOutput().isEmpty)
+            #expect(worker.waitForExit() == 0)
+            #expect(try session.completionCount(user: user) == 0)
+        }
+    }
+
+    @Test("EOF right after the requests: every one is answered, then exit 0")
+    func drainAtEndOfInput() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "4"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let count = 60
+            for index in 0..<count {
+                try worker.sendRequest("habits.create", params: params(user, ["name": .string("Habit \(index)")]), id: .int(index))
+            }
+            worker.closeInput()
+            let lines = try worker.remainingOutput()
+            let responses = try lines.map { try WorkerResponse(line: Array($0.utf8)) }
+            #expect(responses.count == count)
+            #expect(Set(responses.compactMap { $0.id?.intValue }) == Set(0..<count))
+            #expect(responses.allSatisfy { $0.result?["name"]?.stringValue == "Habit \($0.id?.intValue ?? -1)" })
+            #expect(worker.waitForExit() == 0)
+            #expect(try session.habitCount(user: user) == count)
+        }
+    }
+
+    @Test("SIGTERM with requests in flight: every accepted request is answered, then exit 0", arguments: [SIGTERM, SIGINT])
+    func drainOnSignal(signal: Int32) throws {
+        try WorkerSession.with(arguments: ["--pool-size", "2", "--statement-timeout-ms", "25000"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Held").habitID)
+            let queued = 20
+            try session.admin.withTransaction { connection in
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Released"]), id: "held")
+                for index in 0..<queued {
+                    try worker.sendRequest("habits.create", params: params(user, ["name": .string("Queued \(index)")]), id: .int(index))
+                }
+                // The reader answers ping itself, after dispatching every line before it: once
+                // its response is here, all of the above were accepted.
+                _ = try worker.request("system.ping", id: "marker")
+                #expect(worker.terminate(signal: signal))
+                // stdin stays open: the signal alone must end the read loop.
+            }
+            // Lock released; the held request and all queued ones complete and are answered.
+            let held = try worker.response(id: "held")
+            #expect(held.result?["name"] == "Released", "\(held.raw)")
+            for index in 0..<queued {
+                let response = try worker.response(id: .int(index))
+                #expect(response.isSuccess, "\(response.raw)")
+            }
+            #expect(try worker.remainingOutput().isEmpty)
+            #expect(worker.waitForExit() == 0)
+            #expect(try session.habitCount(user: user) == queued + 1)
+        }
+    }
+
+    @Test("SIGTERM while idle: exit 0 without output, stdin still open")
+    func signalWhileIdle() throws {
+        try WorkerSession.with { session throws in
+            let worker = session.worker
+            #expect(try worker.call("system.ping") == ["ok": true])
+            #expect(worker.terminate(signal: SIGTERM))
+            #expect(try worker.remainingOutput().isEmpty)
+            #expect(worker.waitForExit() == 0)
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// A migrated test database, a `habit serve` worker connected to it as the least-privileged
+/// login role `habit_worker`, and a superuser connection for arranging and inspecting rows.
+/// Everything is torn down on every path (worker killed and reaped, database dropped).
+struct WorkerSession {
+    let database: TestDatabase
+    let worker: WorkerProcess
+    let admin: Connection
+
+    /// Extra arguments every session gets unless it passes its own --pool-size: two
+    /// connections keep the many parallel tests light on the shared server.
+    static let defaultArguments = ["--pool-size", "2"]
+
+    static func with(arguments: [String] = [], environment: [String: String] = [:], closeOutput: Bool = false,
+                     _ body: (WorkerSession) throws -> Void) throws {
+        try TestDatabase.with { database in
+            let admin = try database.connect()
+            defer { admin.close() }
+            let extra = arguments.contains("--pool-size") ? arguments : defaultArguments + arguments
+            try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: extra, environment: environment,
+                                        closeOutput: closeOutput) { worker in
+                try body(WorkerSession(database: database, worker: worker, admin: admin))
+            }
+        }
+    }
+
+    /// Starts another worker on the same database (killed when `body` returns).
+    func withAnotherWorker(arguments: [String] = [], environment: [String: String] = [:],
+                           _ body: (WorkerProcess) throws -> Void) throws {
+        let extra = arguments.contains("--pool-size") ? arguments : Self.defaultArguments + arguments
+        try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: extra, environment: environment, body)
+    }
+
+    /// Today in `zone` as PostgreSQL computes it.
+    func today(in zone: String = "UTC") throws -> CalendarDate {
+        try admin.queryOne("SELECT habit.local_date(now(), \(zone))").decode(CalendarDate.self, at: 0)
+    }
+
+    func habitCount(user: UUID) throws -> Int {
+        try admin.queryOne("SELECT count(*) FROM habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0)
+    }
+
+    func completionCount(user: UUID) throws -> Int {
+        try admin.queryOne("SELECT count(*) FROM habit_completions WHERE user_id = \(user)").decode(Int.self, at: 0)
+    }
+}
+
+extension TestDatabase {
+    /// This database's URL as the worker's login role.
+    func workerURL() throws -> String { try url(overriding: ["user": "habit_worker"]) }
+}
+
+/// A result the test needed but the worker answered with an error (or vice versa).
+struct UnexpectedResponse: Error, CustomStringConvertible {
+    let response: WorkerResponse
+    let expectation: String
+    var description: String { "expected \(expectation), got \(response.raw)" }
+}
+
+extension WorkerProcess {
+    /// Calls a method that must succeed and returns its result.
+    @discardableResult
+    func call(_ method: String, _ params: WireJSON? = nil) throws -> WireJSON {
+        let response = try request(method, params: params)
+        guard let result = response.result else { throw UnexpectedResponse(response: response, expectation: "a result for \(method)") }
+        return result
+    }
+
+    /// Creates a habit for `user` and returns the habit object.
+    @discardableResult
+    func createHabit(user: UUID, name: String, extra: [WireJSON.Member] = []) throws -> WireJSON {
+        try call("habits.create", .object([.init("user_id", .uuid(user)), .init("name", .string(name))] + extra))
+    }
+}
+
+extension WireJSON {
+    /// The `id` member of a habit object as a UUID.
+    var habitID: UUID? { self["id"]?.stringValue.flatMap(UUID.init(uuidString:)) }
+}
+
+/// `{"user_id": …}` plus more members.
+func params(_ user: UUID, _ members: [String: WireJSON] = [:]) -> WireJSON {
+    .object([.init("user_id", .uuid(user))] + members.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })
+}
+
+/// Checks an error response: code, data.reason / data.field when given, and the echoed id.
+func expectError(_ response: WorkerResponse, code: Int, id: WireJSON?, reason: String? = nil, field: String? = nil,
+                 sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(response.result == nil, "expected an error, got \(response.raw)", sourceLocation: sourceLocation)
+    #expect(response.code == code, "code in \(response.raw)", sourceLocation: sourceLocation)
+    if let id { #expect(response.id == id, "id in \(response.raw)", sourceLocation: sourceLocation) }
+    if let reason { #expect(response.reason == reason, "data.reason in \(response.raw)", sourceLocation: sourceLocation) }
+    if let field { #expect(response.field == field, "data.field in \(response.raw)", sourceLocation: sourceLocation) }
+}
+
+/// The JSON-RPC error codes the worker uses.
+enum Code {
+    static let parseError = -32700
+    static let invalidRequest = -32600
+    static let methodNotFound = -32601
+    static let invalidParams = -32602
+    static let internalError = -32603
+    static let notFound = -32001
+    static let futureDate = -32002
+    static let habitNotActive = -32003
+    static let invalidState = -32004
+    static let databaseUnavailable = -32010
+    static let timeout = -32011
+}

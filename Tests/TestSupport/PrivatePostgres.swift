@@ -1,0 +1,65 @@
+import Foundation
+
+/// A PostgreSQL server of a test's own (scripts/pg-tmp in a fresh /tmp/habit-pg.* directory)
+/// that the test may stop and start, e.g. to simulate an outage. Unix socket only.
+/// `with` deletes it on every path.
+public final class PrivatePostgresServer: @unchecked Sendable {
+    public let directory: String
+    /// Superuser URL of the `postgres` database.
+    public var adminURL: String { "postgresql://postgres@/postgres?host=\(directory)/socket" }
+
+    private static var script: String { TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg-tmp").path }
+
+    private init(directory: String) {
+        self.directory = directory
+    }
+
+    /// Starts a new server (initdb + start), runs `body`, and always destroys the server.
+    public static func with<Value>(_ body: (PrivatePostgresServer) throws -> Value) throws -> Value {
+        let suffix = UUID().uuidString.lowercased().prefix(8)
+        let server = PrivatePostgresServer(directory: "/tmp/habit-pg.wt\(suffix)")
+        defer { server.destroy() }
+        try server.start()
+        return try body(server)
+    }
+
+    /// Starts the server (initialising the directory the first time). Idempotent only when stopped.
+    public func start() throws {
+        try Self.check(WorkerProcess.run("/bin/bash", [Self.script, "start", directory], environment: Self.environment), "pg-tmp start")
+    }
+
+    /// `pg_ctl stop -m fast`: open sessions are terminated, like a server going away.
+    public func stop() throws {
+        let bindir = try Self.check(WorkerProcess.run("/bin/bash", [Self.script, "bindir"], environment: Self.environment), "pg-tmp bindir")
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        var command = ["\(bindir)/pg_ctl", "-D", "\(directory)/data", "-m", "fast", "-w", "-t", "60", "stop"]
+        if getuid() == 0 { command = ["runuser", "-u", "postgres", "--"] + command }
+        try Self.check(WorkerProcess.run("/usr/bin/env", command, environment: Self.environment), "pg_ctl stop")
+    }
+
+    /// Stops the server and deletes its directory (best effort, never throws).
+    public func destroy() {
+        _ = try? WorkerProcess.run("/bin/bash", [Self.script, "stop", directory], environment: Self.environment)
+    }
+
+    private static var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["PATH"] = (environment["PATH"].map { $0 + ":" } ?? "") + "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        return environment
+    }
+
+    @discardableResult
+    private static func check(_ result: WorkerProcess.CommandResult, _ what: String) throws -> WorkerProcess.CommandResult {
+        guard result.status == 0 else { throw PrivatePostgresError.commandFailed(what, status: result.status, output: result.stdout + result.stderr) }
+        return result
+    }
+}
+
+public enum PrivatePostgresError: Error, CustomStringConvertible {
+    case commandFailed(String, status: Int32, output: String)
+    public var description: String {
+        switch self {
+        case .commandFailed(let what, let status, let output): "\(what) exited \(status): \(output.suffix(2_000))"
+        }
+    }
+}
