@@ -48,3 +48,32 @@ enum Validation {
         return Int(narrowed)
     }
 }
+
+// MARK: - Tasks
+
+extension Validation {
+    static func taskTitle(_ raw: String) throws -> String {
+        try trimmedText(raw, field: "title", maxLength: 500)
+    }
+
+    /// Free text kept as written (line breaks and surrounding spaces included), at most
+    /// 10 000 code points like tasks_notes_check. NUL cannot be stored in PostgreSQL text.
+    static func taskNotes(_ raw: String) throws -> String {
+        guard raw.unicodeScalars.count <= 10_000 else {
+            throw StoreError.invalidInput(field: "notes", reason: "must be at most 10000 characters")
+        }
+        guard !raw.unicodeScalars.contains("\u{0}") else {
+            throw StoreError.invalidInput(field: "notes", reason: "must not contain NUL characters")
+        }
+        return raw
+    }
+
+    static func listName(_ raw: String) throws -> String {
+        try trimmedText(raw, field: "name", maxLength: 100)
+    }
+
+    /// A task position: any 32-bit integer (tasks.position is an integer column).
+    static func taskPosition(_ value: Int) throws -> Int32 {
+        Int32(try sortOrder(value, field: "position"))
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import PostgresClient
+
+/// The tasks and task lists of the task-list apps, per user. Like `HabitRepository`, every
+/// method takes the acting user and touches only that user's rows twice over: each
+/// statement filters by `user_id`, and runs under that user's claims with row-level
+/// security forced (see `UserScope`).
+///
+/// State rules (docs/protocol.md): `completed_at` is set when a task becomes completed and
+/// cleared when it leaves that state — the repository writes it, and the CHECK constraint
+/// tasks_completed_at_check refuses any row that breaks it. A method that leads to the
+/// state the task is already in is a no-op (retries are safe); `uncompleteTask` refuses an
+/// active task with `invalidState`.
+///
+/// Not thread-safe: one repository per connection, used by one thread at a time.
+public final class TaskRepository {
+    let scope: UserScope
+    /// The underlying connection (for inspection; every user statement goes through `scope`).
+    public var connectionForTesting: Connection { scope.connection }
+    var connection: Connection { scope.connection }
+
+    public init(connection: Connection, settings: StoreSettings = StoreSettings()) {
+        scope = UserScope(connection: connection, settings: settings)
+    }
+
+    // MARK: - Lists
+
+    public func createList(user: UUID, name: String) throws -> TaskList {
+        let name = try Validation.listName(name)
+        return try scope.transaction(as: user) { connection in
+            try TaskList(row: connection.queryOne("""
+                INSERT INTO public.task_lists (user_id, name) VALUES (\(user), \(name))
+                RETURNING \(unsafeSQL: TaskList.columns)
+                """))
+        }
+    }
+
+    public func renameList(user: UUID, id: UUID, name: String) throws -> TaskList {
+        let name = try Validation.listName(name)
+        return try scope.transaction(as: user) { connection in
+            let row = try connection.queryOptional("""
+                UPDATE public.task_lists SET name = \(name)
+                WHERE id = \(id) AND user_id = \(user)
+                RETURNING \(unsafeSQL: TaskList.columns)
+                """)
+            guard let row else { throw StoreError.notFound }
+            return try TaskList(row: row)
+        }
+    }
+
+    /// Deletes a list. Its tasks stay, with no list (ON DELETE SET NULL (list_id)), and
+    /// keep their dates, states and positions.
+    public func deleteList(user: UUID, id: UUID) throws {
+        try scope.transaction(as: user) { connection in
+            let deleted = try connection.execute("DELETE FROM public.task_lists WHERE id = \(id) AND user_id = \(user)")
+            guard deleted == 1 else { throw StoreError.notFound }
+        }
+    }
+
+    /// The user's lists in creation order.
+    public func lists(user: UUID) throws -> [TaskList] {
+        try scope.transaction(as: user) { connection in
+            try connection.query("""
+                SELECT \(unsafeSQL: TaskList.columns) FROM public.task_lists
+                WHERE user_id = \(user)
+                ORDER BY created_at, id
+                """).map(TaskList.init(row:))
+        }
+    }
+
+    // MARK: - Tasks
+
+    /// Creates a not-started task. Without a position it goes after the last task with the
+    /// same scheduled date (the inbox, when undated). A list of another user is `notFound`
+    /// (the composite foreign key refuses it).
+    public func createTask(user: UUID, _ draft: TaskDraft) throws -> TaskItem {
+        let title = try Validation.taskTitle(draft.title)
+        let notes = try draft.notes.map(Validation.taskNotes)
+        let position = try draft.position.map(Validation.taskPosition)
+        let date = draft.scheduledDate
+        return try scope.transaction(as: user) { connection in
+            try TaskItem(row: connection.queryOne("""
+                INSERT INTO public.tasks (user_id, title, notes, list_id, scheduled_date, position)
+                VALUES (\(user), \(title), \(notes), \(draft.listID), \(date),
+                        coalesce(\(position), (SELECT coalesce(max(o.position), 0) + 1 FROM public.tasks o
+                                               WHERE o.user_id = \(user)
+                                                 AND (o.scheduled_date = \(date) OR (\(date) IS NULL AND o.scheduled_date IS NULL)))))
+                RETURNING \(unsafeSQL: TaskItem.columns)
+                """))
+        }
+    }
+
+    /// Changes title, notes, list, date or position in one statement. Moving a task to
+    /// another date without giving a position puts it after the last task of that date.
+    /// State and completed_at never change here.
+    public func updateTask(user: UUID, id: UUID, _ changes: TaskChanges) throws -> TaskItem {
+        let title = try changes.title.map(Validation.taskTitle)
+        let notes = try changes.notes.map { try $0.map(Validation.taskNotes) }
+        let position = try changes.position.map(Validation.taskPosition)
+        let dateGiven = changes.scheduledDate != nil
+        let date = changes.scheduledDate ?? nil
+        return try scope.transaction(as: user) { connection in
+            // A flag per clearable field says whether to replace it (possibly with NULL).
+            // On the right of SET, scheduled_date is still the row's old value.
+            let row = try connection.queryOptional("""
+                UPDATE public.tasks SET
+                    title = coalesce(\(title), title),
+                    notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
+                    list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
+                    scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
+                    position = coalesce(\(position), CASE
+                        WHEN \(dateGiven) AND \(date) IS DISTINCT FROM scheduled_date THEN
+                            (SELECT coalesce(max(o.position), 0) + 1 FROM public.tasks o
+                             WHERE o.user_id = \(user)
+                               AND (o.scheduled_date = \(date) OR (\(date) IS NULL AND o.scheduled_date IS NULL)))
+                        ELSE position END)
+                WHERE id = \(id) AND user_id = \(user)
+                RETURNING \(unsafeSQL: TaskItem.columns)
+                """)
+            guard let row else { throw StoreError.notFound }
+            return try TaskItem(row: row)
+        }
+    }
+
+    public func deleteTask(user: UUID, id: UUID) throws {
+        try scope.transaction(as: user) { connection in
+            let deleted = try connection.execute("DELETE FROM public.tasks WHERE id = \(id) AND user_id = \(user)")
+            guard deleted == 1 else { throw StoreError.notFound }
+        }
+    }
+
+    public func task(user: UUID, id: UUID) throws -> TaskItem {
+        try scope.transaction(as: user) { connection in
+            let row = try connection.queryOptional("""
+                SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks WHERE id = \(id) AND user_id = \(user)
+                """)
+            guard let row else { throw StoreError.notFound }
+            return try TaskItem(row: row)
+        }
+    }
+
+    // MARK: - State
+
+    /// Completes a task from any state. Completing a completed task changes nothing (it
+    /// keeps its first completed_at and its updated_at).
+    public func completeTask(user: UUID, id: UUID) throws -> TaskItem {
+        try transition(user: user, id: id) { _ in .completed }
+    }
+
+    /// Completed → not started, clearing completed_at. A not-started task is left as it is
+    /// (a retry is safe); an active task was never completed and is refused.
+    public func uncompleteTask(user: UUID, id: UUID) throws -> TaskItem {
+        try transition(user: user, id: id) { state in
+            guard state != .active else { throw StoreError.invalidState("task is active, not completed") }
+            return .notStarted
+        }
+    }
+
+    /// One tap: not_started → active → completed → not_started. Concurrent cycles of one
+    /// task are serialized by the row lock, so each advances it one step.
+    public func cycleTask(user: UUID, id: UUID) throws -> TaskItem {
+        try transition(user: user, id: id) { $0.next }
+    }
+
+    /// Any state to any state; the current state is a no-op.
+    public func setTaskState(user: UUID, id: UUID, state: TaskState) throws -> TaskItem {
+        try transition(user: user, id: id) { _ in state }
+    }
+
+    /// Locks the task, lets `decide` pick the next state from the current one, and writes it
+    /// with the completed_at rule. scheduled_date, position and the rest never change here.
+    private func transition(user: UUID, id: UUID, _ decide: (TaskState) throws -> TaskState) throws -> TaskItem {
+        try scope.transaction(as: user) { connection in
+            // Statement 1 takes the row lock; a concurrent transition of the same task waits
+            // here and, in READ COMMITTED, then reads the row as the other one left it.
+            let row = try connection.queryOptional("""
+                SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
+                WHERE id = \(id) AND user_id = \(user)
+                FOR NO KEY UPDATE
+                """)
+            guard let row else { throw StoreError.notFound }
+            let current = try TaskItem(row: row)
+            let target = try decide(current.state)
+            guard target != current.state else { return current }
+            return try TaskItem(row: connection.queryOne("""
+                UPDATE public.tasks SET
+                    state = \(target.rawValue),
+                    completed_at = CASE WHEN \(target == .completed) THEN coalesce(completed_at, now()) END
+                WHERE id = \(id) AND user_id = \(user)
+                RETURNING \(unsafeSQL: TaskItem.columns)
+                """))
+        }
+    }
+
+    // MARK: - Views
+
+    /// The tasks scheduled on `date` (default: today in the user's time zone, or in
+    /// `timeZone` when given), in every state: active, then not started, then completed,
+    /// each by position. Earlier dates' unfinished tasks are not carried over.
+    public func today(user: UUID, date: CalendarDate? = nil, timeZone: String? = nil) throws -> TaskDay {
+        try validateTimeZone(timeZone)
+        return try scope.transaction(as: user) { connection in
+            // One header row (the date) even when there are no tasks, like HabitRepository.day.
+            let rows = try connection.query("""
+                WITH day AS (
+                    SELECT coalesce(\(date), habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))) AS date
+                )
+                SELECT day.date AS day, t.*
+                FROM day LEFT JOIN LATERAL (
+                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
+                    WHERE user_id = \(user) AND scheduled_date = day.date
+                ) t ON true
+                ORDER BY CASE t.state WHEN 'active' THEN 0 WHEN 'not_started' THEN 1 ELSE 2 END,
+                         t.position, t.created_at, t.id
+                """)
+            guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "today query returned no header row") }
+            return TaskDay(
+                date: try first.decode(CalendarDate.self, "day"),
+                tasks: try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:))
+            )
+        }
+    }
+
+    /// The inbox, the upcoming days (after today in the user's zone, or in `timeZone`), or
+    /// one list. A list that is not the user's is `notFound`.
+    public func listTasks(user: UUID, _ listing: TaskListing, timeZone: String? = nil) throws -> [TaskItem] {
+        try validateTimeZone(timeZone)
+        return try scope.transaction(as: user) { connection in
+            switch listing {
+            case .inbox:
+                return try connection.query("""
+                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
+                    WHERE user_id = \(user) AND scheduled_date IS NULL
+                    ORDER BY position, created_at, id
+                    """).map(TaskItem.init(row:))
+            case .upcoming:
+                return try connection.query("""
+                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
+                    WHERE user_id = \(user)
+                      AND scheduled_date > habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))
+                    ORDER BY scheduled_date, position, created_at, id
+                    """).map(TaskItem.init(row:))
+            case .list(let list):
+                let rows = try connection.query("""
+                    SELECT l.found, t.*
+                    FROM (SELECT EXISTS (SELECT 1 FROM public.task_lists WHERE id = \(list) AND user_id = \(user)) AS found) l
+                    LEFT JOIN LATERAL (
+                        SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
+                        WHERE user_id = \(user) AND list_id = \(list)
+                    ) t ON l.found
+                    ORDER BY t.scheduled_date NULLS FIRST, t.position, t.created_at, t.id
+                    """)
+                guard let first = rows.first, try first.decode(Bool.self, "found") else { throw StoreError.notFound }
+                return try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:))
+            }
+        }
+    }
+
+    // MARK: - Validation
+
+    func validateTimeZone(_ zone: String?) throws {
+        guard let zone else { return }
+        guard try TimeZoneNames.shared.isValid(zone, using: connection) else {
+            throw StoreError.invalidInput(field: "timezone", reason: "not a time zone PostgreSQL knows (pg_timezone_names)")
+        }
+    }
+}
