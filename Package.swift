@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "habit", targets: ["HabitCLI"]),
+        .executable(name: "habit-bench", targets: ["HabitBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,6 +38,9 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+
+        // Load generator for the worker benchmark (scripts/bench-worker.sh); not part of the product.
+        .executableTarget(name: "HabitBench", path: "Sources/HabitBench", swiftSettings: [.swiftLanguageMode(.v5)]),
 
         .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore"], path: "Tests/TestSupport"),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),

@@ -1,0 +1,152 @@
+// habit-bench: drives a spawned `habit serve` through its pipes, keeping a fixed number of
+// requests in flight, and prints requests/s and latency percentiles as one JSON line.
+//
+//   habit-bench --binary .build/release/habit --database-url URL --method completions.set \
+//               --in-flight 64 --seconds 10 --users 64 [--pool-size 4]
+//
+// Users and habits must exist (scripts/bench-worker.sh creates them): user n is
+// md5('bench-user-n')::uuid with one habit md5('bench-habit-n')::uuid.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var binary = ".build/release/habit"
+    var databaseURL = ""
+    var method = "day.get"
+    var inFlight = 1
+    var seconds = 10.0
+    var users = 64
+    var poolSize = 4
+    var date = "2026-11-02"
+    var extra: [String] = []
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.dropFirst().makeIterator()
+        while let flag = iterator.next() {
+            let value = iterator.next() ?? ""
+            switch flag {
+            case "--binary": binary = value
+            case "--database-url": databaseURL = value
+            case "--method": method = value
+            case "--in-flight": inFlight = Int(value) ?? 1
+            case "--seconds": seconds = Double(value) ?? 10
+            case "--users": users = Int(value) ?? 64
+            case "--pool-size": poolSize = Int(value) ?? 4
+            case "--date": date = value
+            default: extra.append(flag); extra.append(value)
+            }
+        }
+    }
+}
+
+/// md5-based ids, as the SQL side computes them: md5('bench-user-n')::uuid.
+func md5UUID(_ text: String) -> String {
+    var digest = [UInt8](repeating: 0, count: 16)
+    MD5.hash(Array(text.utf8), into: &digest)
+    let hex = digest.map { String(format: "%02x", $0) }.joined()
+    let chars = Array(hex)
+    return "\(String(chars[0..<8]))-\(String(chars[8..<12]))-\(String(chars[12..<16]))-\(String(chars[16..<20]))-\(String(chars[20..<32]))"
+}
+
+let options = Options(CommandLine.arguments)
+let users = (1...options.users).map { md5UUID("bench-user-\($0)") }
+let habits = (1...options.users).map { md5UUID("bench-habit-\($0)") }
+
+func requestLine(id: Int) -> [UInt8] {
+    let index = Int.random(in: 0..<users.count)
+    let params: String
+    switch options.method {
+    case "completions.set":
+        params = #"{"user_id":"\#(users[index])","template_id":"\#(habits[index])","date":"\#(options.date)","completed":\#(Bool.random())}"#
+    case "day.get":
+        params = #"{"user_id":"\#(users[index])","date":"\#(options.date)"}"#
+    default:
+        params = "{}"
+    }
+    return Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"\#(options.method)","params":\#(params)}"#.utf8) + [10]
+}
+
+// Spawn the worker with pipes.
+var toWorker: [Int32] = [0, 0], fromWorker: [Int32] = [0, 0]
+pipe(&toWorker); pipe(&fromWorker)
+var actions = posix_spawn_file_actions_t()
+posix_spawn_file_actions_init(&actions)
+posix_spawn_file_actions_adddup2(&actions, toWorker[0], 0)
+posix_spawn_file_actions_adddup2(&actions, fromWorker[1], 1)
+posix_spawn_file_actions_addclose(&actions, toWorker[1])
+posix_spawn_file_actions_addclose(&actions, fromWorker[0])
+let argv = [options.binary, "serve", "--database-url", options.databaseURL, "--pool-size", String(options.poolSize),
+            "--max-in-flight", String(max(options.inFlight, 1)), "--log-level", "warning"] + options.extra
+let cArgs = argv.map { strdup($0) } + [nil]
+var pid: pid_t = 0
+guard posix_spawn(&pid, options.binary, &actions, nil, cArgs, environ) == 0 else {
+    FileHandle.standardError.write(Data("cannot start \(options.binary)\n".utf8)); exit(1)
+}
+close(toWorker[0]); close(fromWorker[1])
+
+let permits = DispatchSemaphore(value: options.inFlight)
+let lock = NSLock()
+nonisolated(unsafe) var sentAt: [Int: UInt64] = [:]
+nonisolated(unsafe) var latencies: [UInt64] = []
+nonisolated(unsafe) var errors = 0
+nonisolated(unsafe) var sending = true
+let done = DispatchSemaphore(value: 0)
+
+@Sendable func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+// Reader: parse each response's id and error presence without a JSON library.
+let reader = Thread {
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    var line: [UInt8] = []
+    while true {
+        let count = read(fromWorker[0], &buffer, buffer.count)
+        if count <= 0 { break }
+        for byte in buffer[0..<count] {
+            if byte != 10 { line.append(byte); continue }
+            let text = String(decoding: line, as: UTF8.self)
+            line.removeAll(keepingCapacity: true)
+            guard let range = text.range(of: #""id":"#) else { continue }
+            let digits = text[range.upperBound...].prefix(while: { $0.isNumber })
+            guard let id = Int(digits) else { continue }
+            let finished = now()
+            lock.lock()
+            if let started = sentAt.removeValue(forKey: id) { latencies.append(finished - started) }
+            if text.contains(#""error":"#) { errors += 1 }
+            lock.unlock()
+            permits.signal()
+        }
+    }
+    done.signal()
+}
+reader.start()
+
+let start = now()
+let deadline = start + UInt64(options.seconds * 1e9)
+var id = 0
+while now() < deadline {
+    permits.wait()
+    id += 1
+    let line = requestLine(id: id)
+    lock.lock(); sentAt[id] = now(); lock.unlock()
+    _ = line.withUnsafeBytes { write(toWorker[1], $0.baseAddress, $0.count) }
+}
+let sendEnd = now()
+close(toWorker[1]) // EOF: the worker answers what it has and exits
+done.wait()
+var status: Int32 = 0
+waitpid(pid, &status, 0)
+let elapsed = Double(now() - start) / 1e9
+lock.lock()
+let sorted = latencies.sorted()
+lock.unlock()
+func percentile(_ p: Double) -> Double {
+    guard !sorted.isEmpty else { return 0 }
+    return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
+}
+_ = sendEnd
+let result = String(format: #"{"method":"%@","in_flight":%d,"requests":%d,"errors":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f}"#,
+                    options.method, options.inFlight, sorted.count, errors, elapsed, Double(sorted.count) / elapsed,
+                    percentile(0.50), percentile(0.99))
+print(result)
