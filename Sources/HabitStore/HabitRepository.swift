@@ -19,23 +19,19 @@ public final class HabitRepository {
     // MARK: - Profile
 
     public func profile(user: UUID) throws -> Profile {
-        try scope.transaction(as: user) { connection in
-            let zone = try connection.queryOptional("SELECT timezone FROM public.profiles WHERE user_id = \(user)")?
-                .decode(String.self, at: 0)
-            return Profile(userID: user, timeZone: zone ?? "UTC")
-        }
+        let zone = try scope.query(as: user, "SELECT timezone FROM public.profiles WHERE user_id = \(user)").first?
+            .decode(String.self, at: 0)
+        return Profile(userID: user, timeZone: zone ?? "UTC")
     }
 
     public func setTimeZone(user: UUID, timeZone: String) throws -> Profile {
         try validateTimeZone(timeZone)
-        return try scope.transaction(as: user) { connection in
-            let row = try connection.queryOne("""
-                INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), \(timeZone))
-                ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone
-                RETURNING timezone
-                """)
-            return Profile(userID: user, timeZone: try row.decode(String.self, at: 0))
-        }
+        let rows = try scope.query(as: user, """
+            INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), \(timeZone))
+            ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone
+            RETURNING timezone
+            """)
+        return Profile(userID: user, timeZone: try rows[0].decode(String.self, at: 0))
     }
 
     // MARK: - Habits
@@ -45,15 +41,13 @@ public final class HabitRepository {
         let icon = try draft.icon.map(Validation.icon)
         let color = try draft.color.map(Validation.color)
         let sortOrder = try draft.sortOrder.map { try Validation.sortOrder($0) }
-        return try scope.transaction(as: user) { connection in
-            try Habit(row: connection.queryOne("""
-                INSERT INTO public.habit_templates (user_id, name, icon, color, activated_at, sort_order)
-                VALUES (\(user), \(name), \(icon), \(color), coalesce(\(draft.activatedAt), now()),
-                        coalesce(\(sortOrder), (SELECT coalesce(max(sort_order), 0) + 1
-                                                FROM public.habit_templates WHERE user_id = \(user))))
-                RETURNING \(unsafeSQL: Habit.columns)
-                """))
-        }
+        return try Habit(row: scope.query(as: user, """
+            INSERT INTO public.habit_templates (user_id, name, icon, color, activated_at, sort_order)
+            VALUES (\(user), \(name), \(icon), \(color), coalesce(\(draft.activatedAt), now()),
+                    coalesce(\(sortOrder), (SELECT coalesce(max(sort_order), 0) + 1
+                                            FROM public.habit_templates WHERE user_id = \(user))))
+            RETURNING \(unsafeSQL: Habit.columns)
+            """)[0])
     }
 
     public func updateHabit(user: UUID, id: UUID, _ changes: HabitChanges) throws -> Habit {
@@ -61,21 +55,19 @@ public final class HabitRepository {
         let icon = try changes.icon.map { try $0.map(Validation.icon) }
         let color = try changes.color.map { try $0.map(Validation.color) }
         let sortOrder = try changes.sortOrder.map { try $0.map { try Validation.sortOrder($0) } }
-        return try scope.transaction(as: user) { connection in
-            // One statement for any combination of fields: a flag per optional field says
-            // whether to replace it (possibly with NULL).
-            let row = try connection.queryOptional("""
-                UPDATE public.habit_templates SET
-                    name = coalesce(\(name), name),
-                    icon = CASE WHEN \(icon != nil) THEN \(icon ?? nil) ELSE icon END,
-                    color = CASE WHEN \(color != nil) THEN \(color ?? nil) ELSE color END,
-                    sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END
-                WHERE id = \(id) AND user_id = \(user)
-                RETURNING \(unsafeSQL: Habit.columns)
-                """)
-            guard let row else { throw StoreError.notFound }
-            return try Habit(row: row)
-        }
+        // One statement for any combination of fields: a flag per optional field says
+        // whether to replace it (possibly with NULL).
+        let rows = try scope.query(as: user, """
+            UPDATE public.habit_templates SET
+                name = coalesce(\(name), name),
+                icon = CASE WHEN \(icon != nil) THEN \(icon ?? nil) ELSE icon END,
+                color = CASE WHEN \(color != nil) THEN \(color ?? nil) ELSE color END,
+                sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END
+            WHERE id = \(id) AND user_id = \(user)
+            RETURNING \(unsafeSQL: Habit.columns)
+            """)
+        guard let row = rows.first else { throw StoreError.notFound }
+        return try Habit(row: row)
     }
 
     /// Deactivates a habit (idempotent: deactivating twice keeps the first deactivated_at).
@@ -90,36 +82,30 @@ public final class HabitRepository {
     }
 
     private func setActive(user: UUID, id: UUID, active: Bool) throws -> Habit {
-        try scope.transaction(as: user) { connection in
-            let row = try connection.queryOptional("""
-                UPDATE public.habit_templates SET
-                    is_active = \(active),
-                    deactivated_at = CASE WHEN \(active) THEN NULL ELSE coalesce(deactivated_at, now()) END
-                WHERE id = \(id) AND user_id = \(user)
-                RETURNING \(unsafeSQL: Habit.columns)
-                """)
-            guard let row else { throw StoreError.notFound }
-            return try Habit(row: row)
-        }
+        let rows = try scope.query(as: user, """
+            UPDATE public.habit_templates SET
+                is_active = \(active),
+                deactivated_at = CASE WHEN \(active) THEN NULL ELSE coalesce(deactivated_at, now()) END
+            WHERE id = \(id) AND user_id = \(user)
+            RETURNING \(unsafeSQL: Habit.columns)
+            """)
+        guard let row = rows.first else { throw StoreError.notFound }
+        return try Habit(row: row)
     }
 
     /// Deletes a habit and, by ON DELETE CASCADE, all its completions. Deleting a habit that
     /// does not exist (or no longer exists) is `notFound`.
     public func deleteHabit(user: UUID, id: UUID) throws {
-        try scope.transaction(as: user) { connection in
-            let deleted = try connection.execute("DELETE FROM public.habit_templates WHERE id = \(id) AND user_id = \(user)")
-            guard deleted == 1 else { throw StoreError.notFound }
-        }
+        let deleted = try scope.execute(as: user, "DELETE FROM public.habit_templates WHERE id = \(id) AND user_id = \(user)")
+        guard deleted == 1 else { throw StoreError.notFound }
     }
 
     public func listHabits(user: UUID, includeInactive: Bool = false) throws -> [Habit] {
-        try scope.transaction(as: user) { connection in
-            try connection.query("""
-                SELECT \(unsafeSQL: Habit.columns) FROM public.habit_templates
-                WHERE user_id = \(user) AND (is_active OR \(includeInactive))
-                ORDER BY sort_order NULLS LAST, created_at, id
-                """).map(Habit.init(row:))
-        }
+        try scope.query(as: user, """
+            SELECT \(unsafeSQL: Habit.columns) FROM public.habit_templates
+            WHERE user_id = \(user) AND (is_active OR \(includeInactive))
+            ORDER BY sort_order NULLS LAST, created_at, id
+            """).map(Habit.init(row:))
     }
 
     // MARK: - A day
@@ -132,45 +118,41 @@ public final class HabitRepository {
 
     /// The user's template ids completed on `date`.
     public func completedTemplateIDs(user: UUID, on date: CalendarDate) throws -> Set<UUID> {
-        try scope.transaction(as: user) { connection in
-            Set(try connection.query("""
-                SELECT template_id FROM public.habit_completions
-                WHERE user_id = \(user) AND completed_date = \(date)
-                """).map { try $0.decode(UUID.self, at: 0) })
-        }
+        Set(try scope.query(as: user, """
+            SELECT template_id FROM public.habit_completions
+            WHERE user_id = \(user) AND completed_date = \(date)
+            """).map { try $0.decode(UUID.self, at: 0) })
     }
 
     /// Everything the daily view needs, in one statement: today in the user's zone, the
     /// completed ids and the active habits.
     public func day(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> DayView {
         try validateTimeZone(timeZone)
-        return try scope.transaction(as: user) { connection in
-            let rows = try connection.query("""
-                WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-                header AS (
-                    SELECT habit.local_date(now(), zone.tz) AS today,
-                           ARRAY(SELECT c.template_id FROM public.habit_completions c
-                                 WHERE c.user_id = \(user) AND c.completed_date = \(date)) AS completed
-                    FROM zone
-                )
-                SELECT header.today, header.completed, t.*
-                FROM header LEFT JOIN LATERAL (
-                    SELECT \(unsafeSQL: Habit.columns)
-                    FROM public.habit_templates h, zone
-                    WHERE h.user_id = \(user) AND h.is_active
-                      AND habit.local_date(h.activated_at, zone.tz) <= \(date)
-                ) t ON true
-                ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
-                """)
-            guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
-            let habits = try rows.filter { !$0.isNull(at: 2) }.map(Habit.init(row:))
-            return DayView(
-                date: date,
-                today: try first.decode(CalendarDate.self, "today"),
-                habits: habits,
-                completed: Set(try first.decode([UUID].self, "completed"))
+        let rows = try scope.query(as: user, """
+            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            header AS (
+                SELECT habit.local_date(now(), zone.tz) AS today,
+                       ARRAY(SELECT c.template_id FROM public.habit_completions c
+                             WHERE c.user_id = \(user) AND c.completed_date = \(date)) AS completed
+                FROM zone
             )
-        }
+            SELECT header.today, header.completed, t.*
+            FROM header LEFT JOIN LATERAL (
+                SELECT \(unsafeSQL: Habit.columns)
+                FROM public.habit_templates h, zone
+                WHERE h.user_id = \(user) AND h.is_active
+                  AND habit.local_date(h.activated_at, zone.tz) <= \(date)
+            ) t ON true
+            ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
+            """)
+        guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
+        let habits = try rows.filter { !$0.isNull(at: 2) }.map(Habit.init(row:))
+        return DayView(
+            date: date,
+            today: try first.decode(CalendarDate.self, "today"),
+            habits: habits,
+            completed: Set(try first.decode([UUID].self, "completed"))
+        )
     }
 
     // MARK: - Completions
@@ -182,45 +164,44 @@ public final class HabitRepository {
     public func setCompletion(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                               timeZone: String? = nil) throws -> CompletionChange {
         try validateTimeZone(timeZone)
-        return try scope.transaction(as: user) { connection in
-            // One statement: read the habit's state and write only when every rule holds.
-            // ON CONFLICT DO NOTHING makes concurrent inserts of the same key harmless.
-            let row = try connection.queryOne("""
-                WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-                habit AS (
-                    SELECT t.id, t.is_active,
-                           habit.local_date(t.activated_at, zone.tz) AS first_day,
-                           habit.local_date(now(), zone.tz) AS today
-                    FROM public.habit_templates t, zone
-                    WHERE t.id = \(template) AND t.user_id = \(user)
-                ),
-                inserted AS (
-                    INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                    SELECT \(user), habit.id, \(date) FROM habit
-                    WHERE \(completed) AND \(date) <= habit.today AND habit.is_active AND habit.first_day <= \(date)
-                    ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
-                    RETURNING 1
-                ),
-                deleted AS (
-                    DELETE FROM public.habit_completions c USING habit
-                    WHERE NOT \(completed) AND \(date) <= habit.today
-                      AND c.user_id = \(user) AND c.template_id = habit.id AND c.completed_date = \(date)
-                    RETURNING 1
-                )
-                SELECT habit.id IS NOT NULL AS found, habit.is_active, habit.first_day, habit.today,
-                       (SELECT count(*) FROM inserted) + (SELECT count(*) FROM deleted) AS changed
-                FROM (SELECT 1) AS one LEFT JOIN habit ON true
-                """)
-            guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
-            let today = try row.decode(CalendarDate.self, "today")
-            guard date <= today else { throw StoreError.futureDate(today: today) }
-            if completed {
-                let active = try row.decode(Bool.self, "is_active")
-                let firstDay = try row.decode(CalendarDate.self, "first_day")
-                guard active, firstDay <= date else { throw StoreError.habitNotActive }
-            }
-            return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
+        // One statement, one round trip: read the habit's state and write only when every
+        // rule holds, so a refused request commits nothing. ON CONFLICT DO NOTHING makes
+        // concurrent inserts of the same key harmless.
+        let row = try scope.query(as: user, """
+            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            habit AS (
+                SELECT t.id, t.is_active,
+                       habit.local_date(t.activated_at, zone.tz) AS first_day,
+                       habit.local_date(now(), zone.tz) AS today
+                FROM public.habit_templates t, zone
+                WHERE t.id = \(template) AND t.user_id = \(user)
+            ),
+            inserted AS (
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT \(user), habit.id, \(date) FROM habit
+                WHERE \(completed) AND \(date) <= habit.today AND habit.is_active AND habit.first_day <= \(date)
+                ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
+                RETURNING 1
+            ),
+            deleted AS (
+                DELETE FROM public.habit_completions c USING habit
+                WHERE NOT \(completed) AND \(date) <= habit.today
+                  AND c.user_id = \(user) AND c.template_id = habit.id AND c.completed_date = \(date)
+                RETURNING 1
+            )
+            SELECT habit.id IS NOT NULL AS found, habit.is_active, habit.first_day, habit.today,
+                   (SELECT count(*) FROM inserted) + (SELECT count(*) FROM deleted) AS changed
+            FROM (SELECT 1) AS one LEFT JOIN habit ON true
+            """)[0]
+        guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
+        let today = try row.decode(CalendarDate.self, "today")
+        guard date <= today else { throw StoreError.futureDate(today: today) }
+        if completed {
+            let active = try row.decode(Bool.self, "is_active")
+            let firstDay = try row.decode(CalendarDate.self, "first_day")
+            guard active, firstDay <= date else { throw StoreError.habitNotActive }
         }
+        return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
     }
 
     /// Flips the completion of `template` on `date` and returns the new state. Toggles of
@@ -278,25 +259,23 @@ public final class HabitRepository {
                            timeZone: String? = nil) throws -> [DayCount] {
         try validateTimeZone(timeZone)
         let first = weekStart.weekStart(containing: date)
-        return try scope.transaction(as: user) { connection in
-            try connection.query("""
-                WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-                days AS (SELECT \(first) + offset_days AS day FROM generate_series(0, 6) AS offset_days),
-                habits AS (
-                    SELECT h.id, habit.local_date(h.activated_at, zone.tz) AS first_day
-                    FROM public.habit_templates h, zone
-                    WHERE h.user_id = \(user) AND h.is_active
-                )
-                SELECT days.day,
-                       (SELECT count(*) FROM public.habit_completions c JOIN habits ON habits.id = c.template_id
-                        WHERE c.user_id = \(user) AND c.completed_date = days.day AND habits.first_day <= days.day) AS completed,
-                       (SELECT count(*) FROM habits WHERE habits.first_day <= days.day) AS active
-                FROM days ORDER BY days.day
-                """).map { row in
-                DayCount(date: try row.decode(CalendarDate.self, "day"),
-                         completed: try row.decode(Int.self, "completed"),
-                         active: try row.decode(Int.self, "active"))
-            }
+        return try scope.query(as: user, """
+            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            days AS (SELECT \(first) + offset_days AS day FROM generate_series(0, 6) AS offset_days),
+            habits AS (
+                SELECT h.id, habit.local_date(h.activated_at, zone.tz) AS first_day
+                FROM public.habit_templates h, zone
+                WHERE h.user_id = \(user) AND h.is_active
+            )
+            SELECT days.day,
+                   (SELECT count(*) FROM public.habit_completions c JOIN habits ON habits.id = c.template_id
+                    WHERE c.user_id = \(user) AND c.completed_date = days.day AND habits.first_day <= days.day) AS completed,
+                   (SELECT count(*) FROM habits WHERE habits.first_day <= days.day) AS active
+            FROM days ORDER BY days.day
+            """).map { row in
+            DayCount(date: try row.decode(CalendarDate.self, "day"),
+                     completed: try row.decode(Int.self, "completed"),
+                     active: try row.decode(Int.self, "active"))
         }
     }
 

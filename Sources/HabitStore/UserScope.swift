@@ -23,17 +23,40 @@ public struct UserScope {
         self.settings = settings
     }
 
+    /// Runs `body` in one transaction as `user`: BEGIN and the user's settings are pipelined
+    /// with the body's first statement.
     public func transaction<Value>(as user: UUID, _ body: (Connection) throws -> Value) throws -> Value {
-        // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
-        let claims = #"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated"}"#
-        let timeout = String(settings.statementTimeoutMilliseconds)
         do {
-            return try connection.withTransaction(prelude: [
-                "SET LOCAL ROLE authenticated",
-                "SELECT set_config('request.jwt.claims', \(claims), true), set_config('statement_timeout', \(timeout), true)",
-            ], body)
+            return try connection.withTransaction(prelude: prelude(for: user), body)
         } catch {
             throw StoreError.mapping(error)
         }
+    }
+
+    /// One statement as `user`, in a transaction that costs a single round trip.
+    public func query(as user: UUID, _ statement: Query) throws -> [Row] {
+        try run(as: user, statement).rows
+    }
+
+    /// One statement as `user`; returns the number of rows it affected.
+    public func execute(as user: UUID, _ statement: Query) throws -> Int {
+        try run(as: user, statement).affectedRows
+    }
+
+    private func run(as user: UUID, _ statement: Query) throws -> Connection.StatementResult {
+        do {
+            return try connection.transaction(prelude: prelude(for: user), statement: statement)
+        } catch {
+            throw StoreError.mapping(error)
+        }
+    }
+
+    private func prelude(for user: UUID) -> [Query] {
+        // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
+        let claims = #"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated"}"#
+        return [
+            "SET LOCAL ROLE authenticated",
+            "SELECT set_config('request.jwt.claims', \(claims), true), set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)",
+        ]
     }
 }

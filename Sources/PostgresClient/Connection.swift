@@ -239,6 +239,32 @@ public final class Connection {
         return value
     }
 
+    /// The rows and affected-row count of one statement.
+    public struct StatementResult {
+        public let rows: [Row]
+        public let affectedRows: Int
+    }
+
+    /// A transaction of exactly one statement in one round trip: `BEGIN`, `prelude`,
+    /// `statement` and `COMMIT` travel in one pipeline. If anything fails, the server skips
+    /// the rest (COMMIT included) and the transaction is rolled back before the error is
+    /// thrown. Use `withTransaction` when statements depend on earlier results.
+    public func transaction(prelude: [Query] = [], statement: Query) throws -> StatementResult {
+        let handle = try liveHandle()
+        guard !inTransactionBody, transactionStatus == .idle else {
+            throw PostgresError(kind: .misuse, message: "transaction(prelude:statement:) called while a transaction is already open")
+        }
+        let results: [ResultSet]
+        do {
+            results = try runPipeline(["BEGIN"] + prelude + [statement, "COMMIT"], on: handle)
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        let result = results[results.count - 2]
+        return StatementResult(rows: (0..<result.rowCount).map { Row(result: result, index: $0) }, affectedRows: result.affectedRows)
+    }
+
     private func rollbackQuietly() {
         deferredStatements = nil
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return }

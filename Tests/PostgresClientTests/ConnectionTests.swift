@@ -175,6 +175,28 @@ import Testing
         #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 0)
     }
 
+    @Test func singleStatementTransactionCommitsOrRollsBack() throws {
+        let inserted = try connection.transaction(
+            prelude: ["SELECT set_config('request.jwt.claims', \("{}"), true)"],
+            statement: "INSERT INTO items (name) VALUES ('one'), ('two') RETURNING name, current_setting('request.jwt.claims')"
+        )
+        #expect(inserted.affectedRows == 2)
+        #expect(try inserted.rows.map { try $0.decode(String.self, at: 1) } == ["{}", "{}"])
+        #expect(connection.transactionStatus == .idle)
+        #expect(try connection.queryOne("SELECT coalesce(current_setting('request.jwt.claims', true), '')").decode(String.self, at: 0) == "")
+        let failure = try #require(throws: PostgresError.self) {
+            try connection.transaction(statement: "INSERT INTO items (name) VALUES ('three'), ('one')")
+        }
+        #expect(failure.sqlState == .uniqueViolation)
+        #expect(connection.transactionStatus == .idle)
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 2)
+        // A failing prelude statement: nothing runs, the connection is idle again.
+        #expect(throws: PostgresError.self) {
+            try connection.transaction(prelude: ["SET LOCAL ROLE no_such_role_here"], statement: "INSERT INTO items (name) VALUES ('four')")
+        }
+        #expect(try connection.queryOne("SELECT count(*) FROM items").decode(Int.self, at: 0) == 2)
+    }
+
     @Test func streamDeliversEveryRowAndCanStopEarly() throws {
         var seen = 0
         var sum = 0
