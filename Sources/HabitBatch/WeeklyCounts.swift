@@ -61,7 +61,7 @@ public struct WeeklyCountsJob {
                 try output.write(Self.tableLine(Self.columnWidths.map { String(repeating: "-", count: $0) }))
                 try connection.stream("SELECT * FROM \(unsafeSQL: Self.functionCallFromSettings)") { row in
                     try output.write(Self.tableLine([
-                        try row.decode(UUID.self, at: 0).uuidString.lowercased(),
+                        try row.decode(UUID.self, at: 0).lowercaseString,
                         try row.decode(CalendarDate.self, at: 1).description,
                         String(try row.decode(Int.self, at: 2)),
                         String(try row.decode(Int.self, at: 3)),

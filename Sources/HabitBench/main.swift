@@ -96,27 +96,40 @@ let done = DispatchSemaphore(value: 0)
 
 @Sendable func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-// Reader: parse each response's id and error presence without a JSON library.
+// Reader: the worker writes `{"jsonrpc":"2.0","id":N,"result"…` or `…,"error"…`, so the id
+// and the outcome are read straight from the bytes; the driver's own CPU competes with the
+// worker on this machine and must stay small.
+let prefix = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
 let reader = Thread {
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     var line: [UInt8] = []
+    func finishLine() {
+        defer { line.removeAll(keepingCapacity: true) }
+        guard line.count > prefix.count + 2, line.starts(with: prefix) else { return }
+        var index = prefix.count
+        var id = 0
+        while index < line.count, line[index] >= 48, line[index] <= 57 {
+            id = id * 10 + Int(line[index] - 48)
+            index += 1
+        }
+        let failed = index + 2 < line.count && line[index + 2] == UInt8(ascii: "e")
+        let finished = now()
+        lock.lock()
+        if let started = sentAt.removeValue(forKey: id) { latencies.append(finished - started) }
+        if failed { errors += 1 }
+        lock.unlock()
+        permits.signal()
+    }
     while true {
         let count = read(fromWorker[0], &buffer, buffer.count)
         if count <= 0 { break }
-        for byte in buffer[0..<count] {
-            if byte != 10 { line.append(byte); continue }
-            let text = String(decoding: line, as: UTF8.self)
-            line.removeAll(keepingCapacity: true)
-            guard let range = text.range(of: #""id":"#) else { continue }
-            let digits = text[range.upperBound...].prefix(while: { $0.isNumber })
-            guard let id = Int(digits) else { continue }
-            let finished = now()
-            lock.lock()
-            if let started = sentAt.removeValue(forKey: id) { latencies.append(finished - started) }
-            if text.contains(#""error":"#) { errors += 1 }
-            lock.unlock()
-            permits.signal()
+        var start = 0
+        for position in 0..<count where buffer[position] == 10 {
+            line.append(contentsOf: buffer[start..<position])
+            finishLine()
+            start = position + 1
         }
+        line.append(contentsOf: buffer[start..<count])
     }
     done.signal()
 }

@@ -53,7 +53,7 @@ public struct UserScope {
 
     private func prelude(for user: UUID) -> [Query] {
         // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
-        let claims = #"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated"}"#
+        let claims = #"{"sub":"\#(user.lowercaseString)","role":"authenticated"}"#
         return [
             "SET LOCAL ROLE authenticated",
             "SELECT set_config('request.jwt.claims', \(claims), true), set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)",

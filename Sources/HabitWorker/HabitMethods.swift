@@ -142,7 +142,7 @@ enum DayGet: DatabaseMethod {
             "today": JSONValue(day.today),
             "is_future": .bool(day.isFuture),
             "habits": .array(day.habits.map(JSONValue.init(habit:))),
-            "completed": .array(day.completed.map { $0.uuidString.lowercased() }.sorted().map(JSONValue.string)),
+            "completed": .array(day.completed.map { $0.lowercaseString }.sorted().map(JSONValue.string)),
         ]
     }
 }

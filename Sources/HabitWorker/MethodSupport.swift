@@ -148,7 +148,7 @@ extension ParamsReader {
 extension JSONValue {
     init(_ date: CalendarDate) { self = .string(date.description) }
     init(_ timestamp: PostgresTimestamp) { self = .string(timestamp.rfc3339) }
-    init(_ id: UUID) { self = .string(id.uuidString.lowercased()) }
+    init(_ id: UUID) { self = .string(id.lowercaseString) }
 
     init<Wrapped>(optional value: Wrapped?, _ encode: (Wrapped) -> JSONValue) {
         self = value.map(encode) ?? .null

@@ -187,16 +187,23 @@ public final class WorkerServer: @unchecked Sendable {
             _ = try? usableContext() // connect early; failures are retried per request
             while let job = server.queue.take() {
                 let result = execute(job)
-                let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - job.accepted.uptimeNanoseconds) / 1_000_000
-                var metadata: Logger.Metadata = ["method": "\(job.method)", "duration_ms": "\(String(format: "%.3f", milliseconds))"]
-                if case .failure(let error) = result {
-                    metadata["code"] = "\(error.code.rawValue)"
-                    if let reason = error.data?["reason"]?.stringValue, error.code.isServerError { metadata["reason"] = "\(reason)" }
-                }
-                server.logger.debug("request", metadata: metadata)
+                if server.logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
                 job.complete(result)
             }
             connection?.close()
+        }
+
+        func logRequest(_ job: Job, _ result: Result<JSONValue, RPCError>) {
+            let microseconds = (DispatchTime.now().uptimeNanoseconds - job.accepted.uptimeNanoseconds) / 1_000
+            var metadata: Logger.Metadata = [
+                "method": "\(job.method)",
+                "duration_ms": "\(microseconds / 1_000).\(String(microseconds % 1_000 + 1_000).dropFirst())",
+            ]
+            if case .failure(let error) = result {
+                metadata["code"] = "\(error.code.rawValue)"
+                if let reason = error.data?["reason"]?.stringValue, error.code.isServerError { metadata["reason"] = "\(reason)" }
+            }
+            server.logger.debug("request", metadata: metadata)
         }
 
         mutating func execute(_ job: Job) -> Result<JSONValue, RPCError> {

@@ -84,18 +84,12 @@ public struct CalendarDate: Hashable, Comparable, Sendable, CustomStringConverti
 
     /// `YYYY-MM-DD`; years outside 0…9999 keep their sign and all their digits.
     public var description: String {
-        let yearText: String
-        if year >= 0 {
-            let digits = String(year)
-            yearText = String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-        } else {
-            let digits = String(-year)
-            yearText = "-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-        }
-        return yearText + "-" + Self.twoDigits(month) + "-" + Self.twoDigits(day)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(10)
+        appendISO8601(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
 
     static func isLeap(_ year: Int) -> Bool { (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 }
 

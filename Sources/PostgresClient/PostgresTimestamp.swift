@@ -47,16 +47,21 @@ public struct PostgresTimestamp: Hashable, Comparable, Sendable, CustomStringCon
         var days = seconds / 86_400
         var secondOfDay = seconds % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        let date = CalendarDate(daysSinceUnixEpoch: Int(days))
-        let time = CalendarDate.twoDigits(Int(secondOfDay / 3600)) + ":"
-            + CalendarDate.twoDigits(Int(secondOfDay / 60 % 60)) + ":"
-            + CalendarDate.twoDigits(Int(secondOfDay % 60))
-        var text = "\(date)T\(time)"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        CalendarDate(daysSinceUnixEpoch: Int(days)).appendISO8601(to: &bytes)
+        bytes.append(UInt8(ascii: "T"))
+        appendDigits(Int(secondOfDay / 3600), width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(Int(secondOfDay / 60 % 60), width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(Int(secondOfDay % 60), width: 2, to: &bytes)
         if fraction != 0 {
-            let digits = String(fraction)
-            text += "." + String(repeating: "0", count: 6 - digits.count) + digits
+            bytes.append(UInt8(ascii: "."))
+            appendDigits(Int(fraction), width: 6, to: &bytes)
         }
-        return text + "Z"
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public var description: String { rfc3339 }
