@@ -8,6 +8,23 @@ CREATE FUNCTION habit.week_start(day date, start_isodow integer) RETURNS date
 COMMENT ON FUNCTION habit.week_start(date, integer) IS
     'First day of the week containing day; start_isodow is 1 for Monday weeks, 7 for Sunday weeks.';
 
+-- 'monday' → 1, 'sunday' → 7 (ISO day numbers); anything else is an error rather than a
+-- silent default, for admins calling the functions below by hand.
+CREATE FUNCTION habit.week_start_isodow(week_start_day text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $fn$
+    BEGIN
+        IF week_start_day = 'monday' THEN
+            RETURN 1;
+        ELSIF week_start_day = 'sunday' THEN
+            RETURN 7;
+        END IF;
+        RAISE EXCEPTION 'week start must be ''monday'' or ''sunday'', not %', quote_literal(week_start_day)
+            USING ERRCODE = 'invalid_parameter_value';
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_start_isodow(text) IS 'ISO day number of a week start: monday → 1, sunday → 7; anything else raises 22023.';
+
 -- One set-based query for every user (or one) and every week overlapping [from_day, to_day]:
 --   completions          completion rows dated in the week
 --   days_with_completion distinct dates of the week with at least one completion
@@ -22,9 +39,9 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
     LANGUAGE sql STABLE
     AS $fn$
     WITH bounds AS (
-        SELECT habit.week_start(from_day, CASE week_start_day WHEN 'sunday' THEN 7 ELSE 1 END) AS first_week,
-               habit.week_start(to_day, CASE week_start_day WHEN 'sunday' THEN 7 ELSE 1 END) AS last_week,
-               CASE week_start_day WHEN 'sunday' THEN 7 ELSE 1 END AS start_isodow
+        SELECT habit.week_start(from_day, habit.week_start_isodow(week_start_day)) AS first_week,
+               habit.week_start(to_day, habit.week_start_isodow(week_start_day)) AS last_week,
+               habit.week_start_isodow(week_start_day) AS start_isodow
         WHERE from_day <= to_day
     ),
     weeks AS (
@@ -103,7 +120,7 @@ CREATE POLICY weekly_completion_counts_admin_read ON public.weekly_completion_co
     FOR SELECT TO habit_admin USING (true);
 GRANT SELECT ON public.weekly_completion_counts TO authenticated, habit_admin, service_role;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit_batch;
-GRANT EXECUTE ON FUNCTION habit.week_start(date, integer), habit.weekly_counts(date, date, text, uuid)
+GRANT EXECUTE ON FUNCTION habit.week_start(date, integer), habit.week_start_isodow(text), habit.weekly_counts(date, date, text, uuid)
     TO habit_batch, habit_admin, service_role;
 REVOKE EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid) FROM PUBLIC;
 
@@ -163,7 +180,7 @@ CREATE FUNCTION admin.user_week(target_user uuid, of_day date DEFAULT NULL, week
         WITH zone AS (SELECT coalesce((SELECT p.timezone FROM public.profiles p WHERE p.user_id = target_user), 'UTC') AS tz),
         first AS (
             SELECT habit.week_start(coalesce(of_day, habit.local_date(now(), zone.tz)),
-                                    CASE week_start_day WHEN 'sunday' THEN 7 ELSE 1 END) AS first_day
+                                    habit.week_start_isodow(week_start_day)) AS first_day
             FROM zone
         ),
         days AS (SELECT first.first_day + n AS day FROM first, generate_series(0, 6) AS n)

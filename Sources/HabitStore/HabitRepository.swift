@@ -44,7 +44,7 @@ public final class HabitRepository {
         return try Habit(row: scope.query(as: user, """
             INSERT INTO public.habit_templates (user_id, name, icon, color, activated_at, sort_order)
             VALUES (\(user), \(name), \(icon), \(color), coalesce(\(draft.activatedAt), now()),
-                    coalesce(\(sortOrder), (SELECT coalesce(max(sort_order), 0) + 1
+                    coalesce(\(sortOrder), (SELECT least(coalesce(max(sort_order), 0)::bigint + 1, 2147483647)
                                             FROM public.habit_templates WHERE user_id = \(user))))
             RETURNING \(unsafeSQL: Habit.columns)
             """)[0])

@@ -82,7 +82,7 @@ public final class TaskRepository {
             try TaskItem(row: connection.queryOne("""
                 INSERT INTO public.tasks (user_id, title, notes, list_id, scheduled_date, position)
                 VALUES (\(user), \(title), \(notes), \(draft.listID), \(date),
-                        coalesce(\(position), (SELECT coalesce(max(o.position), 0) + 1 FROM public.tasks o
+                        coalesce(\(position), (SELECT least(coalesce(max(o.position), 0)::bigint + 1, 2147483647) FROM public.tasks o
                                                WHERE o.user_id = \(user)
                                                  AND (o.scheduled_date = \(date) OR (\(date) IS NULL AND o.scheduled_date IS NULL)))))
                 RETURNING \(unsafeSQL: TaskItem.columns)
@@ -110,7 +110,7 @@ public final class TaskRepository {
                     scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
                     position = coalesce(\(position), CASE
                         WHEN \(dateGiven) AND \(date) IS DISTINCT FROM scheduled_date THEN
-                            (SELECT coalesce(max(o.position), 0) + 1 FROM public.tasks o
+                            (SELECT least(coalesce(max(o.position), 0)::bigint + 1, 2147483647) FROM public.tasks o
                              WHERE o.user_id = \(user)
                                AND (o.scheduled_date = \(date) OR (\(date) IS NULL AND o.scheduled_date IS NULL)))
                         ELSE position END)
@@ -202,7 +202,9 @@ public final class TaskRepository {
         return try scope.transaction(as: user) { connection in
             // One header row (the date) even when there are no tasks, like HabitRepository.day.
             let rows = try connection.query("""
-                WITH day AS (
+                WITH day AS MATERIALIZED (
+                    -- Materialized: inlined, the coalesce(…) (not leakproof) would have to wait
+                    -- behind the RLS policy and could not drive the (user_id, scheduled_date) index.
                     SELECT coalesce(\(date), habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))) AS date
                 )
                 SELECT day.date AS day, t.*
@@ -235,9 +237,11 @@ public final class TaskRepository {
                     """).map(TaskItem.init(row:))
             case .upcoming:
                 return try connection.query("""
-                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
-                    WHERE user_id = \(user)
-                      AND scheduled_date > habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))
+                    WITH today AS MATERIALIZED (
+                        SELECT habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone))) AS date
+                    )
+                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks, today
+                    WHERE user_id = \(user) AND scheduled_date > today.date
                     ORDER BY scheduled_date, position, created_at, id
                     """).map(TaskItem.init(row:))
             case .list(let list):

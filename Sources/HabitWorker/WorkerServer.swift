@@ -18,6 +18,7 @@ public final class WorkerServer: @unchecked Sendable {
     /// Places for requests accepted but not yet answered; the reader waits for one.
     private let inFlight: DispatchSemaphore
     private let outputBroken = LockedFlag()
+    private let inputFailed = LockedFlag()
     private let wake: WakePipe
 
     struct Job: Sendable {
@@ -38,7 +39,7 @@ public final class WorkerServer: @unchecked Sendable {
         inFlight = DispatchSemaphore(value: max(1, configuration.maxInFlight))
     }
 
-    /// Serves until end of input; returns the process exit code (0, or 1 if stdout broke).
+    /// Serves until end of input; returns the process exit code (0, or 1 if stdin or stdout failed).
     public func run() -> Int32 {
         let threads = DispatchGroup()
         for index in 0..<max(1, configuration.poolSize) {
@@ -56,7 +57,7 @@ public final class WorkerServer: @unchecked Sendable {
         queue.close()
         threads.wait()
         logger.info("stopped")
-        return outputBroken.isSet ? 1 : 0
+        return outputBroken.isSet || inputFailed.isSet ? 1 : 0
     }
 
     private func readLoop() {
@@ -66,6 +67,7 @@ public final class WorkerServer: @unchecked Sendable {
                 event = try reader.next()
             } catch {
                 logger.error("stdin read failed", metadata: ["error": "\(error)"])
+                inputFailed.set()
                 return
             }
             switch event {

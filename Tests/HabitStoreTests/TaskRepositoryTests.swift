@@ -578,6 +578,26 @@ struct TaskFixture {
             #expect(try plan("SELECT * FROM tasks WHERE user_id = $USER AND scheduled_date > '2026-01-15' ORDER BY scheduled_date, position").contains(byDate))
             #expect(try plan("SELECT * FROM tasks WHERE user_id = $USER AND list_id = $LIST").contains("tasks_list_id_idx"))
             #expect(try plan("SELECT * FROM task_lists WHERE user_id = $USER ORDER BY created_at").contains("task_lists_user_id_idx"))
+
+            // Under RLS (as the user), "today" computed in SQL reaches the index only through a
+            // materialized CTE; inlined, the non-leakproof coalesce(…) waits behind the policy.
+            let scope = UserScope(connection: try fixture.database.connect(user: "habit_worker"))
+            func userPlan(materialized: Bool) throws -> String {
+                try scope.transaction(as: user) { connection in
+                    try connection.query("""
+                        EXPLAIN WITH day AS \(unsafeSQL: materialized ? "MATERIALIZED" : "") (
+                            SELECT coalesce(\(CalendarDate?.none), habit.local_date(now(), habit.user_time_zone(\(user), \(String?.none)))) AS date
+                        )
+                        SELECT t.* FROM day LEFT JOIN LATERAL (
+                            SELECT * FROM public.tasks WHERE user_id = \(user) AND scheduled_date = day.date
+                        ) t ON true
+                        """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+                }
+            }
+            let materialized = try userPlan(materialized: true)
+            #expect(materialized.contains("Index Cond: ((user_id = ") && materialized.contains("AND (scheduled_date = day.date))"), "\(materialized)")
+            // The inlined form filters every task of the user instead (what the CTE avoids).
+            #expect(try userPlan(materialized: false).contains("Filter: (scheduled_date = COALESCE("))
         }
     }
 }
