@@ -48,5 +48,9 @@ let package = Package(
         .testTarget(name: "HabitStoreTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitBatchTests", dependencies: ["HabitBatch", "HabitStore", "PostgresClient", "TestSupport"]),
+        // Several workers, pgbouncer, docker-compose: the deployment as it runs for real.
+        .testTarget(name: "DeploymentTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
+        // Faults and hostile input against the spawned worker (short versions of scripts/reliability runs).
+        .testTarget(name: "ReliabilityTests", dependencies: ["JSONRPC", "HabitStore", "PostgresClient", "TestSupport"]),
     ]
 )
