@@ -1,38 +1,69 @@
 import Foundation
 
-/// A FIFO of jobs shared by the database threads. `take()` blocks until a job arrives or the
-/// queue is closed and empty, so threads drain every accepted job before they stop.
+/// The jobs shared by the database threads. `take()` blocks until a job arrives or the queue
+/// is closed and drained, so threads finish every accepted job before they stop.
+///
+/// Idle threads wait on a stack: a new job goes to the thread that went idle last. At low
+/// load the same thread (and the same PostgreSQL backend, with warm caches and plans) serves
+/// request after request, instead of the work rotating through every connection.
 final class WorkQueue<Job>: @unchecked Sendable {
-    private let condition = NSCondition()
+    /// One per database thread: where a job is handed over directly.
+    final class Waiter: @unchecked Sendable {
+        fileprivate let wakeUp = DispatchSemaphore(value: 0)
+        fileprivate var handedOver: Job?
+    }
+
+    private let lock = NSLock()
     private var jobs: [Job] = []
     private var head = 0
+    private var idle: [Waiter] = []
     private var closed = false
 
     func put(_ job: Job) {
-        condition.lock()
+        lock.lock()
+        if let waiter = idle.popLast() {
+            waiter.handedOver = job
+            lock.unlock()
+            waiter.wakeUp.signal()
+            return
+        }
         jobs.append(job)
-        condition.signal()
-        condition.unlock()
+        lock.unlock()
     }
 
-    func take() -> Job? {
-        condition.lock()
-        defer { condition.unlock() }
-        while head == jobs.count && !closed { condition.wait() }
-        guard head < jobs.count else { return nil }
-        let job = jobs[head]
-        head += 1
-        if head > 1024 && head * 2 > jobs.count {
-            jobs.removeFirst(head)
-            head = 0
+    /// The next job for the thread owning `waiter`, or nil once closed and drained.
+    func take(as waiter: Waiter) -> Job? {
+        lock.lock()
+        if head < jobs.count {
+            let job = jobs[head]
+            head += 1
+            if head > 1024 && head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            lock.unlock()
+            return job
         }
-        return job
+        if closed {
+            lock.unlock()
+            return nil
+        }
+        idle.append(waiter)
+        lock.unlock()
+        waiter.wakeUp.wait()
+        lock.lock()
+        defer { lock.unlock() }
+        let job = waiter.handedOver
+        waiter.handedOver = nil
+        return job // nil: woken by close()
     }
 
     func close() {
-        condition.lock()
+        lock.lock()
         closed = true
-        condition.broadcast()
-        condition.unlock()
+        let sleepers = idle
+        idle.removeAll()
+        lock.unlock()
+        for sleeper in sleepers { sleeper.wakeUp.signal() }
     }
 }

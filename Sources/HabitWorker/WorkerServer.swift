@@ -187,7 +187,8 @@ public final class WorkerServer: @unchecked Sendable {
 
         mutating func loop() {
             _ = try? usableContext() // connect early; failures are retried per request
-            while let job = server.queue.take() {
+            let waiter = WorkQueue<Job>.Waiter()
+            while let job = server.queue.take(as: waiter) {
                 let result = execute(job)
                 if server.logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
                 job.complete(result)
