@@ -43,7 +43,8 @@ let package = Package(
         .executableTarget(name: "HabitBench", path: "Sources/HabitBench", swiftSettings: [.swiftLanguageMode(.v5)]),
 
         .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore"], path: "Tests/TestSupport"),
-        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
+        // FailCases/ is read from disk by FailCasesTests (the fuzzers' regression corpus), not built.
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], exclude: ["FailCases"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitStoreTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 
-scripts/pg-tmp ensure-packages
+scripts/pg-tmp ensure-packages --tests
 eval "$(scripts/pg-tmp start)"
 trap 'scripts/pg-tmp stop "$HABIT_PG_DIR"' EXIT
 

@@ -38,6 +38,16 @@ enum Environment {
         return value
     }
 
+    /// A yes/no setting: 1/true/yes/on or 0/false/no/off; anything else is an error.
+    static func boolean(_ name: String) throws -> Bool? {
+        guard let text = string(name)?.lowercased() else { return nil }
+        switch text {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ValidationError("\(name)=\(text) is not a yes/no value (1/true/yes/on or 0/false/no/off)")
+        }
+    }
+
     /// An integer setting from the environment; a malformed value is an error, not a silent default.
     static func integer(_ name: String) throws -> Int? {
         guard let text = string(name) else { return nil }

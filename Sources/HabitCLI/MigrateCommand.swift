@@ -8,8 +8,8 @@ struct MigrateCommand: ParsableCommand {
         commandName: "migrate",
         abstract: "Apply the sql/ migrations (each in a transaction, recorded with its checksum).",
         discussion: """
-            Re-running is a no-op. Refuses to run when an applied migration file was edited, or when the
-            database has a migration this build does not know. Two migrators never collide (advisory lock).
+            Re-running is a no-op. Refuses to run when an applied migration file was edited, or when the \
+            database has a migration this build does not know. Two migrators never collide (advisory lock). \
             Without --database-url/DATABASE_URL, migrates the embedded server (starting it if needed).
             """
     )

@@ -10,21 +10,21 @@ struct ServeCommand: ParsableCommand {
         commandName: "serve",
         abstract: "Serve JSON-RPC 2.0 on stdin/stdout, one message per line.",
         discussion: """
-            stdout carries only protocol messages; logs go to stderr. EOF on stdin, SIGTERM or SIGINT:
+            stdout carries only protocol messages; logs go to stderr. EOF on stdin, SIGTERM or SIGINT: \
             finish and answer the requests in flight, then exit 0.
 
-            Without --database-url/DATABASE_URL the worker starts (or reuses) a private PostgreSQL in
-            --data-dir, applies the migrations and connects as the habit_worker role. With a URL it
+            Without --database-url/DATABASE_URL the worker starts (or reuses) a private PostgreSQL in \
+            --data-dir, applies the migrations and connects as the habit_worker role. With a URL it \
             connects there and applies migrations only with --migrate.
 
-            Every option can also be set by the environment variable named in its help.
+            Every option can also be set by the environment variable named in its help. \
             Protocol: docs/protocol.md. Operations: docs/operations.md.
             """
     )
 
     @OptionGroup var database: DatabaseOptions
 
-    @Flag(help: "Apply pending migrations before serving (env HABIT_MIGRATE=1). Always done for the embedded server.")
+    @Flag(help: "Apply pending migrations before serving (env HABIT_MIGRATE=1/true/on). Always done for the embedded server.")
     var migrate = false
 
     @Option(help: ArgumentHelp("Database connections, each on its own thread (env HABIT_POOL_SIZE, default 4).", valueName: "n"))
@@ -76,7 +76,7 @@ struct ServeCommand: ParsableCommand {
 
             let connectionString: String
             if let configured = database.configuredURL {
-                if migrate || Environment.string("HABIT_MIGRATE") == "1" {
+                if try migrate || Environment.boolean("HABIT_MIGRATE") == true {
                     try applyMigrations(url: configured, logger: logger)
                 }
                 connectionString = configured

@@ -18,11 +18,11 @@ struct WeeklyCountsCommand: ParsableCommand {
         discussion: """
             For every user with a habit or a profile and every week overlapping [--from, --to], one row:
               user_id,week_start,completions,days_with_completion,active_habit_days,completion_rate
-            sorted by user_id then week_start. CSV (with that header) by default; --format json writes
-            one object per line; --format table an aligned table. --store upserts the rows into
+            sorted by user_id then week_start. CSV (with that header) by default; --format json writes \
+            one object per line; --format table an aligned table. --store upserts the rows into \
             weekly_completion_counts instead of printing them (re-running changes nothing that did not change).
 
-            Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only
+            Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
             Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 any other error.

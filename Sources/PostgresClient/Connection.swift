@@ -7,9 +7,10 @@ import Foundation
 /// `queryOne` exactly one row, `queryOptional` zero or one, and `withTransaction` commits
 /// when its body returns and rolls back when it throws.
 ///
-/// Statements are sent with `PQexecParams`/`PQsendQueryParams` as unnamed statements with
-/// binary parameters and binary results, which also makes the connection safe behind
-/// pgbouncer in transaction mode (no named prepared statements outlive a transaction).
+/// Parameters and results travel in binary. Statements are prepared once per connection
+/// (named `habit_N`) unless the connection is opened with `preparedStatements: false`, which
+/// sends every statement unnamed: required behind pgbouncer < 1.21 in transaction mode,
+/// where a named statement would not follow the client to its next server connection.
 public final class Connection {
     /// nil once closed. Every libpq call goes through `liveHandle()` so use-after-close throws.
     private var handle: OpaquePointer?
