@@ -6,7 +6,7 @@ public struct WorkerConfiguration: Sendable {
     public var connectionString: String
     /// Database connections, each driven by its own thread: the number of requests that
     /// run against PostgreSQL at the same time.
-    public var poolSize: Int = 4
+    public var poolSize: Int = 8
     /// Requests accepted but not yet answered; past it the worker stops reading stdin
     /// until responses go out (backpressure instead of unbounded memory).
     public var maxInFlight: Int = 256
