@@ -86,79 +86,72 @@ guard posix_spawn(&pid, options.binary, &actions, nil, cArgs, environ) == 0 else
 }
 close(toWorker[0]); close(fromWorker[1])
 
-let permits = DispatchSemaphore(value: options.inFlight)
-let lock = NSLock()
-nonisolated(unsafe) var sentAt: [Int: UInt64] = [:]
-nonisolated(unsafe) var latencies: [UInt64] = []
-nonisolated(unsafe) var errors = 0
-nonisolated(unsafe) var sending = true
-let done = DispatchSemaphore(value: 0)
-
+// One thread, like pgbench: write requests until `inFlight` are outstanding, then block
+// reading responses. No hand-offs between threads, so the driver adds as little as possible
+// to each request's latency. The worker writes `{"jsonrpc":"2.0","id":N,"result"…` or
+// `…,"error"…`, so the id and the outcome are read straight from the bytes.
 @Sendable func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-// Reader: the worker writes `{"jsonrpc":"2.0","id":N,"result"…` or `…,"error"…`, so the id
-// and the outcome are read straight from the bytes; the driver's own CPU competes with the
-// worker on this machine and must stay small.
 let prefix = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
-let reader = Thread {
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    var line: [UInt8] = []
-    func finishLine() {
-        defer { line.removeAll(keepingCapacity: true) }
-        guard line.count > prefix.count + 2, line.starts(with: prefix) else { return }
-        var index = prefix.count
-        var id = 0
-        while index < line.count, line[index] >= 48, line[index] <= 57 {
-            id = id * 10 + Int(line[index] - 48)
-            index += 1
-        }
-        let failed = index + 2 < line.count && line[index + 2] == UInt8(ascii: "e")
-        let finished = now()
-        lock.lock()
-        if let started = sentAt.removeValue(forKey: id) { latencies.append(finished - started) }
-        if failed { errors += 1 }
-        lock.unlock()
-        permits.signal()
+var sentAt = [UInt64](repeating: 0, count: 1 << 22)
+var latencies: [UInt64] = []
+latencies.reserveCapacity(1 << 20)
+var errors = 0
+var outstanding = 0
+var nextID = 0
+var buffer = [UInt8](repeating: 0, count: 1 << 16)
+var line: [UInt8] = []
+
+func finishLine() {
+    defer { line.removeAll(keepingCapacity: true) }
+    guard line.count > prefix.count + 2, line.starts(with: prefix) else { return }
+    var index = prefix.count
+    var id = 0
+    while index < line.count, line[index] >= 48, line[index] <= 57 {
+        id = id * 10 + Int(line[index] - 48)
+        index += 1
     }
-    while true {
-        let count = read(fromWorker[0], &buffer, buffer.count)
-        if count <= 0 { break }
-        var start = 0
-        for position in 0..<count where buffer[position] == 10 {
-            line.append(contentsOf: buffer[start..<position])
-            finishLine()
-            start = position + 1
-        }
-        line.append(contentsOf: buffer[start..<count])
+    if index + 2 < line.count, line[index + 2] == UInt8(ascii: "e") { errors += 1 }
+    if id > 0, id < sentAt.count, sentAt[id] != 0 {
+        latencies.append(now() - sentAt[id])
+        sentAt[id] = 0
+        outstanding -= 1
     }
-    done.signal()
 }
-reader.start()
 
 let start = now()
 let deadline = start + UInt64(options.seconds * 1e9)
-var id = 0
-while now() < deadline {
-    permits.wait()
-    id += 1
-    let line = requestLine(id: id)
-    lock.lock(); sentAt[id] = now(); lock.unlock()
-    _ = line.withUnsafeBytes { write(toWorker[1], $0.baseAddress, $0.count) }
+var sending = true
+while sending || outstanding > 0 {
+    if sending && now() >= deadline {
+        sending = false
+        close(toWorker[1]) // EOF: the worker answers what it has and exits
+    }
+    while sending && outstanding < options.inFlight && nextID + 1 < sentAt.count {
+        nextID += 1
+        let request = requestLine(id: nextID)
+        sentAt[nextID] = now()
+        _ = request.withUnsafeBytes { write(toWorker[1], $0.baseAddress, $0.count) }
+        outstanding += 1
+    }
+    let count = read(fromWorker[0], &buffer, buffer.count)
+    if count <= 0 { break }
+    var lineStart = 0
+    for position in 0..<count where buffer[position] == 10 {
+        line.append(contentsOf: buffer[lineStart..<position])
+        finishLine()
+        lineStart = position + 1
+    }
+    line.append(contentsOf: buffer[lineStart..<count])
 }
-let sendEnd = now()
-close(toWorker[1]) // EOF: the worker answers what it has and exits
-done.wait()
+if sending { close(toWorker[1]) }
 var status: Int32 = 0
 waitpid(pid, &status, 0)
 let elapsed = Double(now() - start) / 1e9
-lock.lock()
 let sorted = latencies.sorted()
-lock.unlock()
 func percentile(_ p: Double) -> Double {
     guard !sorted.isEmpty else { return 0 }
     return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
 }
-_ = sendEnd
 let result = String(format: #"{"method":"%@","in_flight":%d,"requests":%d,"errors":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f}"#,
                     options.method, options.inFlight, sorted.count, errors, elapsed, Double(sorted.count) / elapsed,
                     percentile(0.50), percentile(0.99))

@@ -89,7 +89,7 @@ extension ParamsReader {
 
     func uuid(_ key: String) throws(RPCError) -> UUID {
         let text = try requiredString(key)
-        guard text.utf8.count == 36, let id = UUID(uuidString: text) else {
+        guard let id = UUID(canonical: text) else {
             throw .invalidParams(field: key, reason: "expected a UUID")
         }
         return id

@@ -5,6 +5,38 @@ import Foundation
 // the worker's profile.
 
 extension UUID {
+    /// Parses exactly the canonical 8-4-4-4-12 hex form (either case). Foundation's
+    /// `UUID(uuidString:)` goes through sscanf, which showed up in the worker's profile.
+    public init?(canonical text: String) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        var high: UInt8?
+        var index = 0
+        for character in text.utf8 {
+            defer { index += 1 }
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard character == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch character {
+            case 48...57: nibble = character - 48
+            case 65...70: nibble = character - 55
+            case 97...102: nibble = character - 87
+            default: return nil
+            }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        guard index == 36, bytes.count == 16 else { return nil }
+        self.init(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                         bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
     /// The canonical lowercase form, `0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0`.
     public var lowercaseString: String {
         let hex: [UInt8] = Array("0123456789abcdef".utf8)

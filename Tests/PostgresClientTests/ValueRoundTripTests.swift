@@ -162,3 +162,19 @@ import Testing
         #expect(missing.message.contains("nope"))
     }
 }
+
+@Suite struct UUIDTextTests {
+    @Test func canonicalParsingMatchesFoundation() {
+        for _ in 0..<200 {
+            let id = UUID()
+            #expect(UUID(canonical: id.uuidString) == id)
+            #expect(UUID(canonical: id.lowercaseString) == id)
+            #expect(id.lowercaseString == id.uuidString.lowercased())
+        }
+        for bad in ["", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f00",
+                    "0f1e2d3c4b5a-6978-8796-a5b4c3d2e1f0-", "{0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f}",
+                    "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1fg", "0f1e2d3c 4b5a 6978 8796 a5b4c3d2e1f0", "ö0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1"] {
+            #expect(UUID(canonical: bad) == nil, "\(bad)")
+        }
+    }
+}
