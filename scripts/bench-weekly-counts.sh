@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Weekly-counts benchmark: `habit weekly-counts` over a generated data set against psql
+# running the same aggregate (COPY (SELECT * FROM habit.weekly_counts(…)) TO STDOUT) in the
+# same run, alternating, several times. Prints both times, the ratio, the job's peak memory
+# for the full run and for a one-user run (flat memory: the two are about equal), and the
+# plan of the query. Not a test: figures go to docs/performance.md.
+#   USERS=100000 HABITS=5 WEEKS=20 RATE=0.143 RUNS=3 scripts/bench-weekly-counts.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+USERS=${USERS:-100000} HABITS=${HABITS:-5} WEEKS=${WEEKS:-20} RATE=${RATE:-0.143} RUNS=${RUNS:-3}
+END=2026-11-15
+
+scripts/pg-tmp ensure-packages
+swift build -c release --product habit >&2
+eval "$(scripts/pg-tmp start)"
+trap 'scripts/pg-tmp stop "$HABIT_PG_DIR"' EXIT
+habit=.build/release/habit
+$habit migrate --database-url "$DATABASE_URL" --migrations-dir sql
+START=$(date -d "$END - $((WEEKS * 7 - 1)) days" +%F)
+
+seed_start=$(date +%s.%N)
+$habit dev seed --database-url "$DATABASE_URL" --users "$USERS" --habits "$HABITS" --weeks "$WEEKS" --rate "$RATE" --end-date "$END"
+seed_end=$(date +%s.%N)
+psql -q -d "$DATABASE_URL" -c "VACUUM ANALYZE"
+rows=$(psql -Atd "$DATABASE_URL" -c "SELECT count(*) FROM habit_completions")
+size=$(psql -Atd "$DATABASE_URL" -c "SELECT pg_size_pretty(pg_database_size(current_database()))")
+echo "data: $USERS users, $((USERS * HABITS)) habits, $rows completions ($START … $END), database $size; seeded in $(awk -v a="$seed_start" -v b="$seed_end" 'BEGIN { printf "%.1f", b - a }') s"
+echo "machine: $(nproc) cores, $(uname -r); load before runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+SQL="COPY (SELECT * FROM habit.weekly_counts('$START', '$END', 'monday', NULL)) TO STDOUT WITH (FORMAT csv, HEADER)"
+timed() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", b - a }'; }
+
+# Warm the cache once each.
+$habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" >/dev/null
+psql -Xq -d "$DATABASE_URL" -c "$SQL" >/dev/null
+
+job_times=() psql_times=()
+for run in $(seq "$RUNS"); do
+    job_times+=("$(timed $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END")")
+    psql_times+=("$(timed psql -Xq -d "$DATABASE_URL" -c "$SQL")")
+    echo "run $run: job ${job_times[-1]} s, psql ${psql_times[-1]} s"
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+job=$(median "${job_times[@]}") pg=$(median "${psql_times[@]}")
+out_rows=$($habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" | wc -l)
+echo "output rows (with header): $out_rows"
+echo "median: job $job s, psql $pg s, ratio $(awk -v a="$job" -v b="$pg" 'BEGIN { printf "%.2f", a / b }')x (target <= 1.2x)"
+
+full_rss=$(HABIT_REPORT_PEAK_RSS=1 $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" 2>&1 >/dev/null | sed -n 's/peak_rss_kib=//p')
+one_user=$(psql -Atd "$DATABASE_URL" -c "SELECT user_id FROM habit_templates LIMIT 1")
+one_rss=$(HABIT_REPORT_PEAK_RSS=1 $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" --user "$one_user" 2>&1 >/dev/null | sed -n 's/peak_rss_kib=//p')
+table_rss=$(HABIT_REPORT_PEAK_RSS=1 $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" --format table 2>&1 >/dev/null | sed -n 's/peak_rss_kib=//p')
+echo "job peak RSS: full run (csv) ${full_rss} KiB, full run (table, single-row mode) ${table_rss} KiB, one user ${one_rss} KiB"
+
+echo "plan:"
+psql -Xq -d "$DATABASE_URL" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT * FROM habit.weekly_counts('$START', '$END', 'monday', NULL)"
