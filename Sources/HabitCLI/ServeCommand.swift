@@ -66,6 +66,10 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         var logger: Logger!
+        // Before anything slow (starting the embedded server, migrating): a SIGTERM during
+        // start-up then ends the worker through the normal drain, with exit 0.
+        let wake = WakePipe()
+        ShutdownSignals.install(waking: wake)
         try reportingFailures {
             let level = Logger.Level(rawValue: logLevel ?? Environment.string("HABIT_LOG_LEVEL") ?? "info")
             guard let level else { throw ValidationError("HABIT_LOG_LEVEL must be a log level") }
@@ -106,8 +110,6 @@ struct ServeCommand: ParsableCommand {
                 throw ValidationError("HABIT_* sizes must be positive")
             }
 
-            let wake = WakePipe()
-            ShutdownSignals.install(waking: wake)
             let server = WorkerServer(configuration: configuration, wake: wake, logger: logger)
             let status = server.run()
             if status != 0 { throw ExitCode(status) }

@@ -215,7 +215,11 @@ public final class WorkerServer: @unchecked Sendable {
                 return .success(try job.run(context))
             } catch {
                 if let postgres = error as? PostgresError {
-                    if postgres.isConnectionLost {
+                    if postgres.kind == .misuse {
+                        // The session is not where it should be (a bug): never reuse it.
+                        server.logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+                        drop()
+                    } else if postgres.isConnectionLost {
                         server.logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
                         drop()
                     } else if postgres.sqlState != .queryCanceled {

@@ -101,7 +101,8 @@ public final class Connection {
     /// terminated backend) and says whether the connection is still usable. Never blocks:
     /// libpq's socket is non-blocking underneath.
     public func isAliveAfterIdle() -> Bool {
-        guard let handle, PQstatus(handle) == CONNECTION_OK, !notices.sessionEnded else { return false }
+        guard let handle, PQstatus(handle) == CONNECTION_OK, !notices.sessionEnded,
+              PQtransactionStatus(handle) == PQTRANS_IDLE, PQpipelineStatus(handle) == PQ_PIPELINE_OFF else { return false }
         guard PQconsumeInput(handle) == 1 else { return false }
         _ = PQisBusy(handle) // parses what was read: an idle-time FATAL reaches the notice receiver
         return PQstatus(handle) == CONNECTION_OK && !notices.sessionEnded
@@ -366,10 +367,14 @@ public final class Connection {
     }
 
     /// The error for a call that returned no result: a broken connection or a client failure.
+    ///
+    /// libpq may still report CONNECTION_OK after a failed send to a server that vanished
+    /// (it notices on the next read), so any such failure counts as a lost connection and
+    /// the session is marked ended: the caller must reconnect, never reuse it.
     private func connectionFailure(sql: String?) -> PostgresError {
-        let bad = handle.map { PQstatus($0) == CONNECTION_BAD } ?? true
+        notices.sessionEnded = true
         return PostgresError(
-            kind: bad ? .connectionLost : .client,
+            kind: .connectionLost,
             message: PostgresError.clientMessage(result: nil, connection: handle),
             sql: sql
         )
@@ -487,7 +492,10 @@ public final class Connection {
     private func runPipeline(_ queries: [Query], on handle: OpaquePointer) throws -> [ResultSet] {
         let steps = pipelineSteps(for: queries)
         guard PQenterPipelineMode(handle) == 1 else { throw connectionFailure(sql: queries.first?.sql) }
-        defer { PQexitPipelineMode(handle) }
+        defer {
+            // Fails when results are still pending: then nobody knows where the session is.
+            if PQexitPipelineMode(handle) != 1 { notices.sessionEnded = true }
+        }
         var sendFailure: PostgresError?
         for step in steps where sendFailure == nil {
             do { try send(step, on: handle) } catch let error as PostgresError { sendFailure = error } catch {}
@@ -538,11 +546,32 @@ public final class Connection {
             if case .execute = step, let kept { results.append(kept) }
             if PQstatus(handle) != CONNECTION_OK { break }
         }
-        // The Sync's own result.
-        if PQstatus(handle) == CONNECTION_OK, let sync = PQgetResult(handle) { PQclear(sync) }
+        // Everything up to the Sync's own result; without it the session is in an unknown
+        // state (the server may have gone away after the last statement).
+        if !awaitPipelineSync(handle) {
+            notices.sessionEnded = true
+            if firstError == nil { firstError = connectionFailure(sql: queries.last?.sql) }
+        }
         if let firstError { throw firstError }
         guard results.count == queries.count else { throw connectionFailure(sql: queries.last?.sql) }
         return results
+    }
+
+    /// Reads results up to and including the Sync's; false if the connection ended first.
+    private func awaitPipelineSync(_ handle: OpaquePointer) -> Bool {
+        var emptyReads = 0
+        while PQstatus(handle) == CONNECTION_OK {
+            guard let result = PQgetResult(handle) else {
+                emptyReads += 1
+                if emptyReads > 1 { return false } // two NULLs in a row: nothing more is coming
+                continue
+            }
+            emptyReads = 0
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { return true }
+        }
+        return false
     }
 
     private func drainPipeline(_ handle: OpaquePointer) {

@@ -105,8 +105,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
             sql: sql
         )
         if error.sqlState == nil || connectionBroken {
-            // No SQLSTATE means libpq itself reported the failure (socket closed, etc.).
-            error.kind = connectionBroken ? .connectionLost : .client
+            // No SQLSTATE means libpq itself reported the failure: the socket closed or a
+            // send failed ("server closed the connection unexpectedly"), which libpq may not
+            // yet reflect in PQstatus. The connection cannot be trusted either way.
+            error.kind = .connectionLost
         }
         error.severity = field(Int32(UInt8(ascii: "V"))) ?? field(Int32(UInt8(ascii: "S")))
         error.detail = field(Int32(UInt8(ascii: "D")))
