@@ -16,8 +16,8 @@ public final class MethodContext {
     }
 }
 
-/// A method that needs PostgreSQL. Params are decoded (and rejected) on the reader thread,
-/// before the request takes a place in the queue; `run` executes on a database thread.
+/// A method that needs PostgreSQL. Params are decoded (and rejected) by the thread reading stdin,
+/// before the request takes an in-flight place; `run` executes with one of the pool's connections.
 protocol DatabaseMethod: SendableMetatype {
     associatedtype Params: Sendable
     static var name: String { get }

@@ -1,69 +1,142 @@
 import Foundation
 
-/// The jobs shared by the database threads. `take()` blocks until a job arrives or the queue
-/// is closed and drained, so threads finish every accepted job before they stop.
+/// Leader/followers over a pool of connection slots: who reads stdin next and who runs which
+/// job, decided under one lock.
 ///
-/// Idle threads wait on a stack: a new job goes to the thread that went idle last. At low
-/// load the same thread (and the same PostgreSQL backend, with warm caches and plans) serves
-/// request after request, instead of the work rotating through every connection.
-final class WorkQueue<Job>: @unchecked Sendable {
-    /// One per database thread: where a job is handed over directly.
-    final class Waiter: @unchecked Sendable {
+/// One thread at a time is the leader and reads requests. When a line gives it a database job
+/// and a slot is free, the leader keeps the job, promotes an idle follower to leader and runs
+/// the job itself, so a request is read and run on the same thread: no hand-off between a
+/// reader thread and a database thread on the way in (that wake-up was the largest single cost
+/// of a request in the worker at low load). With one thread more than slots, some thread is
+/// always free to read, so `system.ping` and errors are answered even while every connection
+/// is busy. Jobs queue only when every slot is busy and run in arrival order; a thread that
+/// finishes a job takes the next queued one with the same slot.
+///
+/// Idle slots and idle followers are stacks: at low load the same thread and connection (the
+/// backend with warm caches and plans) serve request after request.
+final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
+    enum Assignment {
+        case lead
+        case run(Job, Slot)
+        /// Input ended and nothing is left for this thread.
+        case stop
+    }
+
+    /// One per thread: where an idle thread waits for its next assignment.
+    final class Follower: @unchecked Sendable {
         fileprivate let wakeUp = DispatchSemaphore(value: 0)
-        fileprivate var handedOver: Job?
+        fileprivate var assignment: Assignment?
     }
 
     private let lock = NSLock()
-    private var jobs: [Job] = []
+    private var freeSlots: [Slot]
+    private var queued: [Job] = []
     private var head = 0
-    private var idle: [Waiter] = []
-    private var closed = false
+    private var followers: [Follower] = []
+    private var leaderPresent = true // the thread that calls `run` first leads
+    private var inputEnded = false
 
-    func put(_ job: Job) {
+    init(slots: [Slot]) {
+        freeSlots = slots.reversed()
+    }
+
+    /// Leader: a free slot for a job it will run itself, if any.
+    func reserveSlot() -> Slot? {
+        lock.withLock { freeSlots.popLast() }
+    }
+
+    /// Leader: a job for another thread — an idle follower if a slot is free, else the queue.
+    /// `slot` is one the leader reserved and gives up with the job.
+    func submit(_ job: Job, slot reserved: Slot? = nil) {
         lock.lock()
-        if let waiter = idle.popLast() {
-            waiter.handedOver = job
+        if let slot = reserved ?? freeSlots.popLast() {
+            if let follower = followers.popLast() {
+                follower.assignment = .run(job, slot)
+                lock.unlock()
+                follower.wakeUp.signal()
+                return
+            }
+            freeSlots.append(slot) // a thread between jobs will take it with the job
+        }
+        queued.append(job)
+        lock.unlock()
+    }
+
+    /// Leader, about to run its own job: an idle follower takes over reading. With more threads
+    /// than slots there is one unless threads are still starting; if not, the first thread to
+    /// look for work leads.
+    func handOverLead() {
+        lock.lock()
+        if let follower = followers.popLast() {
+            follower.assignment = .lead
             lock.unlock()
-            waiter.wakeUp.signal()
+            follower.wakeUp.signal()
             return
         }
-        jobs.append(job)
+        leaderPresent = false
         lock.unlock()
     }
 
-    /// The next job for the thread owning `waiter`, or nil once closed and drained.
-    func take(as waiter: Waiter) -> Job? {
+    /// Leader: no more requests will be read. Idle followers stop; threads running jobs finish
+    /// them and the queue, then stop.
+    func endInput() {
         lock.lock()
-        if head < jobs.count {
-            let job = jobs[head]
-            head += 1
-            if head > 1024 && head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            lock.unlock()
-            return job
-        }
-        if closed {
-            lock.unlock()
-            return nil
-        }
-        idle.append(waiter)
+        inputEnded = true
+        leaderPresent = false
+        let idle = followers
+        followers.removeAll()
+        for follower in idle { follower.assignment = .stop }
         lock.unlock()
-        waiter.wakeUp.wait()
+        for follower in idle { follower.wakeUp.signal() }
+    }
+
+    /// What a thread does next after running a job on `slot` (or with nothing in hand): the next
+    /// queued job, the vacant lead, or waiting as a follower until given one of those.
+    func next(after slot: Slot?, as me: Follower) -> Assignment {
+        lock.lock()
+        if let slot {
+            if let job = dequeue() {
+                lock.unlock()
+                return .run(job, slot)
+            }
+            freeSlots.append(slot)
+        }
+        if head < queued.count, let free = freeSlots.popLast() {
+            let job = dequeue()!
+            lock.unlock()
+            return .run(job, free)
+        }
+        if !inputEnded && !leaderPresent {
+            leaderPresent = true
+            lock.unlock()
+            return .lead
+        }
+        if inputEnded {
+            lock.unlock()
+            return .stop // queued jobs, if any, wait for a slot that a running thread holds
+        }
+        followers.append(me)
+        lock.unlock()
+        me.wakeUp.wait()
         lock.lock()
         defer { lock.unlock() }
-        let job = waiter.handedOver
-        waiter.handedOver = nil
-        return job // nil: woken by close()
+        let assignment = me.assignment!
+        me.assignment = nil
+        return assignment
     }
 
-    func close() {
-        lock.lock()
-        closed = true
-        let sleepers = idle
-        idle.removeAll()
-        lock.unlock()
-        for sleeper in sleepers { sleeper.wakeUp.signal() }
+    /// Under the lock.
+    private func dequeue() -> Job? {
+        guard head < queued.count else { return nil }
+        let job = queued[head]
+        head += 1
+        if head == queued.count {
+            queued.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 1024 && head * 2 > queued.count {
+            queued.removeFirst(head)
+            head = 0
+        }
+        return job
     }
 }

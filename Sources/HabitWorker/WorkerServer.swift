@@ -5,8 +5,9 @@ import Logging
 import PostgresClient
 
 /// `habit serve`: reads JSON-RPC lines from one file descriptor, runs requests on a pool of
-/// database threads (one connection each) and writes each response as soon as it is ready,
-/// so responses may come out of order. Stops at EOF (or a wake byte from a signal) after
+/// database connections and writes each response as soon as it is ready, so responses may come
+/// out of order. Threads take turns reading (see `Scheduler`): the thread that reads a
+/// database request usually runs it. Stops at EOF (or a wake byte from a signal) after
 /// answering everything it accepted.
 public final class WorkerServer: @unchecked Sendable {
     let configuration: WorkerConfiguration
@@ -14,8 +15,9 @@ public final class WorkerServer: @unchecked Sendable {
     let logger: Logger
     let reader: LineReader
     let writer: LineWriter
-    private let queue = WorkQueue<Job>()
-    /// Places for requests accepted but not yet answered; the reader waits for one.
+    private let scheduler: Scheduler<Job, ConnectionSlot>
+    private let slots: [ConnectionSlot]
+    /// Places for requests accepted but not yet answered; the leader waits for one.
     private let inFlight: DispatchSemaphore
     private let outputBroken = LockedFlag()
     private let inputFailed = LockedFlag()
@@ -37,30 +39,58 @@ public final class WorkerServer: @unchecked Sendable {
         reader = LineReader(fileDescriptor: input, wakeFileDescriptor: wake.readEnd, maxLineBytes: configuration.maxLineBytes)
         writer = LineWriter(fileDescriptor: output)
         inFlight = DispatchSemaphore(value: max(1, configuration.maxInFlight))
+        slots = (0..<max(1, configuration.poolSize)).map { ConnectionSlot(index: $0) }
+        scheduler = Scheduler(slots: slots)
     }
 
     /// Serves until end of input; returns the process exit code (0, or 1 if stdin or stdout failed).
     public func run() -> Int32 {
+        logger.info("serving", metadata: ["pool_size": "\(configuration.poolSize)", "max_in_flight": "\(configuration.maxInFlight)"])
+        // One thread per slot plus this one, which leads first: a thread is always free to read.
         let threads = DispatchGroup()
-        for index in 0..<max(1, configuration.poolSize) {
+        for index in slots.indices {
             threads.enter()
             let thread = Thread { [self] in
-                var databaseThread = DatabaseThread(server: self, index: index)
-                databaseThread.loop()
+                // Connect early, so the first requests don't wait for it; failures are retried per request.
+                let warmUp = scheduler.reserveSlot()
+                if let warmUp { _ = try? usableContext(warmUp) }
+                serve(startingWith: scheduler.next(after: warmUp, as: .init()), as: .init())
                 threads.leave()
             }
             thread.name = "habit-db-\(index)"
             thread.start()
         }
-        logger.info("serving", metadata: ["pool_size": "\(configuration.poolSize)", "max_in_flight": "\(configuration.maxInFlight)"])
-        readLoop()
-        queue.close()
+        serve(startingWith: .lead, as: .init())
         threads.wait()
+        for slot in slots { slot.drop() }
         logger.info("stopped")
         return outputBroken.isSet || inputFailed.isSet ? 1 : 0
     }
 
-    private func readLoop() {
+    private func serve(startingWith first: Scheduler<Job, ConnectionSlot>.Assignment, as me: Scheduler<Job, ConnectionSlot>.Follower) {
+        var assignment = first
+        while true {
+            switch assignment {
+            case .lead:
+                guard let (job, slot) = lead() else {
+                    assignment = scheduler.next(after: nil, as: me)
+                    continue
+                }
+                assignment = .run(job, slot)
+            case .run(let job, let slot):
+                let result = execute(job, on: slot)
+                if logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
+                job.complete(result)
+                assignment = scheduler.next(after: slot, as: me)
+            case .stop:
+                return
+            }
+        }
+    }
+
+    /// Reads lines until one gives this thread a job to run (returned with its slot, after the
+    /// lead went to another thread) or input ends (nil, after `endInput`).
+    private func lead() -> (Job, ConnectionSlot)? {
         while !outputBroken.isSet {
             let event: LineEvent
             do {
@@ -68,11 +98,12 @@ public final class WorkerServer: @unchecked Sendable {
             } catch {
                 logger.error("stdin read failed", metadata: ["error": "\(error)"])
                 inputFailed.set()
-                return
+                break
             }
             switch event {
             case .endOfFile:
-                return
+                scheduler.endInput()
+                return nil
             case .oversized(let byteCount):
                 logger.warning("request line too long", metadata: ["bytes": "\(byteCount)", "limit": "\(configuration.maxLineBytes)"])
                 write(.error(id: .null, error: RPCError(
@@ -80,12 +111,38 @@ public final class WorkerServer: @unchecked Sendable {
                     data: ["reason": .string("request line of \(byteCount) bytes exceeds the limit of \(configuration.maxLineBytes) bytes"),
                            "limit": .int(configuration.maxLineBytes)])))
             case .line(let bytes):
-                handle(line: bytes)
+                var own: (Job, ConnectionSlot)?
+                handle(line: bytes) { job in
+                    acquirePlace(giving: &own)
+                    if own == nil, let slot = scheduler.reserveSlot() {
+                        own = (job, slot)
+                    } else {
+                        scheduler.submit(job)
+                    }
+                }
+                if let own {
+                    scheduler.handOverLead()
+                    return own
+                }
             }
         }
+        scheduler.endInput()
+        return nil
     }
 
-    private func handle(line: [UInt8]) {
+    /// Takes a place for one more accepted request, waiting while there is none. A job the
+    /// leader kept for itself goes to another thread first: it may hold the place we wait for.
+    private func acquirePlace(giving own: inout (Job, ConnectionSlot)?) {
+        if inFlight.wait(timeout: .now()) == .success { return }
+        if let (job, slot) = own {
+            own = nil
+            scheduler.submit(job, slot: slot)
+        }
+        inFlight.wait()
+    }
+
+    /// `enqueue` gets each database job of the line once it has a place.
+    private func handle(line: [UInt8], enqueue: (Job) -> Void) {
         switch RPCCodec.decode(line: line, maxDepth: configuration.maxJSONDepth) {
         case .blank:
             return
@@ -93,7 +150,7 @@ public final class WorkerServer: @unchecked Sendable {
             logger.debug("invalid line", metadata: ["code": "\(error.code.rawValue)"])
             write(.error(id: .null, error: error))
         case .single(let message):
-            dispatch(message) { [self] response in
+            dispatch(message, enqueue: enqueue) { [self] response in
                 if let response { write(response) }
             }
         case .batch(let messages):
@@ -105,15 +162,15 @@ public final class WorkerServer: @unchecked Sendable {
             for message in messages {
                 let mySlot = message.expectsResponse ? slot : -1
                 if message.expectsResponse { slot += 1 }
-                dispatch(message) { response in
+                dispatch(message, enqueue: enqueue) { response in
                     if let response, mySlot >= 0 { batch.fill(mySlot, with: response) }
                 }
             }
         }
     }
 
-    /// Answers or queues one message; `respond` gets nil for notifications.
-    private func dispatch(_ message: DecodedMessage, respond: @escaping @Sendable (OutgoingResponse?) -> Void) {
+    /// Answers one message or hands its database job to `enqueue`; `respond` gets nil for notifications.
+    private func dispatch(_ message: DecodedMessage, enqueue: (Job) -> Void, respond: @escaping @Sendable (OutgoingResponse?) -> Void) {
         switch message {
         case .invalid(let id, let error):
             respond(.error(id: id, error: error))
@@ -140,8 +197,7 @@ public final class WorkerServer: @unchecked Sendable {
             case .immediate(let value):
                 finish(.success(value))
             case .database(let run):
-                inFlight.wait()
-                queue.put(Job(method: method, run: run, accepted: .now(), complete: { [inFlight] result in
+                enqueue(Job(method: method, run: run, accepted: .now(), complete: { [inFlight] result in
                     finish(result)
                     inFlight.signal()
                 }))
@@ -160,7 +216,7 @@ public final class WorkerServer: @unchecked Sendable {
         } catch {
             if outputBroken.set() {
                 logger.error("stdout closed; stopping", metadata: ["error": "\(error)"])
-                wake.wake() // the reader may be blocked on stdin: nobody can hear us anymore
+                wake.wake() // the leader may be blocked on stdin: nobody can hear us anymore
             }
         }
     }
@@ -170,96 +226,83 @@ public final class WorkerServer: @unchecked Sendable {
         MethodRegistry.standard.methodNames.contains(method) ? method : "(unknown)"
     }
 
-    // MARK: - Database threads
+    // MARK: - Connections
 
-    /// One thread, one connection: runs queued jobs until the queue closes.
-    private struct DatabaseThread {
-        let server: WorkerServer
+    /// One database connection of the pool, used by one thread at a time (the scheduler hands
+    /// it over under its lock).
+    final class ConnectionSlot: @unchecked Sendable {
         let index: Int
         var connection: Connection?
         var context: MethodContext?
         var lastFailedConnect: DispatchTime?
 
-        init(server: WorkerServer, index: Int) {
-            self.server = server
-            self.index = index
-        }
+        init(index: Int) { self.index = index }
 
-        mutating func loop() {
-            _ = try? usableContext() // connect early; failures are retried per request
-            let waiter = WorkQueue<Job>.Waiter()
-            while let job = server.queue.take(as: waiter) {
-                let result = execute(job)
-                if server.logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
-                job.complete(result)
-            }
-            connection?.close()
-        }
-
-        func logRequest(_ job: Job, _ result: Result<JSONValue, RPCError>) {
-            let microseconds = (DispatchTime.now().uptimeNanoseconds - job.accepted.uptimeNanoseconds) / 1_000
-            var metadata: Logger.Metadata = [
-                "method": "\(job.method)",
-                "duration_ms": "\(microseconds / 1_000).\(String(microseconds % 1_000 + 1_000).dropFirst())",
-            ]
-            if case .failure(let error) = result {
-                metadata["code"] = "\(error.code.rawValue)"
-                if let reason = error.data?["reason"]?.stringValue, error.code.isServerError { metadata["reason"] = "\(reason)" }
-            }
-            server.logger.debug("request", metadata: metadata)
-        }
-
-        mutating func execute(_ job: Job) -> Result<JSONValue, RPCError> {
-            do {
-                let context = try usableContext()
-                return .success(try job.run(context))
-            } catch {
-                if let postgres = error as? PostgresError {
-                    if postgres.kind == .misuse {
-                        // The session is not where it should be (a bug): never reuse it.
-                        server.logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                        drop()
-                    } else if postgres.isConnectionLost {
-                        server.logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                        drop()
-                    } else if postgres.sqlState != .queryCanceled {
-                        server.logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                    }
-                } else if !(error is StoreError) && !(error is RPCError) {
-                    server.logger.error("internal error", metadata: ["method": "\(job.method)", "error": "\(error)"])
-                }
-                return .failure(ErrorMapping.rpcError(for: error))
-            }
-        }
-
-        /// The connection, reconnecting when it broke while idle. During an outage, requests
-        /// within the backoff window fail at once instead of each waiting to connect.
-        mutating func usableContext() throws -> MethodContext {
-            if let context, let connection, connection.isAliveAfterIdle() { return context }
-            drop()
-            if let lastFailedConnect,
-               DispatchTime.now().uptimeNanoseconds < lastFailedConnect.uptimeNanoseconds + UInt64(server.configuration.reconnectBackoffMilliseconds) * 1_000_000 {
-                throw PostgresError(kind: .connectionFailed, message: "database unavailable (retrying)")
-            }
-            do {
-                let fresh = try Connection(server.configuration.connectionString, applicationName: "habit-serve",
-                                           connectTimeoutSeconds: server.configuration.connectTimeoutSeconds,
-                                           preparedStatements: server.configuration.preparedStatements)
-                connection = fresh
-                context = MethodContext(connection: fresh, settings: server.configuration.storeSettings)
-                lastFailedConnect = nil
-                return context!
-            } catch {
-                lastFailedConnect = .now()
-                server.logger.warning("database connect failed", metadata: ["thread": "\(index)", "error": "\(error)"])
-                throw error
-            }
-        }
-
-        mutating func drop() {
+        func drop() {
             connection?.close()
             connection = nil
             context = nil
+        }
+    }
+
+    private func logRequest(_ job: Job, _ result: Result<JSONValue, RPCError>) {
+        let microseconds = (DispatchTime.now().uptimeNanoseconds - job.accepted.uptimeNanoseconds) / 1_000
+        var metadata: Logger.Metadata = [
+            "method": "\(job.method)",
+            "duration_ms": "\(microseconds / 1_000).\(String(microseconds % 1_000 + 1_000).dropFirst())",
+        ]
+        if case .failure(let error) = result {
+            metadata["code"] = "\(error.code.rawValue)"
+            if let reason = error.data?["reason"]?.stringValue, error.code.isServerError { metadata["reason"] = "\(reason)" }
+        }
+        logger.debug("request", metadata: metadata)
+    }
+
+    private func execute(_ job: Job, on slot: ConnectionSlot) -> Result<JSONValue, RPCError> {
+        do {
+            let context = try usableContext(slot)
+            return .success(try job.run(context))
+        } catch {
+            if let postgres = error as? PostgresError {
+                if postgres.kind == .misuse {
+                    // The session is not where it should be (a bug): never reuse it.
+                    logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+                    slot.drop()
+                } else if postgres.isConnectionLost {
+                    logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+                    slot.drop()
+                } else if postgres.sqlState != .queryCanceled {
+                    logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+                }
+            } else if !(error is StoreError) && !(error is RPCError) {
+                logger.error("internal error", metadata: ["method": "\(job.method)", "error": "\(error)"])
+            }
+            return .failure(ErrorMapping.rpcError(for: error))
+        }
+    }
+
+    /// The slot's connection, reconnecting when it broke while idle. During an outage, requests
+    /// within the backoff window fail at once instead of each waiting to connect.
+    private func usableContext(_ slot: ConnectionSlot) throws -> MethodContext {
+        if let context = slot.context, let connection = slot.connection, connection.isAliveAfterIdle() { return context }
+        slot.drop()
+        if let lastFailedConnect = slot.lastFailedConnect,
+           DispatchTime.now().uptimeNanoseconds < lastFailedConnect.uptimeNanoseconds + UInt64(configuration.reconnectBackoffMilliseconds) * 1_000_000 {
+            throw PostgresError(kind: .connectionFailed, message: "database unavailable (retrying)")
+        }
+        do {
+            let fresh = try Connection(configuration.connectionString, applicationName: "habit-serve",
+                                       connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+                                       preparedStatements: configuration.preparedStatements)
+            let context = MethodContext(connection: fresh, settings: configuration.storeSettings)
+            slot.connection = fresh
+            slot.context = context
+            slot.lastFailedConnect = nil
+            return context
+        } catch {
+            slot.lastFailedConnect = .now()
+            logger.warning("database connect failed", metadata: ["slot": "\(slot.index)", "error": "\(error)"])
+            throw error
         }
     }
 }

@@ -37,6 +37,31 @@ struct ConcurrencyTests {
         }
     }
 
+    @Test("every connection busy: pings and errors are still answered at once, queued requests after the blocker")
+    func answersWhileEveryConnectionIsBusy() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "1", "--statement-timeout-ms", "25000"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
+            try session.admin.withTransaction { connection in
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                // Occupies the only connection until the row is released…
+                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Unblocked"]), id: "slow")
+                // …so this one waits in the queue behind it.
+                try worker.sendRequest("habits.list", params: params(user), id: "queued")
+                try worker.sendRequest("system.ping", params: nil, id: "ping")
+                try worker.sendRequest("no.such.method", params: nil, id: "unknown")
+                try worker.sendRequest("day.get", params: params(user, ["date": "2026-02-30"]), id: "bad-date")
+                #expect(try worker.response(id: "ping").result?["ok"] == true)
+                #expect(try worker.response(id: "unknown").code == -32601)
+                #expect(try worker.response(id: "bad-date").code == -32602)
+                #expect(worker.bufferedResponses.isEmpty, "answered while the only connection was blocked: \(worker.bufferedResponses.map(\.raw))")
+            }
+            #expect(try worker.response(id: "slow").result?["name"] == "Unblocked")
+            #expect(try worker.response(id: "queued").result?["habits"]?.arrayValue?.count == 1)
+        }
+    }
+
     @Test("requests sent together are all answered with the right ids (pool of 4)")
     func severalAtOnce() throws {
         try WorkerSession.with(arguments: ["--pool-size", "4"]) { session in
