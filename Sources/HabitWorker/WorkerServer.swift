@@ -112,9 +112,16 @@ public final class WorkerServer: @unchecked Sendable {
                            "limit": .int(configuration.maxLineBytes)])))
             case .line(let bytes):
                 var own: (Job, ConnectionSlot)?
+                var jobsInLine = 0
                 handle(line: bytes) { job in
+                    jobsInLine += 1
+                    if jobsInLine == 2, let (kept, slot) = own {
+                        // A batch: its first job must not wait until the whole line is dispatched.
+                        own = nil
+                        scheduler.submit(kept, slot: slot)
+                    }
                     acquirePlace(giving: &own)
-                    if own == nil, let slot = scheduler.reserveSlot() {
+                    if jobsInLine == 1, let slot = scheduler.reserveSlot() {
                         own = (job, slot)
                     } else {
                         scheduler.submit(job)
