@@ -11,6 +11,8 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case invalidState = -32004
     case databaseUnavailable = -32010
     case timeout = -32011
+    /// Serialization failure or deadlock: the transaction was rolled back, so any method may be retried.
+    case conflict = -32012
 
     public var reason: String {
         switch self {
@@ -20,6 +22,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .invalidState: "invalid_state"
         case .databaseUnavailable: "database_unavailable"
         case .timeout: "timeout"
+        case .conflict: "conflict"
         }
     }
 
@@ -31,6 +34,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .invalidState: "Invalid state transition"
         case .databaseUnavailable: "Database unavailable"
         case .timeout: "Statement timeout"
+        case .conflict: "Conflict with a concurrent transaction"
         }
     }
 
@@ -61,6 +65,9 @@ enum ErrorMapping {
                 return DomainErrorCode.databaseUnavailable.error()
             }
             if postgres.sqlState == .queryCanceled { return DomainErrorCode.timeout.error() }
+            if postgres.sqlState == .serializationFailure || postgres.sqlState == .deadlockDetected {
+                return DomainErrorCode.conflict.error()
+            }
             return .internalError()
         default:
             return .internalError()

@@ -278,6 +278,8 @@ public final class WorkerServer: @unchecked Sendable {
                 } else if postgres.isConnectionLost {
                     logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
                     slot.drop()
+                } else if postgres.sqlState == .serializationFailure || postgres.sqlState == .deadlockDetected {
+                    logger.warning("conflict with a concurrent transaction", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
                 } else if postgres.sqlState != .queryCanceled {
                     logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
                 }

@@ -218,6 +218,41 @@ struct ErrorCodeTests {
         }
     }
 
+    @Test("-32012 conflict: a deadlock with an admin's transaction rolls the request back; the next one succeeds")
+    func deadlockIsAConflict() throws {
+        try WorkerSession.with(arguments: ["--statement-timeout-ms", "25000"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let id = try #require(try worker.createHabit(user: user, name: "Contended").habitID)
+            let today = try session.today().description
+            #expect(try worker.call("completions.set", params(user, ["template_id": .uuid(id), "date": .string(today), "completed": true]))["completed"] == true)
+            let watcher = try session.database.connect()
+            defer { watcher.close() }
+            try session.admin.withTransaction { connection in
+                // The admin holds the completion row; the worker's toggle locks the habit, then waits for that row…
+                try connection.execute("DELETE FROM public.habit_completions WHERE template_id = \(id)")
+                try worker.sendRequest("completions.toggle", params: params(user, ["template_id": .uuid(id), "date": .string(today)]), id: "toggle")
+                var waiting = false
+                for _ in 0..<500 where !waiting {
+                    waiting = try watcher.queryOne("""
+                        SELECT count(*) > 0 FROM pg_stat_activity
+                        WHERE datname = current_database() AND application_name = 'habit-serve' AND wait_event_type = 'Lock'
+                        """).decode(Bool.self, at: 0)
+                    if !waiting { usleep(10_000) }
+                }
+                try #require(waiting, "the worker's toggle never waited for the admin's row lock")
+                // …and the admin now waits for the habit: a cycle. The worker's backend waited first, so
+                // its deadlock check (after deadlock_timeout) finds the cycle and aborts its transaction.
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) FOR UPDATE")
+            }
+            let response = try worker.response(id: "toggle")
+            expectError(response, code: Code.conflict, id: "toggle", reason: "conflict")
+            #expect(response.message == "Conflict with a concurrent transaction")
+            // Rolled back, nothing written by it; the same request now succeeds (the admin deleted the row).
+            #expect(try worker.call("completions.toggle", params(user, ["template_id": .uuid(id), "date": .string(today)]))["completed"] == true)
+        }
+    }
+
     @Test("-32010 database_unavailable when PostgreSQL cannot be reached; the worker keeps serving")
     func databaseUnreachable() throws {
         let nowhere = "postgresql://habit_worker@/postgres?host=/tmp/habit-no-server-\(UUID().uuidString.prefix(8))"

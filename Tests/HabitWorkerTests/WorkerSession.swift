@@ -111,4 +111,5 @@ enum Code {
     static let invalidState = -32004
     static let databaseUnavailable = -32010
     static let timeout = -32011
+    static let conflict = -32012
 }
