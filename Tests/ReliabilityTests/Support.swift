@@ -83,6 +83,7 @@ enum Code {
     static let invalidState = -32004
     static let databaseUnavailable = -32010
     static let timeout = -32011
+    static let conflict = -32012
 }
 
 struct UnexpectedResponse: Error, CustomStringConvertible {
