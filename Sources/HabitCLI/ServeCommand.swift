@@ -27,7 +27,7 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Apply pending migrations before serving (env HABIT_MIGRATE=1/true/on). Always done for the embedded server.")
     var migrate = false
 
-    @Option(help: ArgumentHelp("Database connections, each on its own thread (env HABIT_POOL_SIZE, default 8).", valueName: "n"))
+    @Option(help: ArgumentHelp("Database connections; the worker runs one thread more (env HABIT_POOL_SIZE, default 8).", valueName: "n"))
     var poolSize: Int?
 
     @Option(help: ArgumentHelp("Requests accepted but not yet answered before stdin stops being read (env HABIT_MAX_IN_FLIGHT, default 256).", valueName: "n"))
@@ -39,6 +39,10 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Longest accepted request line in bytes (env HABIT_MAX_LINE_BYTES, default 1048576).", valueName: "bytes"))
     var maxLineBytes: Int?
+
+    @Option(name: .customLong("max-batch"),
+            help: ArgumentHelp("Most elements in one JSON-RPC batch; a larger batch gets one -32600 and none of it runs (env HABIT_MAX_BATCH, default 1000).", valueName: "n"))
+    var maxBatch: Int?
 
     @Option(name: .customLong("connect-timeout"),
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
@@ -54,7 +58,7 @@ struct ServeCommand: ParsableCommand {
     var logFormat: String?
 
     func validate() throws {
-        for (name, value) in [("--pool-size", poolSize), ("--max-in-flight", maxInFlight), ("--max-line-bytes", maxLineBytes)] {
+        for (name, value) in [("--pool-size", poolSize), ("--max-in-flight", maxInFlight), ("--max-line-bytes", maxLineBytes), ("--max-batch", maxBatch)] {
             if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
         }
         if let statementTimeout, statementTimeout < 0 { throw ValidationError("--statement-timeout-ms must be 0 (none) or more") }
@@ -98,6 +102,7 @@ struct ServeCommand: ParsableCommand {
             configuration.statementTimeoutMilliseconds = try statementTimeout ?? Environment.integer("HABIT_STATEMENT_TIMEOUT_MS")
                 ?? configuration.statementTimeoutMilliseconds
             configuration.maxLineBytes = try maxLineBytes ?? Environment.integer("HABIT_MAX_LINE_BYTES") ?? configuration.maxLineBytes
+            configuration.maxBatchElements = try maxBatch ?? Environment.integer("HABIT_MAX_BATCH") ?? configuration.maxBatchElements
             configuration.connectTimeoutSeconds = try connectTimeout ?? Environment.integer("HABIT_CONNECT_TIMEOUT")
                 ?? configuration.connectTimeoutSeconds
             switch preparedStatements ?? Environment.string("HABIT_PREPARED_STATEMENTS") ?? "on" {
@@ -106,7 +111,7 @@ struct ServeCommand: ParsableCommand {
             default: throw ValidationError("HABIT_PREPARED_STATEMENTS must be on or off")
             }
             guard configuration.poolSize >= 1, configuration.maxInFlight >= 1, configuration.maxLineBytes >= 1,
-                  configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
+                  configuration.maxBatchElements >= 1, configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
                 throw ValidationError("HABIT_* sizes must be positive")
             }
 

@@ -14,6 +14,9 @@ public struct WorkerConfiguration: Sendable {
     public var statementTimeoutMilliseconds: Int = 5_000
     /// Longest accepted request line in bytes (newline excluded).
     public var maxLineBytes: Int = 1_048_576
+    /// Most elements in one batch; a larger batch is answered with one -32600 and none of it
+    /// runs. Bounds what one line can cost: every response of a batch is held until the last.
+    public var maxBatchElements: Int = 1_000
     /// Maximum JSON nesting depth of a request.
     public var maxJSONDepth: Int = 64
     /// libpq connect_timeout (s): how long a request waits for a server that is down.

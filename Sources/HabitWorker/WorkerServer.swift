@@ -161,6 +161,14 @@ public final class WorkerServer: @unchecked Sendable {
                 if let response { write(response) }
             }
         case .batch(let messages):
+            guard messages.count <= configuration.maxBatchElements else {
+                logger.warning("batch too large", metadata: ["elements": "\(messages.count)", "limit": "\(configuration.maxBatchElements)"])
+                write(.error(id: .null, error: RPCError(
+                    code: .invalidRequest, message: "Invalid Request",
+                    data: ["reason": .string("batch of \(messages.count) elements exceeds the limit of \(configuration.maxBatchElements)"),
+                           "limit": .int(configuration.maxBatchElements)])))
+                return
+            }
             let batch = BatchResponse(expected: messages.filter(\.expectsResponse).count) { [self] responses in
                 var bytes: [UInt8] = []
                 if OutgoingResponse.encodeBatch(responses, into: &bytes) { writeRaw(bytes) }

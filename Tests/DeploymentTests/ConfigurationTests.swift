@@ -37,7 +37,7 @@ struct ConfigurationTests {
         let flags = Set(options.map(\.flag))
         // The settings the deployment needs, at least.
         for wanted in ["--database-url", "--data-dir", "--pool-size", "--max-in-flight", "--statement-timeout-ms", "--max-line-bytes",
-                       "--log-level", "--log-format", "--prepared-statements", "--connect-timeout", "--migrate", "--migrations-dir"] {
+                       "--max-batch", "--log-level", "--log-format", "--prepared-statements", "--connect-timeout", "--migrate", "--migrations-dir"] {
             #expect(flags.contains(wanted), "habit serve --help lacks \(wanted)")
         }
         let operations = try String(contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
@@ -62,6 +62,7 @@ struct ConfigurationTests {
                 "HABIT_LOG_FORMAT": "text",
                 "HABIT_PREPARED_STATEMENTS": "off",
                 "HABIT_CONNECT_TIMEOUT": "2",
+                "HABIT_MAX_BATCH": "2",
             ]
             let binary = try WorkerProcess.binaryPath()
             let worker = try WorkerProcess(executable: binary, arguments: ["serve"], environment: WorkerProcess.childEnvironment(environment))
@@ -72,6 +73,9 @@ struct ConfigurationTests {
             try worker.sendRequest("system.ping", params: ["padding": .string(String(repeating: "x", count: 300))], id: 1)
             let oversized = try worker.readResponse()
             #expect(oversized.code == -32600 && oversized.data?["limit"] == 200, "\(oversized.raw)")
+            try worker.send(#"[{"jsonrpc":"2.0","id":1,"method":"system.ping"},{"jsonrpc":"2.0","id":2,"method":"system.ping"},{"jsonrpc":"2.0","id":3,"method":"system.ping"}]"#)
+            let tooLarge = try worker.readResponse()
+            #expect(tooLarge.code == -32600 && tooLarge.data?["limit"] == 2, "HABIT_MAX_BATCH=2: \(tooLarge.raw)")
             let habit = try #require(try worker.call("habits.create", params(user, ["name": "Locked"]))["id"])
             let admin = try database.connect()
             defer { admin.close() }

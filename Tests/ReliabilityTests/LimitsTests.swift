@@ -117,9 +117,35 @@ struct LimitsTests {
         }
     }
 
+    @Test("the default --max-batch 1000: a batch of 1,001 gets one -32600 and none of it runs; 1,000 are answered")
+    func batchLimit() throws {
+        try Self.withWorker { worker, database in
+            let user = UUID()
+            let habit = try #require(try worker.call("habits.create", params(user, ["name": "Run", "activated_at": "2020-01-01T00:00:00Z"]))["id"]?.stringValue)
+            let element = #"{"jsonrpc":"2.0","id":ID,"method":"completions.set","params":{"user_id":"\#(user.uuidString.lowercased())","template_id":"\#(habit)","date":"2021-02-03","completed":true}}"#
+            func batch(_ count: Int) -> String {
+                "[" + (0..<count).map { element.replacingOccurrences(of: "ID", with: String($0)) }.joined(separator: ",") + "]"
+            }
+            try worker.send(batch(1_001))
+            let refused = try worker.readResponse()
+            #expect(!refused.isBatch && refused.code == Code.invalidRequest && refused.id == .null, "\(refused.raw.prefix(300))")
+            #expect(refused.error?["data"]?["limit"] == 1_000)
+            #expect(refused.reason == "batch of 1001 elements exceeds the limit of 1000")
+            let admin = try database.connect()
+            defer { admin.close() }
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_completions").decode(Int.self, at: 0) == 0, "a refused batch wrote rows")
+
+            try worker.send(batch(1_000))
+            let answered = try worker.readResponse(timeout: 120)
+            #expect(answered.batch.count == 1_000)
+            #expect(answered.batch.allSatisfy { $0.result != nil }, "\(answered.batch.first { $0.result == nil }?.raw ?? "")")
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_completions").decode(Int.self, at: 0) == 1)
+        }
+    }
+
     @Test("a 100,000-element batch of non-requests (200 kB line): one array of 100,000 -32600 entries")
     func hugeBatchOfInvalidElements() throws {
-        try Self.withWorker { worker, _ in
+        try Self.withWorker(["--max-batch", "1000000"]) { worker, _ in
             let count = 100_000
             let before = try worker.memory()
             try worker.send("[" + Array(repeating: "1", count: count).joined(separator: ",") + "]")
@@ -138,7 +164,7 @@ struct LimitsTests {
 
     @Test("a 100,000-element batch of pings (5 MB line, 16 MiB limit): 100,000 results in element order")
     func hugeBatchOfPings() throws {
-        try Self.withWorker(["--max-line-bytes", String(16 * 1_048_576)]) { worker, _ in
+        try Self.withWorker(["--max-line-bytes", String(16 * 1_048_576), "--max-batch", "1000000"]) { worker, _ in
             let count = 100_000
             let before = try worker.memory()
             let line = "[" + (0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"system.ping"}"# }.joined(separator: ",") + "]"
@@ -158,7 +184,7 @@ struct LimitsTests {
     @Test("a batch of database requests (RELIABILITY_DB_BATCH, default 2,000; full run 100,000): every element answered, in order")
     func hugeBatchOfDatabaseRequests() throws {
         let count = Scale.int("DB_BATCH", default: 2_000)
-        try Self.withWorker(["--max-line-bytes", String(64 * 1_048_576), "--pool-size", "4"]) { worker, _ in
+        try Self.withWorker(["--max-line-bytes", String(64 * 1_048_576), "--pool-size", "4", "--max-batch", "1000000"]) { worker, _ in
             let user = UUID()
             try worker.call("profile.set", params(user, ["timezone": "Asia/Tokyo"]))
             let before = try worker.memory()
