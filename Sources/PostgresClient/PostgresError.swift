@@ -57,7 +57,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         if kind == .connectionLost || kind == .connectionFailed || kind == .connectionClosed { return true }
         guard let code = sqlState else { return false }
         return code.isInClass("08") || code == .adminShutdown || code == .crashShutdown
-            || code == .cannotConnectNow || code == .idleSessionTimeout
+            || code == .cannotConnectNow || code == .idleSessionTimeout || code == .idleInTransactionSessionTimeout
     }
 
     public var description: String {
@@ -104,13 +104,15 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
             sqlState: field(Int32(UInt8(ascii: "C"))).map(SQLState.init(rawValue:)),
             sql: sql
         )
-        if error.sqlState == nil || connectionBroken {
+        error.severity = field(Int32(UInt8(ascii: "V"))) ?? field(Int32(UInt8(ascii: "S")))
+        if error.sqlState == nil || connectionBroken || error.severity == "FATAL" || error.severity == "PANIC" {
             // No SQLSTATE means libpq itself reported the failure: the socket closed or a
             // send failed ("server closed the connection unexpectedly"), which libpq may not
-            // yet reflect in PQstatus. The connection cannot be trusted either way.
+            // yet reflect in PQstatus. FATAL means the server ended the session (e.g. 25P03,
+            // idle_in_transaction_session_timeout), also before PQstatus says so. The
+            // connection cannot be trusted either way.
             error.kind = .connectionLost
         }
-        error.severity = field(Int32(UInt8(ascii: "V"))) ?? field(Int32(UInt8(ascii: "S")))
         error.detail = field(Int32(UInt8(ascii: "D")))
         error.hint = field(Int32(UInt8(ascii: "H")))
         error.constraint = field(Int32(UInt8(ascii: "n")))

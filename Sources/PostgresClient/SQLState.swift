@@ -35,6 +35,7 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let exclusionViolation: SQLState = "23P01"
     // Class 25 — invalid transaction state
     public static let inFailedSQLTransaction: SQLState = "25P02"
+    public static let idleInTransactionSessionTimeout: SQLState = "25P03"
     // Class 40 — transaction rollback
     public static let serializationFailure: SQLState = "40001"
     public static let deadlockDetected: SQLState = "40P01"

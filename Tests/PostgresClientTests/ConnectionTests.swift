@@ -278,6 +278,24 @@ import Testing
         #expect(try victim.queryOne("SELECT 2").decode(Int.self, at: 0) == 2)
     }
 
+    @Test("a session ended by idle_in_transaction_session_timeout (FATAL 25P03) is a lost connection")
+    func idleInTransactionTimeoutIsConnectionLost() throws {
+        let victim = try TestDatabase.adminConnection()
+        defer { victim.close() }
+        try victim.execute("SET idle_in_transaction_session_timeout = '100ms'")
+        let error = try #require(throws: PostgresError.self) {
+            try victim.withTransaction { transaction throws in
+                try transaction.query("SELECT 1")
+                usleep(400_000) // idle in the transaction: the server ends the session
+                try transaction.query("SELECT 2")
+            }
+        }
+        #expect(error.isConnectionLost, "\(error) severity \(error.severity ?? "-")")
+        #expect(!victim.isHealthy)
+        try victim.reset()
+        #expect(try victim.queryOne("SELECT 3").decode(Int.self, at: 0) == 3)
+    }
+
     @Test func connectionStringOverrides() throws {
         let rewritten = try ConnectionString.applying(["dbname": "other db", "application_name": "it's"], to: "postgresql://u@/postgres?host=/tmp/s")
         let parsed = try ConnectionString.parse(rewritten)
