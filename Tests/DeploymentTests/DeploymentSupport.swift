@@ -80,48 +80,9 @@ struct UnexpectedAnswer: Error, CustomStringConvertible {
     let description: String
 }
 
-/// `{"user_id": …}` plus more members (sorted by key, so requests are reproducible).
-func params(_ user: UUID, _ members: [String: WireJSON] = [:]) -> WireJSON {
-    .object([.init("user_id", .uuid(user))] + members.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })
-}
-
 extension WorkerResponse {
     /// The result's `id` as a UUID.
     var resultID: UUID? { result?["id"]?.stringValue.flatMap(UUID.init(uuidString:)) }
-}
-
-extension WorkerProcess {
-    /// Calls a method that must succeed and returns its result.
-    @discardableResult
-    func call(_ method: String, _ params: WireJSON? = nil) throws -> WireJSON {
-        let response = try request(method, params: params)
-        guard let result = response.result else { throw UnexpectedAnswer(description: "expected a result for \(method), got \(response.raw)") }
-        return result
-    }
-}
-
-/// A small deterministic generator, so a failing run can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// The JSON-RPC error codes the tests look for.
-enum Code {
-    static let internalError = -32603
-    static let notFound = -32001
-}
-
-extension TestDatabase {
-    /// This database's URL as the worker's login role, straight to the server.
-    func workerURL() throws -> String { try url(overriding: ["user": "habit_worker"]) }
 }
 
 extension Connection {

@@ -57,7 +57,7 @@ struct SeveralWorkersTests {
             enum Operation { case toggle, setTrue, setFalse }
             var operations = [[(key: Key, operation: Operation)]]()
             for worker in 0..<workers.count {
-                var generator = SplitMix64(seed: 0x5EED_0000 + UInt64(worker))
+                var generator = SeededGenerator(seed: 0x5EED_0000 + UInt64(worker))
                 operations.append((0..<Self.operationsPerWorker).map { _ in
                     let key = keys.randomElement(using: &generator)!
                     let operation: Operation = key.togglesOnly ? .toggle : [.toggle, .toggle, .setTrue, .setFalse].randomElement(using: &generator)!

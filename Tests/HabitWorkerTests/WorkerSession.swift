@@ -50,27 +50,7 @@ struct WorkerSession {
     }
 }
 
-extension TestDatabase {
-    /// This database's URL as the worker's login role.
-    func workerURL() throws -> String { try url(overriding: ["user": "habit_worker"]) }
-}
-
-/// A result the test needed but the worker answered with an error (or vice versa).
-struct UnexpectedResponse: Error, CustomStringConvertible {
-    let response: WorkerResponse
-    let expectation: String
-    var description: String { "expected \(expectation), got \(response.raw)" }
-}
-
 extension WorkerProcess {
-    /// Calls a method that must succeed and returns its result.
-    @discardableResult
-    func call(_ method: String, _ params: WireJSON? = nil) throws -> WireJSON {
-        let response = try request(method, params: params)
-        guard let result = response.result else { throw UnexpectedResponse(response: response, expectation: "a result for \(method)") }
-        return result
-    }
-
     /// Creates a habit for `user` and returns the habit object.
     @discardableResult
     func createHabit(user: UUID, name: String, extra: [WireJSON.Member] = []) throws -> WireJSON {
@@ -83,11 +63,6 @@ extension WireJSON {
     var habitID: UUID? { self["id"]?.stringValue.flatMap(UUID.init(uuidString:)) }
 }
 
-/// `{"user_id": …}` plus more members.
-func params(_ user: UUID, _ members: [String: WireJSON] = [:]) -> WireJSON {
-    .object([.init("user_id", .uuid(user))] + members.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })
-}
-
 /// Checks an error response: code, data.reason / data.field when given, and the echoed id.
 func expectError(_ response: WorkerResponse, code: Int, id: WireJSON?, reason: String? = nil, field: String? = nil,
                  sourceLocation: SourceLocation = #_sourceLocation) {
@@ -96,20 +71,4 @@ func expectError(_ response: WorkerResponse, code: Int, id: WireJSON?, reason: S
     if let id { #expect(response.id == id, "id in \(response.raw)", sourceLocation: sourceLocation) }
     if let reason { #expect(response.reason == reason, "data.reason in \(response.raw)", sourceLocation: sourceLocation) }
     if let field { #expect(response.field == field, "data.field in \(response.raw)", sourceLocation: sourceLocation) }
-}
-
-/// The JSON-RPC error codes the worker uses.
-enum Code {
-    static let parseError = -32700
-    static let invalidRequest = -32600
-    static let methodNotFound = -32601
-    static let invalidParams = -32602
-    static let internalError = -32603
-    static let notFound = -32001
-    static let futureDate = -32002
-    static let habitNotActive = -32003
-    static let invalidState = -32004
-    static let databaseUnavailable = -32010
-    static let timeout = -32011
-    static let conflict = -32012
 }

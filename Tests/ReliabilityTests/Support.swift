@@ -57,50 +57,7 @@ enum Figures {
 /// Monotonic time in seconds (for figures only).
 func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
-/// A deterministic generator (SplitMix64), so a failing run can be replayed from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// JSON-RPC error codes the worker uses.
-enum Code {
-    static let parseError = -32700
-    static let invalidRequest = -32600
-    static let methodNotFound = -32601
-    static let invalidParams = -32602
-    static let internalError = -32603
-    static let notFound = -32001
-    static let futureDate = -32002
-    static let habitNotActive = -32003
-    static let invalidState = -32004
-    static let databaseUnavailable = -32010
-    static let timeout = -32011
-    static let conflict = -32012
-}
-
-struct UnexpectedResponse: Error, CustomStringConvertible {
-    let response: WorkerResponse
-    let expectation: String
-    var description: String { "expected \(expectation), got \(response.raw)" }
-}
-
 extension WorkerProcess {
-    /// Calls a method that must succeed and returns its result.
-    @discardableResult
-    func call(_ method: String, _ params: WireJSON? = nil) throws -> WireJSON {
-        let response = try request(method, params: params)
-        guard let result = response.result else { throw UnexpectedResponse(response: response, expectation: "a result for \(method)") }
-        return result
-    }
-
     /// Resident memory of the worker now and at its peak, in KiB.
     func memory() throws -> (residentKiB: Int, peakKiB: Int) {
         try #require(ProcessInspection.memory(of: pid), "no /proc/\(pid)/status: the worker is gone")
@@ -110,16 +67,6 @@ extension WorkerProcess {
     func logCount(_ message: String) -> Int {
         stderrText.split(separator: "\n").filter { $0.contains(#""msg":\#(WireJSON.quoted(message))"#) }.count
     }
-}
-
-/// `{"user_id": …}` plus more members (in key order).
-func params(_ user: UUID, _ members: [String: WireJSON] = [:]) -> WireJSON {
-    .object([.init("user_id", .uuid(user))] + members.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })
-}
-
-extension TestDatabase {
-    /// This database's URL as the worker's login role.
-    func workerURL() throws -> String { try url(overriding: ["user": "habit_worker"]) }
 }
 
 extension Connection {

@@ -40,7 +40,7 @@ public final class PgBouncer: @unchecked Sendable {
         let suffix = UUID().uuidString.lowercased().prefix(8)
         let bouncer = PgBouncer(directory: "/tmp/habit-pgb.t\(suffix)", port: 6432, poolSize: poolSize)
         defer { bouncer.destroy() }
-        try check(WorkerProcess.run("/bin/bash", [script, "start", "--server-host", serverHost, "--server-port", String(serverPort),
+        try WorkerProcess.checked(WorkerProcess.run("/bin/bash", [script, "start", "--server-host", serverHost, "--server-port", String(serverPort),
                                                   "--pool-size", String(poolSize), "--port", String(bouncer.port), bouncer.directory],
                                     environment: environment), "pgbouncer-tmp start")
         return try body(bouncer)
@@ -55,7 +55,7 @@ public final class PgBouncer: @unchecked Sendable {
     /// (the console speaks only the simple query protocol) and returns its rows, each as
     /// column name → text.
     public func console(_ command: String) throws -> [[String: String]] {
-        let result = try Self.check(WorkerProcess.run("/usr/bin/env", [
+        let result = try WorkerProcess.checked(WorkerProcess.run("/usr/bin/env", [
             "psql", "-X", "-q", "-A", "-F", "\t", "-P", "footer=off", "-v", "ON_ERROR_STOP=1",
             "-h", socketDirectory, "-p", String(port), "-U", "postgres", "-d", "pgbouncer", "-c", command,
         ], environment: Self.environment), "psql \(command)")
@@ -99,20 +99,5 @@ public final class PgBouncer: @unchecked Sendable {
         environment["PGPASSFILE"] = "/dev/null"
         environment.removeValue(forKey: "PGSERVICE")
         return environment
-    }
-
-    @discardableResult
-    private static func check(_ result: WorkerProcess.CommandResult, _ what: String) throws -> WorkerProcess.CommandResult {
-        guard result.status == 0 else { throw PgBouncerError.commandFailed(what, status: result.status, output: result.stdout + result.stderr) }
-        return result
-    }
-}
-
-public enum PgBouncerError: Error, CustomStringConvertible {
-    case commandFailed(String, status: Int32, output: String)
-    public var description: String {
-        switch self {
-        case .commandFailed(let what, let status, let output): "\(what) exited \(status): \(output.suffix(2_000))"
-        }
     }
 }

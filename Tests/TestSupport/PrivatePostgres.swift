@@ -25,16 +25,16 @@ public final class PrivatePostgresServer: @unchecked Sendable {
 
     /// Starts the server (initialising the directory the first time). Idempotent only when stopped.
     public func start() throws {
-        try Self.check(WorkerProcess.run("/bin/bash", [Self.script, "start", directory], environment: Self.environment), "pg-tmp start")
+        try WorkerProcess.checked(WorkerProcess.run("/bin/bash", [Self.script, "start", directory], environment: Self.environment), "pg-tmp start")
     }
 
     /// `pg_ctl stop -m fast`: open sessions are terminated, like a server going away.
     public func stop() throws {
-        let bindir = try Self.check(WorkerProcess.run("/bin/bash", [Self.script, "bindir"], environment: Self.environment), "pg-tmp bindir")
+        let bindir = try WorkerProcess.checked(WorkerProcess.run("/bin/bash", [Self.script, "bindir"], environment: Self.environment), "pg-tmp bindir")
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         var command = ["\(bindir)/pg_ctl", "-D", "\(directory)/data", "-m", "fast", "-w", "-t", "60", "stop"]
         if getuid() == 0 { command = ["runuser", "-u", "postgres", "--"] + command }
-        try Self.check(WorkerProcess.run("/usr/bin/env", command, environment: Self.environment), "pg_ctl stop")
+        try WorkerProcess.checked(WorkerProcess.run("/usr/bin/env", command, environment: Self.environment), "pg_ctl stop")
     }
 
     /// Stops the server and deletes its directory (best effort, never throws).
@@ -46,20 +46,5 @@ public final class PrivatePostgresServer: @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = (environment["PATH"].map { $0 + ":" } ?? "") + "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         return environment
-    }
-
-    @discardableResult
-    private static func check(_ result: WorkerProcess.CommandResult, _ what: String) throws -> WorkerProcess.CommandResult {
-        guard result.status == 0 else { throw PrivatePostgresError.commandFailed(what, status: result.status, output: result.stdout + result.stderr) }
-        return result
-    }
-}
-
-public enum PrivatePostgresError: Error, CustomStringConvertible {
-    case commandFailed(String, status: Int32, output: String)
-    public var description: String {
-        switch self {
-        case .commandFailed(let what, let status, let output): "\(what) exited \(status): \(output.suffix(2_000))"
-        }
     }
 }

@@ -396,6 +396,20 @@ public final class WorkerProcess: @unchecked Sendable {
         public var stderr: String
     }
 
+    /// `result` if the command exited 0; otherwise an error naming `what`, with its output.
+    @discardableResult
+    public static func checked(_ result: CommandResult, _ what: String) throws -> CommandResult {
+        guard result.status == 0 else { throw CommandFailed(what: what, status: result.status, output: result.stdout + result.stderr) }
+        return result
+    }
+
+    public struct CommandFailed: Error, CustomStringConvertible {
+        public let what: String
+        public let status: Int32
+        public let output: String
+        public var description: String { "\(what) exited \(status): \(output.suffix(2_000))" }
+    }
+
     /// Runs a command to completion with stdin at EOF and returns its status and output.
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                            timeout: TimeInterval = 120) throws -> CommandResult {
