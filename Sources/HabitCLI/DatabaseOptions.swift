@@ -23,6 +23,25 @@ struct DatabaseOptions: ParsableArguments {
         return Environment.string("DATABASE_URL")
     }
 
+    /// The configured URL; without one, the embedded server is started (and migrated first
+    /// when `migrating`) and its connection string for `role` is returned.
+    func connectionURL(embedded role: KeyPath<EmbeddedServer, String>, migrating: Bool = false) throws -> String {
+        if let configuredURL { return configuredURL }
+        return try startEmbeddedServer(migrating: migrating)[keyPath: role]
+    }
+
+    /// Starts (or reuses) the embedded server; with `migrating`, applies pending migrations.
+    func startEmbeddedServer(migrating: Bool) throws -> EmbeddedServer {
+        let server = try embeddedServer()
+        try server.start()
+        if migrating {
+            let admin = try Connection(server.adminConnectionString, applicationName: "habit-migrate")
+            defer { admin.close() }
+            try migrator().migrate(admin)
+        }
+        return server
+    }
+
     func embeddedServer() throws -> EmbeddedServer {
         try EmbeddedServer(directory: dataDirectory ?? Environment.string("HABIT_DATA_DIR") ?? ".habit")
     }

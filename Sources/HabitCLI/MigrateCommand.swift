@@ -22,15 +22,7 @@ struct MigrateCommand: ParsableCommand {
     func run() throws {
         try reportingFailures {
             let migrator = try database.migrator()
-            let url: String
-            if let configured = database.configuredURL {
-                url = configured
-            } else {
-                let server = try database.embeddedServer()
-                try server.start()
-                url = server.adminConnectionString
-            }
-            let connection = try Connection(url, applicationName: "habit-migrate")
+            let connection = try Connection(try database.connectionURL(embedded: \.adminConnectionString), applicationName: "habit-migrate")
             defer { connection.close() }
             if status {
                 let pending = Set(try migrator.pending(connection).map(\.version))
@@ -57,12 +49,7 @@ struct DatabaseCommand: ParsableCommand {
         @OptionGroup var database: DatabaseOptions
         func run() throws {
             try reportingFailures {
-                let server = try database.embeddedServer()
-                try server.start()
-                let connection = try Connection(server.adminConnectionString, applicationName: "habit-migrate")
-                defer { connection.close() }
-                try database.migrator().migrate(connection)
-                print(server.adminConnectionString)
+                print(try database.startEmbeddedServer(migrating: true).adminConnectionString)
             }
         }
     }

@@ -58,15 +58,7 @@ struct WeeklyCountsCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            let url: String
-            if let configured = database.configuredURL {
-                url = configured
-            } else {
-                let server = try database.embeddedServer()
-                try server.start()
-                url = server.batchConnectionString
-            }
-            let connection = try Connection(url, applicationName: "habit-weekly-counts")
+            let connection = try Connection(try database.connectionURL(embedded: \.batchConnectionString), applicationName: "habit-weekly-counts")
             defer { connection.close() }
             var job = WeeklyCountsJob(from: from, to: to)
             job.weekStart = weekStart
@@ -121,17 +113,7 @@ struct DevCommand: ParsableCommand {
 
         func run() throws {
             try reportingFailures {
-                let url: String
-                if let configured = database.configuredURL {
-                    url = configured
-                } else {
-                    let server = try database.embeddedServer()
-                    try server.start()
-                    let admin = try Connection(server.adminConnectionString)
-                    try database.migrator().migrate(admin)
-                    admin.close()
-                    url = server.adminConnectionString
-                }
+                let url = try database.connectionURL(embedded: \.adminConnectionString, migrating: true)
                 let connection = try Connection(url, applicationName: "habit-seed")
                 defer { connection.close() }
                 var seeder = Seeder(endDate: endDate)
