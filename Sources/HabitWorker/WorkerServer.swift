@@ -52,9 +52,10 @@ public final class WorkerServer: @unchecked Sendable {
             threads.enter()
             let thread = Thread { [self] in
                 // Connect early, so the first requests don't wait for it; failures are retried per request.
+                let me = Scheduler<Job, ConnectionSlot>.Follower()
                 let warmUp = scheduler.reserveSlot()
                 if let warmUp { _ = try? usableContext(warmUp) }
-                serve(startingWith: scheduler.next(after: warmUp, as: .init()), as: .init())
+                serve(startingWith: scheduler.next(after: warmUp, as: me), as: me)
                 threads.leave()
             }
             thread.name = "habit-db-\(index)"
