@@ -65,7 +65,7 @@ enum ErrorMapping {
                 return DomainErrorCode.databaseUnavailable.error()
             }
             if postgres.sqlState == .queryCanceled { return DomainErrorCode.timeout.error() }
-            if postgres.sqlState == .serializationFailure || postgres.sqlState == .deadlockDetected {
+            if postgres.isTransactionConflict {
                 return DomainErrorCode.conflict.error()
             }
             return .internalError()

@@ -287,7 +287,7 @@ public final class WorkerServer: @unchecked Sendable {
                 } else if postgres.isConnectionLost {
                     logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
                     slot.drop()
-                } else if postgres.sqlState == .serializationFailure || postgres.sqlState == .deadlockDetected {
+                } else if postgres.isTransactionConflict {
                     logger.warning("conflict with a concurrent transaction", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
                 } else if postgres.sqlState != .queryCanceled {
                     logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])

@@ -60,6 +60,12 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
             || code == .cannotConnectNow || code == .idleSessionTimeout || code == .idleInTransactionSessionTimeout
     }
 
+    /// The server rolled the transaction back because of a concurrent one (serialization
+    /// failure or deadlock): nothing was written, and running it again may succeed.
+    public var isTransactionConflict: Bool {
+        sqlState == .serializationFailure || sqlState == .deadlockDetected
+    }
+
     public var description: String {
         var text = "PostgresError.\(kind)"
         if let severity { text += " \(severity)" }
