@@ -22,20 +22,27 @@ public struct Habit: Sendable, Equatable {
     public var createdAt: PostgresTimestamp
     public var updatedAt: PostgresTimestamp
 
-    /// The columns `init(row:)` reads, in a SELECT or RETURNING list.
+    /// The columns `init(row:at:)` reads, in this order, in a SELECT or RETURNING list.
     static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at"
 
-    init(row: Row) throws {
-        id = try row.decode(UUID.self, "id")
-        name = try row.decode(String.self, "name")
-        icon = try row.decode(String?.self, "icon")
-        color = try row.decode(String?.self, "color")
-        isActive = try row.decode(Bool.self, "is_active")
-        activatedAt = try row.decode(PostgresTimestamp.self, "activated_at")
-        deactivatedAt = try row.decode(PostgresTimestamp?.self, "deactivated_at")
-        sortOrder = try row.decode(Int32?.self, "sort_order").map(Int.init)
-        createdAt = try row.decode(PostgresTimestamp.self, "created_at")
-        updatedAt = try row.decode(PostgresTimestamp.self, "updated_at")
+    static let columnNames = columns.split(separator: ", ").map(String.init)
+
+    /// Decodes `columns` by position, starting at column `first`: looking each column up by
+    /// name cost as much as decoding it. Debug builds (the tests) check the names, so a
+    /// statement that lists the columns differently fails there instead of mixing fields up.
+    init(row: Row, at first: Int = 0) throws {
+        assert(Array(row.columnNames.dropFirst(first).prefix(Self.columnNames.count)) == Self.columnNames,
+               "habit columns out of order: \(row.columnNames)")
+        id = try row.decode(UUID.self, at: first)
+        name = try row.decode(String.self, at: first + 1)
+        icon = try row.decode(String?.self, at: first + 2)
+        color = try row.decode(String?.self, at: first + 3)
+        isActive = try row.decode(Bool.self, at: first + 4)
+        activatedAt = try row.decode(PostgresTimestamp.self, at: first + 5)
+        deactivatedAt = try row.decode(PostgresTimestamp?.self, at: first + 6)
+        sortOrder = try row.decode(Int32?.self, at: first + 7).map(Int.init)
+        createdAt = try row.decode(PostgresTimestamp.self, at: first + 8)
+        updatedAt = try row.decode(PostgresTimestamp.self, at: first + 9)
     }
 }
 

@@ -105,7 +105,7 @@ public final class HabitRepository {
             SELECT \(unsafeSQL: Habit.columns) FROM public.habit_templates
             WHERE user_id = \(user) AND (is_active OR \(includeInactive))
             ORDER BY sort_order NULLS LAST, created_at, id
-            """).map(Habit.init(row:))
+            """).map { try Habit(row: $0) }
     }
 
     // MARK: - A day
@@ -146,12 +146,13 @@ public final class HabitRepository {
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """)
         guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
-        let habits = try rows.filter { !$0.isNull(at: 2) }.map(Habit.init(row:))
+        // Columns: today, completed, then Habit.columns (all NULL when no habit matched).
+        let habits = try rows.filter { !$0.isNull(at: 2) }.map { try Habit(row: $0, at: 2) }
         return DayView(
             date: date,
-            today: try first.decode(CalendarDate.self, "today"),
+            today: try first.decode(CalendarDate.self, at: 0),
             habits: habits,
-            completed: Set(try first.decode([UUID].self, "completed"))
+            completed: Set(try first.decode([UUID].self, at: 1))
         )
     }
 

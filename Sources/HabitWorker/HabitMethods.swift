@@ -124,7 +124,13 @@ enum HabitsList: DatabaseMethod {
     }
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
         let habits = try context.habits.listHabits(user: params.user, includeInactive: params.includeInactive)
-        return ["habits": .array(habits.map(JSONValue.init(habit:)))]
+        return .encoded(JSONWriter.encode(capacity: 64 + 320 * habits.count) { json in
+            json.beginObject()
+            json.key("habits"); json.beginArray()
+            for habit in habits { json.habit(habit) }
+            json.endArray()
+            json.endObject()
+        })
     }
 }
 
@@ -137,13 +143,20 @@ enum DayGet: DatabaseMethod {
     }
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
         let day = try context.habits.day(user: params.user, date: params.date, timeZone: params.timeZone)
-        return [
-            "date": JSONValue(day.date),
-            "today": JSONValue(day.today),
-            "is_future": .bool(day.isFuture),
-            "habits": .array(day.habits.map(JSONValue.init(habit:))),
-            "completed": .array(day.completed.map { $0.lowercaseString }.sorted().map(JSONValue.string)),
-        ]
+        return .encoded(JSONWriter.encode(capacity: 256 + 320 * day.habits.count + 40 * day.completed.count) { json in
+            json.beginObject()
+            json.key("date"); json.date(day.date)
+            json.key("today"); json.date(day.today)
+            json.key("is_future"); json.bool(day.isFuture)
+            json.key("habits"); json.beginArray()
+            for habit in day.habits { json.habit(habit) }
+            json.endArray()
+            // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
+            json.key("completed"); json.beginArray()
+            for id in day.completed.sorted(by: UUID.textOrder) { json.uuid(id) }
+            json.endArray()
+            json.endObject()
+        })
     }
 }
 

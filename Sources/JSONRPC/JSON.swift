@@ -19,6 +19,9 @@ public enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object(JSONObject)
+    /// Already-encoded JSON (from `JSONWriter`), written verbatim. Only results use it; the
+    /// parser never produces it, and it never equals the parsed form of the same text.
+    case encoded(EncodedJSON)
 }
 
 /// A JSON object's members in wire order. Duplicates are kept (not merged) so callers
@@ -647,6 +650,8 @@ extension JSONValue {
             }
         case .string(let s):
             JSONValue.writeString(s, into: &out)
+        case .encoded(let json):
+            out.append(contentsOf: json.bytes)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {

@@ -38,8 +38,16 @@ public struct PostgresTimestamp: Hashable, Comparable, Sendable, CustomStringCon
 
     /// RFC 3339 in UTC: `2026-11-21T23:30:00Z`, with `.ffffff` when there are microseconds.
     public var rfc3339: String {
-        if microsecondsSincePostgresEpoch == .max { return "infinity" }
-        if microsecondsSincePostgresEpoch == .min { return "-infinity" }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        appendRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `rfc3339`'s ASCII bytes, for encoders that build their output in a byte buffer.
+    public func appendRFC3339(to bytes: inout [UInt8]) {
+        if microsecondsSincePostgresEpoch == .max { return bytes.append(contentsOf: "infinity".utf8) }
+        if microsecondsSincePostgresEpoch == .min { return bytes.append(contentsOf: "-infinity".utf8) }
         let micros = microsecondsSinceUnixEpoch
         var seconds = micros / 1_000_000
         var fraction = micros % 1_000_000
@@ -47,8 +55,6 @@ public struct PostgresTimestamp: Hashable, Comparable, Sendable, CustomStringCon
         var days = seconds / 86_400
         var secondOfDay = seconds % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(27)
         CalendarDate(daysSinceUnixEpoch: Int(days)).appendISO8601(to: &bytes)
         bytes.append(UInt8(ascii: "T"))
         appendDigits(Int(secondOfDay / 3600), width: 2, to: &bytes)
@@ -61,7 +67,6 @@ public struct PostgresTimestamp: Hashable, Comparable, Sendable, CustomStringCon
             appendDigits(Int(fraction), width: 6, to: &bytes)
         }
         bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     public var description: String { rfc3339 }

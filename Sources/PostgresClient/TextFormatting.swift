@@ -39,40 +39,72 @@ extension UUID {
 
     /// The canonical lowercase form, `0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0`.
     public var lowercaseString: String {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        return withUnsafeBytes(of: uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { buffer in
-                var out = 0
-                for (index, byte) in bytes.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        buffer[out] = UInt8(ascii: "-")
-                        out += 1
-                    }
-                    buffer[out] = hex[Int(byte >> 4)]
-                    buffer[out + 1] = hex[Int(byte & 0x0F)]
-                    out += 2
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            writeLowercase(to: buffer.baseAddress!)
+            return 36
+        }
+    }
+
+    /// Whether `a` sorts before `b` as canonical text, which is the order of their bytes
+    /// (hex digits and dashes sort like the nibbles they encode) and PostgreSQL's uuid order.
+    public static func textOrder(_ a: UUID, _ b: UUID) -> Bool {
+        withUnsafeBytes(of: a.uuid) { a in
+            withUnsafeBytes(of: b.uuid) { b in a.lexicographicallyPrecedes(b) }
+        }
+    }
+
+    /// Appends the canonical lowercase form (36 ASCII bytes), for encoders that build
+    /// their output in a byte buffer.
+    public func appendLowercase(to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 36))
+        bytes.withUnsafeMutableBufferPointer { writeLowercase(to: $0.baseAddress! + start) }
+    }
+
+    private func writeLowercase(to out: UnsafeMutablePointer<UInt8>) {
+        withUnsafeBytes(of: uuid) { bytes in
+            var position = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[position] = UInt8(ascii: "-")
+                    position += 1
                 }
-                return out
+                let byte = bytes[index]
+                out[position] = lowercaseHexDigit(byte >> 4)
+                out[position + 1] = lowercaseHexDigit(byte & 0x0F)
+                position += 2
             }
         }
     }
 }
 
-/// Appends zero-padded decimal digits.
+@inline(__always)
+private func lowercaseHexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? 48 + nibble : 87 + nibble
+}
+
+/// Appends zero-padded decimal digits (`value` ≥ 0; more digits than `width` when needed).
+/// Allocation-free: it runs several times for every timestamp of every response.
 @inline(__always)
 func appendDigits(_ value: Int, width: Int, to bytes: inout [UInt8]) {
-    var digits: [UInt8] = []
+    var digitCount = 1
+    var limit = 10
+    while limit <= value, digitCount < 19 { digitCount += 1; limit &*= 10 }
+    let count = max(width, digitCount)
+    let start = bytes.count
+    bytes.append(contentsOf: repeatElement(UInt8(48), count: count))
     var remaining = value
-    repeat {
-        digits.append(UInt8(48 + remaining % 10))
+    var position = start + count - 1
+    while remaining > 0 {
+        bytes[position] = UInt8(48 + remaining % 10)
         remaining /= 10
-    } while remaining > 0
-    if digits.count < width { bytes.append(contentsOf: repeatElement(UInt8(48), count: width - digits.count)) }
-    bytes.append(contentsOf: digits.reversed())
+        position -= 1
+    }
 }
 
 extension CalendarDate {
-    func appendISO8601(to bytes: inout [UInt8]) {
+    /// Appends `YYYY-MM-DD` (ASCII).
+    public func appendISO8601(to bytes: inout [UInt8]) {
         if year < 0 { bytes.append(UInt8(ascii: "-")) }
         appendDigits(abs(year), width: 4, to: &bytes)
         bytes.append(UInt8(ascii: "-"))

@@ -99,6 +99,20 @@ import Testing
         try roundTrip(PostgresTimestamp(rfc3339: "9999-12-31T23:59:59.999999Z")!, cast: "timestamptz", text: "9999-12-31 23:59:59.999999+00")
         let infinite = try connection.queryOne("SELECT 'infinity'::timestamptz").decode(PostgresTimestamp.self, at: 0)
         #expect(infinite.isInfinite && infinite.rfc3339 == "infinity")
+        // Our RFC 3339 text against the server's rendering of the same instants (years 1…9999,
+        // with and without microseconds), so the formatter cannot drift from the decoder.
+        var generator = SystemRandomNumberGenerator()
+        for index in 0..<300 {
+            var micros = Int64.random(in: -63_082_281_600_000_000...252_455_615_999_999_999, using: &generator)
+            if index.isMultiple(of: 2) { micros -= micros % 1_000_000 }
+            let instant = PostgresTimestamp(microsecondsSincePostgresEpoch: micros)
+            let text = try connection.queryOne("""
+                SELECT to_char(\(instant)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+                       || CASE WHEN extract(microseconds FROM \(instant)::timestamptz)::bigint % 1000000 = 0 THEN ''
+                               ELSE to_char(\(instant)::timestamptz AT TIME ZONE 'UTC', '.US') END || 'Z'
+                """).decode(String.self, at: 0)
+            #expect(instant.rfc3339 == text)
+        }
         // The session zone changes how the server prints, never the instant we decode.
         try connection.execute("SELECT set_config('TimeZone', 'Pacific/Kiritimati', false)")
         let row = try connection.queryOne("SELECT \(instant)::timestamptz, (\(instant)::timestamptz)::text")
@@ -170,6 +184,12 @@ import Testing
             #expect(UUID(canonical: id.uuidString) == id)
             #expect(UUID(canonical: id.lowercaseString) == id)
             #expect(id.lowercaseString == id.uuidString.lowercased())
+            var appended = Array("x".utf8)
+            id.appendLowercase(to: &appended)
+            #expect(appended == Array(("x" + id.lowercaseString).utf8))
+            let other = UUID()
+            #expect(UUID.textOrder(id, other) == (id.lowercaseString < other.lowercaseString))
+            #expect(!UUID.textOrder(id, id))
         }
         for bad in ["", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f00",
                     "0f1e2d3c4b5a-6978-8796-a5b4c3d2e1f0-", "{0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f}",
