@@ -5,7 +5,7 @@
 # pgbench and worker runs (ROUNDS times; this machine's speed drifts by tens of percent
 # within a minute, so each ratio compares neighbours) and prints requests/s, p50/p99 latency
 # and the ratio per round, then the median ratio. Not a test: figures go to docs/performance.md.
-#   ROUNDS=5 SECONDS_PER_RUN=4 POOL_SIZE=8 scripts/bench-worker.sh
+#   ROUNDS=5 SECONDS_PER_RUN=4 POOL_SIZE=8 [METHODS=day.get] scripts/bench-worker.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -36,7 +36,7 @@ field() { sed -E "s/.*\"$1\":([0-9.]+).*/\\1/" <<<"$2"; }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r); PostgreSQL $(psql -d "$DATABASE_URL" -Atc 'show server_version'); fsync=$(psql -d "$DATABASE_URL" -Atc 'show fsync'), synchronous_commit=$(psql -d "$DATABASE_URL" -Atc 'show synchronous_commit'); worker --pool-size $POOL; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-16s %5s %5s %10s %8s %8s %11s %8s %8s %7s\n' method inflt round worker_rps p50_ms p99_ms pgbench_tps pg_p50 pg_p99 ratio
-for method in completions.set day.get; do
+for method in ${METHODS:-completions.set day.get}; do
     script=scripts/bench/${method//./_}.pgbench
     for inflight in 1 64; do
         ratios=()

@@ -4,13 +4,16 @@ import Foundation
 /// job, decided under one lock.
 ///
 /// One thread at a time is the leader and reads requests. When a line gives it a database job
-/// and a slot is free, the leader keeps the job, promotes an idle follower to leader and runs
-/// the job itself, so a request is read and run on the same thread: no hand-off between a
-/// reader thread and a database thread on the way in (that wake-up was the largest single cost
-/// of a request in the worker at low load). With one thread more than slots, some thread is
-/// always free to read, so `system.ping` and errors are answered even while every connection
-/// is busy. Jobs queue only when every slot is busy and run in arrival order; a thread that
-/// finishes a job takes the next queued one with the same slot.
+/// and a slot is free, the leader keeps the job and runs it itself, so a request is read and
+/// run on the same thread. It promotes an idle follower to leader (`handOverLead`) only when
+/// more input is waiting: at once if the reader already holds more bytes, otherwise as soon
+/// as stdin becomes readable while the job waits for PostgreSQL (the connection watches stdin
+/// during that wait), or before a wait that cannot watch. A leader whose job finished without
+/// that keeps leading (`continueLeading`): at one request in flight no other thread ever wakes
+/// (thread wake-ups were the largest cost of a request in the worker at low load). With one
+/// thread more than slots, some thread is always free to read, so `system.ping` and errors are
+/// answered even while every connection is busy. Jobs queue only when every slot is busy and
+/// run in arrival order; a thread that finishes a job takes the next queued one with the same slot.
 ///
 /// Idle slots and idle followers are stacks: at low load the same thread and connection (the
 /// backend with warm caches and plans) serve request after request.
@@ -75,6 +78,26 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
         }
         leaderPresent = false
         lock.unlock()
+    }
+
+    /// Leader that ran its own job without handing over the lead (no input arrived meanwhile):
+    /// a queued job runs next on `slot` while a follower leads; otherwise it keeps leading.
+    func continueLeading(after slot: Slot) -> Assignment {
+        lock.lock()
+        guard let job = dequeue() else {
+            freeSlots.append(slot)
+            lock.unlock()
+            return .lead
+        }
+        if let follower = followers.popLast() {
+            follower.assignment = .lead
+            lock.unlock()
+            follower.wakeUp.signal()
+        } else {
+            leaderPresent = false
+            lock.unlock()
+        }
+        return .run(job, slot)
     }
 
     /// Leader: no more requests will be read. Idle followers stop; threads running jobs finish

@@ -77,11 +77,20 @@ public final class WorkerServer: @unchecked Sendable {
                     assignment = scheduler.next(after: nil, as: me)
                     continue
                 }
-                assignment = .run(job, slot)
+                if reader.hasBufferedInput {
+                    scheduler.handOverLead()
+                    assignment = .run(job, slot)
+                    continue
+                }
+                // Still the leader: run the job and hand reading over only if input arrives
+                // meanwhile, so at one request in flight no other thread wakes per request.
+                let handOver = LeadHandOver(scheduler)
+                let result = execute(job, on: slot, handOver: handOver)
+                if !writer.isWritableNow { handOver() } // the write may block: keep reading meanwhile
+                finish(job, result)
+                assignment = handOver.done ? scheduler.next(after: slot, as: me) : scheduler.continueLeading(after: slot)
             case .run(let job, let slot):
-                let result = execute(job, on: slot)
-                if logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
-                job.complete(result)
+                finish(job, execute(job, on: slot))
                 assignment = scheduler.next(after: slot, as: me)
             case .stop:
                 return
@@ -89,8 +98,13 @@ public final class WorkerServer: @unchecked Sendable {
         }
     }
 
-    /// Reads lines until one gives this thread a job to run (returned with its slot, after the
-    /// lead went to another thread) or input ends (nil, after `endInput`).
+    private func finish(_ job: Job, _ result: Result<JSONValue, RPCError>) {
+        if logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
+        job.complete(result)
+    }
+
+    /// Reads lines until one gives this thread a job to run (returned with its slot; this
+    /// thread still leads) or input ends (nil, after `endInput`).
     private func lead() -> (Job, ConnectionSlot)? {
         while !outputBroken.isSet {
             let event: LineEvent
@@ -128,10 +142,7 @@ public final class WorkerServer: @unchecked Sendable {
                         scheduler.submit(job)
                     }
                 }
-                if let own {
-                    scheduler.handOverLead()
-                    return own
-                }
+                if let own { return own }
             }
         }
         scheduler.endInput()
@@ -274,10 +285,15 @@ public final class WorkerServer: @unchecked Sendable {
         logger.debug("request", metadata: metadata)
     }
 
-    private func execute(_ job: Job, on slot: ConnectionSlot) -> Result<JSONValue, RPCError> {
+    /// `handOver`, when this thread still leads: called once input arrives while the job waits
+    /// for PostgreSQL, or before a wait that cannot watch stdin (connecting, libpq's synchronous calls).
+    private func execute(_ job: Job, on slot: ConnectionSlot, handOver: LeadHandOver? = nil) -> Result<JSONValue, RPCError> {
         do {
-            let context = try usableContext(slot)
-            return .success(try job.run(context))
+            let context = try usableContext(slot, beforeConnecting: handOver?.callAsFunction)
+            guard let handOver, !handOver.done else { return .success(try job.run(context)) }
+            return .success(try context.connection.watching([reader.fileDescriptor, wake.readEnd], onReadable: handOver.callAsFunction) {
+                try job.run(context)
+            })
         } catch {
             if let postgres = error as? PostgresError {
                 if postgres.kind == .misuse {
@@ -301,13 +317,14 @@ public final class WorkerServer: @unchecked Sendable {
 
     /// The slot's connection, reconnecting when it broke while idle. During an outage, requests
     /// within the backoff window fail at once instead of each waiting to connect.
-    private func usableContext(_ slot: ConnectionSlot) throws -> MethodContext {
+    private func usableContext(_ slot: ConnectionSlot, beforeConnecting: (() -> Void)? = nil) throws -> MethodContext {
         if let context = slot.context, let connection = slot.connection, connection.isAliveAfterIdle() { return context }
         slot.drop()
         if let lastFailedConnect = slot.lastFailedConnect,
            DispatchTime.now().uptimeNanoseconds < lastFailedConnect.uptimeNanoseconds + UInt64(configuration.reconnectBackoffMilliseconds) * 1_000_000 {
             throw PostgresError(kind: .connectionFailed, message: "database unavailable (retrying)")
         }
+        beforeConnecting?()
         do {
             let fresh = try Connection(configuration.connectionString, applicationName: "habit-serve",
                                        connectTimeoutSeconds: configuration.connectTimeoutSeconds,
@@ -322,6 +339,20 @@ public final class WorkerServer: @unchecked Sendable {
             logger.warning("database connect failed", metadata: ["slot": "\(slot.index)", "error": "\(error)"])
             throw error
         }
+    }
+}
+
+/// Hands the lead over once, when the leader's own job must wait without watching stdin.
+final class LeadHandOver {
+    private let scheduler: Scheduler<WorkerServer.Job, WorkerServer.ConnectionSlot>
+    private(set) var done = false
+
+    init(_ scheduler: Scheduler<WorkerServer.Job, WorkerServer.ConnectionSlot>) { self.scheduler = scheduler }
+
+    func callAsFunction() {
+        guard !done else { return }
+        done = true
+        scheduler.handOverLead()
     }
 }
 

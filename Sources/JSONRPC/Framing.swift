@@ -91,6 +91,10 @@ public final class LineReader {
         self.chunk = [UInt8](repeating: 0, count: max(1, readChunkSize))
     }
 
+    /// Whether bytes were read but not yet delivered: `next()` has input without waiting
+    /// (or at least without waiting for all of it).
+    public var hasBufferedInput: Bool { chunkStart < chunkEnd }
+
     /// Blocks until the next line, oversized line or end of input.
     /// A final line without a trailing `\n` is delivered at EOF (not after a wake).
     public func next() throws(FramingError) -> LineEvent {
@@ -241,6 +245,13 @@ public final class LineWriter: Sendable {
     /// - Parameter fileDescriptor: the output, default stdout. Not closed by the writer.
     public init(fileDescriptor: Int32 = 1) {
         self.fileDescriptor = fileDescriptor
+    }
+
+    /// Whether a write of up to a page would not block now (`poll(2)` says writable; a
+    /// pipe then has at least a page free). Says nothing about longer writes.
+    public var isWritableNow: Bool {
+        var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
+        return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLOUT) != 0
     }
 
     /// Writes `bytes` followed by `\n`, retrying partial writes and EINTR.

@@ -114,6 +114,7 @@ public final class Connection {
         deferredStatements = nil
         preparedStatements.removeAll() // a new session has none
         notices.sessionEnded = false
+        releaseWatch()
         PQreset(handle) // keeps the notice receiver
         guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(kind: .connectionFailed, message: "reset failed: \(PostgresError.clientMessage(result: nil, connection: handle))")
@@ -184,6 +185,7 @@ public final class Connection {
     public func executeScript(unsafeSQL sql: String) throws {
         try flushDeferredStatements()
         let handle = try liveHandle()
+        releaseWatch()
         var failure: PostgresError?
         // PQexec returns only the last result; the first error stops the script anyway.
         if let result = PQexec(handle, sql) {
@@ -272,6 +274,7 @@ public final class Connection {
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
         let status = PQtransactionStatus(handle)
         guard status == PQTRANS_INTRANS || status == PQTRANS_INERROR else { return }
+        releaseWatch()
         if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
     }
 
@@ -282,6 +285,7 @@ public final class Connection {
     public func stream(_ query: Query, _ body: (Row) throws -> Void) throws {
         try flushDeferredStatements()
         let handle = try liveHandle()
+        releaseWatch()
         try send(query, on: handle)
         guard PQsetSingleRowMode(handle) == 1 else {
             drainResults(handle)
@@ -315,6 +319,7 @@ public final class Connection {
     public func copyOut(_ query: Query, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
         try flushDeferredStatements()
         let handle = try liveHandle()
+        releaseWatch()
         try send(query, on: handle)
         guard let first = PQgetResult(handle) else { throw connectionFailure(sql: query.sql) }
         guard PQresultStatus(first) == PGRES_COPY_OUT else {
@@ -388,6 +393,7 @@ public final class Connection {
             deferredStatements = nil
             return try runPipeline(deferred + [query], on: handle).last!
         }
+        releaseWatch() // PQexecPrepared/PQexecParams wait inside libpq
         if usesPreparedStatements {
             guard let name = preparedStatements[Self.cacheKey(query)] else {
                 // Prepare and execute in one round trip.
@@ -489,6 +495,58 @@ public final class Connection {
     /// the ones not yet prepared on the way, and returns their results in order. If one
     /// fails, the server skips the rest up to the Sync and the first error is thrown once
     /// every result has been consumed.
+    // MARK: - Watching other input while waiting
+
+    private struct WaitWatch {
+        let descriptors: [Int32]
+        let onReadable: () -> Void
+    }
+
+    private var waitWatch: WaitWatch?
+
+    /// Runs `body`. While it waits for the server in a pipeline (the path of
+    /// `transaction(prelude:statement:)` and of a transaction's first statement), the
+    /// `descriptors` are watched too: the first time one is readable or hung up, `onReadable`
+    /// runs, once. Waits that cannot watch (libpq's synchronous calls: statements outside a
+    /// pipeline, COPY, scripts, reconnecting) run `onReadable` before they start. For a thread
+    /// that must also notice input elsewhere while it waits (the worker's reading thread runs
+    /// requests itself and hands reading over only when more input arrives).
+    public func watching<Value>(_ descriptors: [Int32], onReadable: @escaping () -> Void,
+                                _ body: () throws -> Value) rethrows -> Value {
+        waitWatch = WaitWatch(descriptors: descriptors, onReadable: onReadable)
+        defer { waitWatch = nil }
+        return try body()
+    }
+
+    /// A wait that cannot watch is about to start: the watch fires now.
+    private func releaseWatch() {
+        guard let watch = waitWatch else { return }
+        waitWatch = nil
+        watch.onReadable()
+    }
+
+    /// PQgetResult, but while a watch is set, wait for the server with poll(2) on its socket and
+    /// the watched descriptors. Once the watch fired (or on a socket error, which PQgetResult
+    /// then reports) it is libpq's ordinary blocking wait.
+    private func nextResult(_ handle: OpaquePointer) -> OpaquePointer? {
+        if let watch = waitWatch, PQisBusy(handle) == 1 {
+            let socket = PQsocket(handle)
+            var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+            for descriptor in watch.descriptors { descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
+            while socket >= 0, waitWatch != nil, PQisBusy(handle) == 1 {
+                for index in descriptors.indices { descriptors[index].revents = 0 }
+                if poll(&descriptors, nfds_t(descriptors.count), -1) < 0 {
+                    if errno == EINTR { continue }
+                    break
+                }
+                if descriptors.dropFirst().contains(where: { $0.revents != 0 }) { break }
+                if descriptors[0].revents != 0, PQconsumeInput(handle) != 1 { break }
+            }
+            if PQisBusy(handle) == 1 { releaseWatch() } // about to block in libpq
+        }
+        return PQgetResult(handle)
+    }
+
     private func runPipeline(_ queries: [Query], on handle: OpaquePointer) throws -> [ResultSet] {
         let steps = pipelineSteps(for: queries)
         guard PQenterPipelineMode(handle) == 1 else { throw connectionFailure(sql: queries.first?.sql) }
@@ -514,7 +572,7 @@ public final class Connection {
             case .prepare(_, _, let query), .execute(let query, _): sql = query.sql
             }
             var kept: ResultSet?
-            while let result = PQgetResult(handle) {
+            while let result = nextResult(handle) {
                 switch PQresultStatus(result) {
                 case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
                     if case .prepare(let name, let key, _) = step {
@@ -561,7 +619,7 @@ public final class Connection {
     private func awaitPipelineSync(_ handle: OpaquePointer) -> Bool {
         var emptyReads = 0
         while PQstatus(handle) == CONNECTION_OK {
-            guard let result = PQgetResult(handle) else {
+            guard let result = nextResult(handle) else {
                 emptyReads += 1
                 if emptyReads > 1 { return false } // two NULLs in a row: nothing more is coming
                 continue
@@ -578,7 +636,7 @@ public final class Connection {
         // Read until the Sync result; bounded because a broken connection yields no results.
         var nulls = 0
         while nulls < 2, PQstatus(handle) == CONNECTION_OK {
-            guard let result = PQgetResult(handle) else { nulls += 1; continue }
+            guard let result = nextResult(handle) else { nulls += 1; continue }
             nulls = 0
             let isSync = PQresultStatus(result) == PGRES_PIPELINE_SYNC
             PQclear(result)

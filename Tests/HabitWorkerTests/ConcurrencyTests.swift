@@ -37,6 +37,40 @@ struct ConcurrencyTests {
         }
     }
 
+    /// The thread that reads a request runs it and hands reading over only when more input
+    /// arrives while it waits for PostgreSQL. Here the request is alone in the pipe and already
+    /// blocked on a lock when the next lines are written: only watching stdin during that
+    /// wait gets them read.
+    @Test("a request blocked after it was read alone: later lines are still read and answered")
+    func readsWhileTheReadersOwnRequestWaits() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "2", "--statement-timeout-ms", "25000"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
+            try session.admin.withTransaction { connection in
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Unblocked"]), id: "slow")
+                // Wait (hang guard 20 s) until the worker's UPDATE waits for the lock.
+                let observer = try session.database.connect()
+                defer { observer.close() }
+                let deadline = Date(timeIntervalSinceNow: 20)
+                while try observer.queryOne("""
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE datname = current_database() AND application_name = 'habit-serve' AND wait_event_type = 'Lock'
+                    """).decode(Int.self, at: 0) == 0 {
+                    guard Date() < deadline else { Issue.record("the worker's UPDATE never waited for the lock"); return }
+                    usleep(5_000)
+                }
+                try worker.sendRequest("system.ping", params: nil, id: "ping")
+                try worker.sendRequest("habits.list", params: params(user), id: "list")
+                #expect(try worker.response(id: "ping").result?["ok"] == true)
+                #expect(try worker.response(id: "list").isSuccess)
+                #expect(!worker.bufferedResponses.contains { $0.id == "slow" })
+            }
+            #expect(try worker.response(id: "slow").result?["name"] == "Unblocked")
+        }
+    }
+
     @Test("every connection busy: pings and errors are still answered at once, queued requests after the blocker")
     func answersWhileEveryConnectionIsBusy() throws {
         try WorkerSession.with(arguments: ["--pool-size", "1", "--statement-timeout-ms", "25000"]) { session in

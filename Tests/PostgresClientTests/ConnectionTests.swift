@@ -18,6 +18,41 @@ import Testing
             """)
     }
 
+    /// `watching` lets a thread notice input elsewhere while a pipeline waits: the callback
+    /// runs once when a watched descriptor is readable, before a wait that cannot watch
+    /// (libpq's synchronous calls), and never when neither happens.
+    @Test func watchFiresOnceOnInputOrBeforeAnUnwatchableWait() throws {
+        var pipeEnds: [Int32] = [0, 0]
+        #expect(pipe(&pipeEnds) == 0)
+        defer { close(pipeEnds[0]); close(pipeEnds[1]) }
+        var fired = 0
+        // Nothing to read: a pipeline transaction completes without firing.
+        let quiet = try connection.watching([pipeEnds[0]], onReadable: { fired += 1 }) {
+            try connection.transaction(statement: "SELECT pg_sleep(0.05), 1").rows[0].decode(Int.self, at: 1)
+        }
+        #expect(quiet == 1 && fired == 0)
+        // Readable input: fires once, and the statement still completes.
+        #expect(write(pipeEnds[1], "x", 1) == 1)
+        let noticed = try connection.watching([pipeEnds[0]], onReadable: { fired += 1 }) {
+            let first = try connection.transaction(statement: "SELECT pg_sleep(0.05), 2").rows[0].decode(Int.self, at: 1)
+            let second = try connection.transaction(statement: "SELECT 3").rows[0].decode(Int.self, at: 0)
+            return first + second
+        }
+        #expect(noticed == 5 && fired == 1)
+        // A synchronous statement cannot watch: fires before it.
+        var drained: UInt8 = 0
+        #expect(read(pipeEnds[0], &drained, 1) == 1)
+        fired = 0
+        let four = try connection.watching([pipeEnds[0]], onReadable: { fired += 1 }) {
+            try connection.queryOne("SELECT 4").decode(Int.self, at: 0)
+        }
+        #expect(four == 4 && fired == 1)
+        // Outside `watching`, nothing is watched.
+        #expect(write(pipeEnds[1], "x", 1) == 1)
+        _ = try connection.transaction(statement: "SELECT 5")
+        #expect(fired == 1)
+    }
+
     @Test func executeReturnsAffectedRows() throws {
         #expect(try connection.execute("INSERT INTO items (name) VALUES (\("a")), (\("b")), (\("c"))") == 3)
         #expect(try connection.execute("UPDATE items SET quantity = quantity + 1 WHERE name <> \("a")") == 2)
