@@ -99,7 +99,10 @@ var errors = 0
 var outstanding = 0
 var nextID = 0
 var buffer = [UInt8](repeating: 0, count: 1 << 16)
+var outgoing: [UInt8] = []
+/// The start of the current response line: the id and the outcome are in its first bytes.
 var line: [UInt8] = []
+let lineBytesKept = 64
 
 func finishLine() {
     defer { line.removeAll(keepingCapacity: true) }
@@ -118,6 +121,12 @@ func finishLine() {
     }
 }
 
+/// Keeps at most `lineBytesKept` bytes of each line.
+func collect(_ bytes: ArraySlice<UInt8>) {
+    let room = lineBytesKept - line.count
+    if room > 0 { line.append(contentsOf: bytes.prefix(room)) }
+}
+
 let start = now()
 let deadline = start + UInt64(options.seconds * 1e9)
 var sending = true
@@ -126,22 +135,37 @@ while sending || outstanding > 0 {
         sending = false
         close(toWorker[1]) // EOF: the worker answers what it has and exits
     }
+    // Requests that can go now leave in one write, as a gateway would send what it has.
     while sending && outstanding < options.inFlight && nextID + 1 < sentAt.count {
         nextID += 1
-        let request = requestLine(id: nextID)
+        outgoing.append(contentsOf: requestLine(id: nextID))
         sentAt[nextID] = now()
-        _ = request.withUnsafeBytes { write(toWorker[1], $0.baseAddress, $0.count) }
         outstanding += 1
+    }
+    if !outgoing.isEmpty {
+        var written = 0
+        while written < outgoing.count {
+            let result = outgoing[written...].withUnsafeBytes { write(toWorker[1], $0.baseAddress, $0.count) }
+            guard result > 0 else { break }
+            written += result
+        }
+        outgoing.removeAll(keepingCapacity: true)
     }
     let count = read(fromWorker[0], &buffer, buffer.count)
     if count <= 0 { break }
     var lineStart = 0
-    for position in 0..<count where buffer[position] == 10 {
-        line.append(contentsOf: buffer[lineStart..<position])
+    while lineStart < count {
+        let newline: Int? = buffer.withUnsafeBytes { bytes in
+            memchr(bytes.baseAddress! + lineStart, 10, count - lineStart).map { UnsafeRawPointer($0) - bytes.baseAddress! }
+        }
+        guard let newline else {
+            collect(buffer[lineStart..<count])
+            break
+        }
+        collect(buffer[lineStart..<newline])
         finishLine()
-        lineStart = position + 1
+        lineStart = newline + 1
     }
-    line.append(contentsOf: buffer[lineStart..<count])
 }
 if sending { close(toWorker[1]) }
 var status: Int32 = 0

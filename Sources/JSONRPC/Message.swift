@@ -378,6 +378,7 @@ public enum OutgoingResponse: Sendable, Equatable {
 
     public var encoded: [UInt8] {
         var out: [UInt8] = []
+        if case .result(_, .encoded(let json)) = self { out.reserveCapacity(json.bytes.count + 64) }
         encode(into: &out)
         return out
     }

@@ -25,7 +25,14 @@ public final class Connection {
     /// connection. Off for poolers that cannot keep them (pgbouncer in transaction mode
     /// before 1.21): then every statement is unnamed.
     public let usesPreparedStatements: Bool
-    private var preparedStatements: [String: String] = [:]
+    private var preparedStatements: [StatementKey: String] = [:]
+
+    /// A prepared statement is found by its text and parameter types (the same text with other
+    /// types is another statement). A struct, not a concatenated string: built per statement.
+    private struct StatementKey: Hashable {
+        let sql: String
+        let types: [UInt32]
+    }
     /// Set by the notice receiver when the server announced the end of the session.
     private let notices = NoticeState()
     private static let preparedStatementLimit = 512
@@ -410,8 +417,8 @@ public final class Connection {
         return try check(result, on: handle, sql: query.sql)
     }
 
-    private static func cacheKey(_ query: Query) -> String {
-        query.bindings.types.isEmpty ? query.sql : query.sql + "\u{0}" + query.bindings.types.map(String.init).joined(separator: ",")
+    private static func cacheKey(_ query: Query) -> StatementKey {
+        StatementKey(sql: query.sql, types: query.bindings.types)
     }
 
     private func flushDeferredStatements() throws {
@@ -447,13 +454,13 @@ public final class Connection {
 
     /// One message group of a pipeline: preparing a statement, or executing one.
     private enum PipelineStep {
-        case prepare(name: String, key: String, query: Query)
+        case prepare(name: String, key: StatementKey, query: Query)
         case execute(query: Query, preparedName: String?)
     }
 
     private func pipelineSteps(for queries: [Query]) -> [PipelineStep] {
         var steps: [PipelineStep] = []
-        var preparing: [String: String] = [:]
+        var preparing: [StatementKey: String] = [:]
         for query in queries {
             guard usesPreparedStatements else {
                 steps.append(.execute(query: query, preparedName: nil))

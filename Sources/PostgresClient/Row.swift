@@ -4,8 +4,11 @@ import CLibPQ
 final class ResultSet {
     private let handle: OpaquePointer
     let rowCount: Int
-    let columnNames: [String]
-    let columnTypes: [PostgresType]
+    let columnCount: Int
+    // Names and types are read from the PGresult when first needed: most results of a request
+    // (BEGIN, SET, COMMIT) are never looked at, and rows are decoded by position.
+    lazy var columnNames: [String] = (0..<columnCount).map { String(cString: PQfname(handle, Int32($0))) }
+    lazy var columnTypes: [PostgresType] = (0..<columnCount).map { PostgresType(rawValue: PQftype(handle, Int32($0))) }
     private lazy var indexByName: [String: Int] = {
         var map: [String: Int] = [:]
         for (index, name) in columnNames.enumerated() where map[name] == nil { map[name] = index }
@@ -15,9 +18,7 @@ final class ResultSet {
     init(handle: OpaquePointer) {
         self.handle = handle
         rowCount = Int(PQntuples(handle))
-        let columns = Int(PQnfields(handle))
-        columnNames = (0..<columns).map { String(cString: PQfname(handle, Int32($0))) }
-        columnTypes = (0..<columns).map { PostgresType(rawValue: PQftype(handle, Int32($0))) }
+        columnCount = Int(PQnfields(handle))
     }
 
     deinit { PQclear(handle) }
@@ -33,10 +34,10 @@ final class ResultSet {
     func isNull(row: Int, column: Int) -> Bool { PQgetisnull(handle, Int32(row), Int32(column)) == 1 }
 
     func decode<Value: PostgresDecodable>(_: Value.Type, row: Int, column: Int) throws -> Value {
-        guard column >= 0, column < columnNames.count else {
-            throw PostgresError(kind: .decoding, message: "column index \(column) out of range (result has \(columnNames.count) columns)")
+        guard column >= 0, column < columnCount else {
+            throw PostgresError(kind: .decoding, message: "column index \(column) out of range (result has \(columnCount) columns)")
         }
-        let type = columnTypes[column]
+        let type = PostgresType(rawValue: PQftype(handle, Int32(column)))
         do {
             if PQgetisnull(handle, Int32(row), Int32(column)) == 1 {
                 return try Value.decodeNull()
@@ -60,7 +61,7 @@ public struct Row {
     let result: ResultSet
     let index: Int
 
-    public var columnCount: Int { result.columnNames.count }
+    public var columnCount: Int { result.columnCount }
     public var columnNames: [String] { result.columnNames }
     public var columnTypes: [PostgresType] { result.columnTypes }
 
