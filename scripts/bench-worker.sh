@@ -5,13 +5,13 @@
 # pgbench and worker runs (ROUNDS times; this machine's speed drifts by tens of percent
 # within a minute, so each ratio compares neighbours) and prints requests/s, p50/p99 latency
 # and the ratio per round, then the median ratio. Not a test: figures go to docs/performance.md.
-#   ROUNDS=5 SECONDS_PER_RUN=4 POOL_SIZE=8 [METHODS=day.get] scripts/bench-worker.sh
+#   ROUNDS=5 SECONDS_PER_RUN=4 POOL_SIZE=4 [METHODS=day.get] scripts/bench-worker.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 RUN=${SECONDS_PER_RUN:-4}
 ROUNDS=${ROUNDS:-5}
-POOL=${POOL_SIZE:-8}
+POOL=${POOL_SIZE:-4}
 
 scripts/pg-tmp ensure-packages
 swift build -c release --product habit >&2

@@ -27,7 +27,7 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Apply pending migrations before serving (env HABIT_MIGRATE=1/true/on). Always done for the embedded server.")
     var migrate = false
 
-    @Option(help: ArgumentHelp("Database connections; the worker runs one thread more (env HABIT_POOL_SIZE, default 8).", valueName: "n"))
+    @Option(help: ArgumentHelp("Database connections; the worker runs one thread more (env HABIT_POOL_SIZE, default 4).", valueName: "n"))
     var poolSize: Int?
 
     @Option(help: ArgumentHelp("Requests accepted but not yet answered before stdin stops being read (env HABIT_MAX_IN_FLIGHT, default 256).", valueName: "n"))

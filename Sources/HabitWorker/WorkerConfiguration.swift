@@ -5,8 +5,9 @@ public struct WorkerConfiguration: Sendable {
     /// libpq conninfo or URL the worker connects with (ideally as `habit_worker`).
     public var connectionString: String
     /// Database connections, each driven by its own thread: the number of requests that
-    /// run against PostgreSQL at the same time.
-    public var poolSize: Int = 8
+    /// run against PostgreSQL at the same time. 4 measured fastest for reads on two cores
+    /// shared with PostgreSQL (docs/performance.md, "The pool size").
+    public var poolSize: Int = 4
     /// Requests accepted but not yet answered; past it the worker stops reading stdin
     /// until responses go out (backpressure instead of unbounded memory).
     public var maxInFlight: Int = 256
