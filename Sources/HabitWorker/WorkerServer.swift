@@ -86,8 +86,9 @@ public final class WorkerServer: @unchecked Sendable {
                 // meanwhile, so at one request in flight no other thread wakes per request.
                 let handOver = LeadHandOver(scheduler)
                 let result = execute(job, on: slot, handOver: handOver)
-                if !writer.isWritableNow { handOver() } // the write may block: keep reading meanwhile
-                finish(job, result)
+                pthread_setspecific(Self.leaderHandOverKey, Unmanaged.passUnretained(handOver).toOpaque())
+                finish(job, result) // writeRaw hands over first if the write might block
+                pthread_setspecific(Self.leaderHandOverKey, nil)
                 assignment = handOver.done ? scheduler.next(after: slot, as: me) : scheduler.continueLeading(after: slot)
             case .run(let job, let slot):
                 finish(job, execute(job, on: slot))
@@ -236,8 +237,22 @@ public final class WorkerServer: @unchecked Sendable {
         writeRaw(response.encoded)
     }
 
+    /// The hand-over of a leader writing its own job's response on this thread (see `serve`).
+    private static let leaderHandOverKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     private func writeRaw(_ bytes: [UInt8]) {
         guard !outputBroken.isSet else { return }
+        if let pointer = pthread_getspecific(Self.leaderHandOverKey) {
+            // A leader blocked on a full stdout would read no stdin: a gateway that writes
+            // before it reads would deadlock. A line of at most PIPE_BUF (4,096) bytes into a
+            // writable pipe (a free page) does not block; for anything else, hand over first.
+            let handOver = Unmanaged<LeadHandOver>.fromOpaque(pointer).takeUnretainedValue()
+            if !handOver.done, !(bytes.count < 4_096 && writer.isWritableNow) { handOver() }
+        }
         do {
             try writer.writeLine(bytes)
         } catch {

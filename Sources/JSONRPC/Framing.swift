@@ -247,8 +247,8 @@ public final class LineWriter: Sendable {
         self.fileDescriptor = fileDescriptor
     }
 
-    /// Whether a write of up to a page would not block now (`poll(2)` says writable; a
-    /// pipe then has at least a page free). Says nothing about longer writes.
+    /// Whether a write of up to PIPE_BUF (4,096) bytes would not block now (`poll(2)` says
+    /// writable: a pipe then has at least a page free). Says nothing about longer writes.
     public var isWritableNow: Bool {
         var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
         return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLOUT) != 0

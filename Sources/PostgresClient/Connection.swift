@@ -498,10 +498,6 @@ public final class Connection {
         }
     }
 
-    /// Sends `queries` in one pipeline ending in a single Sync (one round trip), preparing
-    /// the ones not yet prepared on the way, and returns their results in order. If one
-    /// fails, the server skips the rest up to the Sync and the first error is thrown once
-    /// every result has been consumed.
     // MARK: - Watching other input while waiting
 
     private struct WaitWatch {
@@ -515,7 +511,8 @@ public final class Connection {
     /// `transaction(prelude:statement:)` and of a transaction's first statement), the
     /// `descriptors` are watched too: the first time one is readable or hung up, `onReadable`
     /// runs, once. Waits that cannot watch (libpq's synchronous calls: statements outside a
-    /// pipeline, COPY, scripts, reconnecting) run `onReadable` before they start. For a thread
+    /// pipeline, COPY, scripts, reconnecting; every wait of a TLS or GSSAPI connection, whose
+    /// decrypted bytes poll(2) cannot see) run `onReadable` before they start. For a thread
     /// that must also notice input elsewhere while it waits (the worker's reading thread runs
     /// requests itself and hands reading over only when more input arrives).
     public func watching<Value>(_ descriptors: [Int32], onReadable: @escaping () -> Void,
@@ -536,6 +533,11 @@ public final class Connection {
     /// the watched descriptors. Once the watch fired (or on a socket error, which PQgetResult
     /// then reports) it is libpq's ordinary blocking wait.
     private func nextResult(_ handle: OpaquePointer) -> OpaquePointer? {
+        if waitWatch != nil, PQisBusy(handle) == 1, PQsslInUse(handle) != 0 || PQgetgssctx(handle) != nil {
+            // An encrypted connection may hold decrypted bytes in OpenSSL/GSSAPI while its socket
+            // is empty: polling the socket could then sleep forever. Only libpq's wait knows.
+            releaseWatch()
+        }
         if let watch = waitWatch, PQisBusy(handle) == 1 {
             let socket = PQsocket(handle)
             var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
@@ -554,6 +556,10 @@ public final class Connection {
         return PQgetResult(handle)
     }
 
+    /// Sends `queries` in one pipeline ending in a single Sync (one round trip), preparing
+    /// the ones not yet prepared on the way, and returns their results in order. If one
+    /// fails, the server skips the rest up to the Sync and the first error is thrown once
+    /// every result has been consumed.
     private func runPipeline(_ queries: [Query], on handle: OpaquePointer) throws -> [ResultSet] {
         let steps = pipelineSteps(for: queries)
         guard PQenterPipelineMode(handle) == 1 else { throw connectionFailure(sql: queries.first?.sql) }
@@ -591,7 +597,9 @@ public final class Connection {
                 case PGRES_PIPELINE_ABORTED:
                     PQclear(result) // skipped because an earlier statement failed
                 case PGRES_COPY_OUT, PGRES_COPY_IN, PGRES_COPY_BOTH:
-                    // libpq keeps returning the COPY state until the copy ends: end it here.
+                    // libpq keeps returning the COPY state until the copy ends: end it here
+                    // (libpq's synchronous calls: they cannot watch).
+                    releaseWatch()
                     let status = PQresultStatus(result)
                     PQclear(result)
                     if firstError == nil {
