@@ -127,8 +127,13 @@ public final class HabitRepository {
     /// Everything the daily view needs, in one statement: today in the user's zone, the
     /// completed ids and the active habits.
     public func day(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> DayView {
+        try scope.run(dayStatement(user: user, date: date, timeZone: timeZone))
+    }
+
+    /// `day`'s statement, for running several requests in one round trip (`UserScope.queries`).
+    public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> UserStatement<DayView> {
         try validateTimeZone(timeZone)
-        let rows = try scope.query(as: user, """
+        return UserStatement(user: user, statement: """
             WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             header AS (
                 SELECT habit.local_date(now(), zone.tz) AS today,
@@ -144,16 +149,17 @@ public final class HabitRepository {
                   AND habit.local_date(h.activated_at, zone.tz) <= \(date)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
-            """)
-        guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
-        // Columns: today, completed, then Habit.columns (all NULL when no habit matched).
-        let habits = try rows.filter { !$0.isNull(at: 2) }.map { try Habit(row: $0, at: 2) }
-        return DayView(
-            date: date,
-            today: try first.decode(CalendarDate.self, at: 0),
-            habits: habits,
-            completed: Set(try first.decode([UUID].self, at: 1))
-        )
+            """) { rows in
+            guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
+            // Columns: today, completed, then Habit.columns (all NULL when no habit matched).
+            let habits = try rows.filter { !$0.isNull(at: 2) }.map { try Habit(row: $0, at: 2) }
+            return DayView(
+                date: date,
+                today: try first.decode(CalendarDate.self, at: 0),
+                habits: habits,
+                completed: Set(try first.decode([UUID].self, at: 1))
+            )
+        }
     }
 
     // MARK: - Completions
@@ -164,11 +170,17 @@ public final class HabitRepository {
     /// future dates.
     public func setCompletion(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                               timeZone: String? = nil) throws -> CompletionChange {
+        try scope.run(setCompletionStatement(user: user, template: template, date: date, completed: completed, timeZone: timeZone))
+    }
+
+    /// `setCompletion`'s statement, for running several requests in one round trip.
+    public func setCompletionStatement(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
+                                       timeZone: String? = nil) throws -> UserStatement<CompletionChange> {
         try validateTimeZone(timeZone)
         // One statement, one round trip: read the habit's state and write only when every
         // rule holds, so a refused request commits nothing. ON CONFLICT DO NOTHING makes
         // concurrent inserts of the same key harmless.
-        let row = try scope.query(as: user, """
+        return UserStatement(user: user, statement: """
             WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             habit AS (
                 SELECT t.id, t.is_active,
@@ -193,16 +205,18 @@ public final class HabitRepository {
             SELECT habit.id IS NOT NULL AS found, habit.is_active, habit.first_day, habit.today,
                    (SELECT count(*) FROM inserted) + (SELECT count(*) FROM deleted) AS changed
             FROM (SELECT 1) AS one LEFT JOIN habit ON true
-            """)[0]
-        guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
-        let today = try row.decode(CalendarDate.self, "today")
-        guard date <= today else { throw StoreError.futureDate(today: today) }
-        if completed {
-            let active = try row.decode(Bool.self, "is_active")
-            let firstDay = try row.decode(CalendarDate.self, "first_day")
-            guard active, firstDay <= date else { throw StoreError.habitNotActive }
+            """) { rows in
+            guard let row = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "completion statement returned no row") }
+            guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
+            let today = try row.decode(CalendarDate.self, "today")
+            guard date <= today else { throw StoreError.futureDate(today: today) }
+            if completed {
+                let active = try row.decode(Bool.self, "is_active")
+                let firstDay = try row.decode(CalendarDate.self, "first_day")
+                guard active, firstDay <= date else { throw StoreError.habitNotActive }
+            }
+            return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
         }
-        return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
     }
 
     /// Flips the completion of `template` on `date` and returns the new state. Toggles of

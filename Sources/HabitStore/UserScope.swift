@@ -38,6 +38,29 @@ public struct UserScope {
         try run(as: user, statement).rows
     }
 
+    /// `statement` alone, as its user, in a transaction that costs a single round trip.
+    public func run<Value>(_ statement: UserStatement<Value>) throws -> Value {
+        try statement.decode(query(as: statement.user, statement.statement))
+    }
+
+    /// Several one-statement transactions, each as its own user with its own claims and
+    /// role exactly as `query(as:_:)` runs it, sent in one round trip
+    /// (`Connection.transactions`). One result per statement, in order.
+    public func queries(_ list: [(user: UUID, statement: Query)]) throws -> [Result<[Row], Error>] {
+        let results: [Result<Connection.StatementResult, PostgresError>]
+        do {
+            results = try connection.transactions(list.map { (prelude: prelude(for: $0.user), statement: $0.statement) })
+        } catch {
+            throw StoreError.mapping(error)
+        }
+        return results.map { result in
+            switch result {
+            case .success(let statement): .success(statement.rows)
+            case .failure(let error): .failure(StoreError.mapping(error))
+            }
+        }
+    }
+
     /// One statement as `user`; returns the number of rows it affected.
     public func execute(as user: UUID, _ statement: Query) throws -> Int {
         try run(as: user, statement).affectedRows
@@ -58,5 +81,25 @@ public struct UserScope {
             "SET LOCAL ROLE authenticated",
             "SELECT set_config('request.jwt.claims', \(claims), true), set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)",
         ]
+    }
+}
+
+/// One user's work as a single statement and how its rows become the result: what a
+/// `UserScope` runs alone (`run`) or together with other users' statements in one round trip
+/// (`queries`).
+public struct UserStatement<Value> {
+    public let user: UUID
+    public let statement: Query
+    public let decode: ([Row]) throws -> Value
+
+    public init(user: UUID, statement: Query, decode: @escaping ([Row]) throws -> Value) {
+        self.user = user
+        self.statement = statement
+        self.decode = decode
+    }
+
+    public func map<Other>(_ transform: @escaping (Value) throws -> Other) -> UserStatement<Other> {
+        let decode = self.decode
+        return UserStatement<Other>(user: user, statement: statement) { try transform(decode($0)) }
     }
 }

@@ -134,16 +134,19 @@ enum HabitsList: DatabaseMethod {
     }
 }
 
-enum DayGet: DatabaseMethod {
+enum DayGet: SingleStatementMethod {
     static let name = "day.get"
     static let keys: Set<String> = ["user_id", "date", "timezone"]
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), date: try params.date("date"), timeZone: try params.timeZone())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let day = try context.habits.day(user: params.user, date: params.date, timeZone: params.timeZone)
-        return .encoded(JSONWriter.encode(capacity: 256 + 320 * day.habits.count + 40 * day.completed.count) { json in
+    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue> {
+        try context.habits.dayStatement(user: params.user, date: params.date, timeZone: params.timeZone).map(encode)
+    }
+
+    static func encode(_ day: DayView) -> JSONValue {
+        .encoded(JSONWriter.encode(capacity: 256 + 320 * day.habits.count + 40 * day.completed.count) { json in
             json.beginObject()
             json.key("date"); json.date(day.date)
             json.key("today"); json.date(day.today)
@@ -160,7 +163,7 @@ enum DayGet: DatabaseMethod {
     }
 }
 
-enum CompletionsSet: DatabaseMethod {
+enum CompletionsSet: SingleStatementMethod {
     static let name = "completions.set"
     static let keys: Set<String> = ["user_id", "template_id", "date", "completed", "timezone"]
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let completed: Bool; let timeZone: String? }
@@ -168,10 +171,10 @@ enum CompletionsSet: DatabaseMethod {
         Params(user: try params.userID(), template: try params.uuid("template_id"), date: try params.date("date"),
                completed: try params.requiredBool("completed"), timeZone: try params.timeZone())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let change = try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
-                                                      completed: params.completed, timeZone: params.timeZone)
-        return ["completed": .bool(change.completed), "changed": .bool(change.changed)]
+    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue> {
+        try context.habits.setCompletionStatement(user: params.user, template: params.template, date: params.date,
+                                                  completed: params.completed, timeZone: params.timeZone)
+            .map { change in ["completed": .bool(change.completed), "changed": .bool(change.changed)] }
     }
 }
 

@@ -8,11 +8,14 @@ public final class MethodContext {
     public let connection: Connection
     public let habits: HabitRepository
     public let tasks: TaskRepository
+    /// Runs several requests' statements in one round trip (`SingleStatementMethod`).
+    public let scope: UserScope
 
     init(connection: Connection, settings: StoreSettings) {
         self.connection = connection
         habits = HabitRepository(connection: connection, settings: settings)
         tasks = TaskRepository(connection: connection, settings: settings)
+        scope = UserScope(connection: connection, settings: settings)
     }
 }
 
@@ -27,6 +30,19 @@ protocol DatabaseMethod: SendableMetatype {
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue
 }
 
+/// A database method that is one statement as one user. Alone it runs like any other; when
+/// several such requests wait for a connection, the thread that takes them sends all their
+/// transactions in one round trip (see `Scheduler` and `UserScope.queries`).
+protocol SingleStatementMethod: DatabaseMethod {
+    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue>
+}
+
+extension SingleStatementMethod {
+    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
+        try context.scope.run(statement(params, in: context))
+    }
+}
+
 /// A method answered without the database.
 protocol LocalMethod: SendableMetatype {
     static var name: String { get }
@@ -38,13 +54,25 @@ protocol LocalMethod: SendableMetatype {
 struct MethodRegistry: Sendable {
     enum Prepared: Sendable {
         case immediate(JSONValue)
-        case database(@Sendable (MethodContext) throws -> JSONValue)
+        /// `statement`: for single-statement methods, the same work as a statement that can share
+        /// a round trip with other requests'.
+        case database(@Sendable (MethodContext) throws -> JSONValue,
+                      statement: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?)
     }
 
     private var handlers: [String: @Sendable (ParamsReader) throws -> Prepared] = [:]
 
     mutating func register<Method: DatabaseMethod>(_: Method.Type) {
         handlers[Method.name] = Self.databaseHandler(Method.self)
+    }
+
+    mutating func register<Method: SingleStatementMethod>(_: Method.Type) {
+        handlers[Method.name] = { reader in
+            try reader.rejectUnknownKeys(allowed: Method.keys)
+            let params = try Method.decode(reader)
+            return .database({ context in try Method.run(params, in: context) },
+                             statement: { context in try Method.statement(params, in: context) })
+        }
     }
 
     mutating func register<Method: LocalMethod>(_: Method.Type) {
@@ -55,7 +83,7 @@ struct MethodRegistry: Sendable {
         { reader in
             try reader.rejectUnknownKeys(allowed: Method.keys)
             let params = try Method.decode(reader)
-            return .database { context in try Method.run(params, in: context) }
+            return .database({ context in try Method.run(params, in: context) }, statement: nil)
         }
     }
 

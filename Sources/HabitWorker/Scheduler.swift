@@ -21,6 +21,8 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     enum Assignment {
         case lead
         case run(Job, Slot)
+        /// Consecutive queued jobs that `canShareRoundTrip`, for one slot.
+        case runTogether([Job], Slot)
         /// Input ended and nothing is left for this thread.
         case stop
     }
@@ -39,8 +41,14 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     private var leaderPresent = true // the thread that calls `run` first leads
     private var inputEnded = false
 
-    init(slots: [Slot]) {
+    /// Whether a queued job may run in one round trip with the jobs queued next to it.
+    private let canShareRoundTrip: (Job) -> Bool
+    private let maxJobsPerRoundTrip: Int
+
+    init(slots: [Slot], maxJobsPerRoundTrip: Int = 1, canShareRoundTrip: @escaping (Job) -> Bool = { _ in false }) {
         freeSlots = slots.reversed()
+        self.maxJobsPerRoundTrip = max(1, maxJobsPerRoundTrip)
+        self.canShareRoundTrip = canShareRoundTrip
     }
 
     /// Leader: a free slot for a job it will run itself, if any.
@@ -84,7 +92,7 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     /// a queued job runs next on `slot` while a follower leads; otherwise it keeps leading.
     func continueLeading(after slot: Slot) -> Assignment {
         lock.lock()
-        guard let job = dequeue() else {
+        guard let assignment = dequeueRun(on: slot) else {
             freeSlots.append(slot)
             lock.unlock()
             return .lead
@@ -97,7 +105,7 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
             leaderPresent = false
             lock.unlock()
         }
-        return .run(job, slot)
+        return assignment
     }
 
     /// Leader: no more requests will be read. Idle followers stop; threads running jobs finish
@@ -118,16 +126,16 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     func next(after slot: Slot?, as me: Follower) -> Assignment {
         lock.lock()
         if let slot {
-            if let job = dequeue() {
+            if let assignment = dequeueRun(on: slot) {
                 lock.unlock()
-                return .run(job, slot)
+                return assignment
             }
             freeSlots.append(slot)
         }
         if head < queued.count, let free = freeSlots.popLast() {
-            let job = dequeue()!
+            let assignment = dequeueRun(on: free)!
             lock.unlock()
-            return .run(job, free)
+            return assignment
         }
         if !inputEnded && !leaderPresent {
             leaderPresent = true
@@ -146,6 +154,19 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
         let assignment = me.assignment!
         me.assignment = nil
         return assignment
+    }
+
+    /// Under the lock: the next queued job for `slot`, with the queued jobs after it that can share
+    /// its round trip (up to `maxJobsPerRoundTrip`); nil if none is queued.
+    private func dequeueRun(on slot: Slot) -> Assignment? {
+        guard let first = dequeue() else { return nil }
+        guard maxJobsPerRoundTrip > 1, canShareRoundTrip(first),
+              head < queued.count, canShareRoundTrip(queued[head]) else { return .run(first, slot) }
+        var jobs = [first]
+        while jobs.count < maxJobsPerRoundTrip, head < queued.count, canShareRoundTrip(queued[head]) {
+            jobs.append(dequeue()!)
+        }
+        return .runTogether(jobs, slot)
     }
 
     /// Under the lock.

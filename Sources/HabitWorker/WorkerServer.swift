@@ -26,6 +26,8 @@ public final class WorkerServer: @unchecked Sendable {
     struct Job: Sendable {
         let method: String
         let run: @Sendable (MethodContext) throws -> JSONValue
+        /// Single-statement methods: the same work as a statement that can share a round trip.
+        let statement: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?
         let accepted: DispatchTime
         let complete: @Sendable (Result<JSONValue, RPCError>) -> Void
     }
@@ -40,7 +42,7 @@ public final class WorkerServer: @unchecked Sendable {
         writer = LineWriter(fileDescriptor: output)
         inFlight = DispatchSemaphore(value: max(1, configuration.maxInFlight))
         slots = (0..<max(1, configuration.poolSize)).map { ConnectionSlot(index: $0) }
-        scheduler = Scheduler(slots: slots)
+        scheduler = Scheduler(slots: slots, maxJobsPerRoundTrip: configuration.maxRequestsPerRoundTrip) { $0.statement != nil }
     }
 
     /// Serves until end of input; returns the process exit code (0, or 1 if stdin or stdout failed).
@@ -92,6 +94,9 @@ public final class WorkerServer: @unchecked Sendable {
                 assignment = handOver.done ? scheduler.next(after: slot, as: me) : scheduler.continueLeading(after: slot)
             case .run(let job, let slot):
                 finish(job, execute(job, on: slot))
+                assignment = scheduler.next(after: slot, as: me)
+            case .runTogether(let jobs, let slot):
+                for (job, result) in zip(jobs, executeTogether(jobs, on: slot)) { finish(job, result) }
                 assignment = scheduler.next(after: slot, as: me)
             case .stop:
                 return
@@ -224,8 +229,8 @@ public final class WorkerServer: @unchecked Sendable {
             switch prepared {
             case .immediate(let value):
                 finish(.success(value))
-            case .database(let run):
-                enqueue(Job(method: method, run: run, accepted: .now(), complete: { [inFlight] result in
+            case .database(let run, let statement):
+                enqueue(Job(method: method, run: run, statement: statement, accepted: .now(), complete: { [inFlight] result in
                     finish(result)
                     inFlight.signal()
                 }))
@@ -310,24 +315,65 @@ public final class WorkerServer: @unchecked Sendable {
                 try job.run(context)
             })
         } catch {
-            if let postgres = error as? PostgresError {
-                if postgres.kind == .misuse {
-                    // The session is not where it should be (a bug): never reuse it.
-                    logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                    slot.drop()
-                } else if postgres.isConnectionLost {
-                    logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                    slot.drop()
-                } else if postgres.isTransactionConflict {
-                    logger.warning("conflict with a concurrent transaction", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                } else if postgres.sqlState != .queryCanceled {
-                    logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
-                }
-            } else if !(error is StoreError) && !(error is RPCError) {
-                logger.error("internal error", metadata: ["method": "\(job.method)", "error": "\(error)"])
-            }
-            return .failure(ErrorMapping.rpcError(for: error))
+            return .failure(failure(of: job, error, on: slot))
         }
+    }
+
+    /// Queued single-statement jobs, all their transactions in one round trip on `slot`'s
+    /// connection; one result per job, in order.
+    private func executeTogether(_ jobs: [Job], on slot: ConnectionSlot) -> [Result<JSONValue, RPCError>] {
+        let context: MethodContext
+        do {
+            context = try usableContext(slot)
+        } catch {
+            return jobs.map { .failure(failure(of: $0, error, on: slot)) }
+        }
+        var results = [Result<JSONValue, RPCError>](repeating: .failure(.internalError()), count: jobs.count)
+        var statements: [(job: Int, statement: UserStatement<JSONValue>)] = []
+        for (index, job) in jobs.enumerated() {
+            do {
+                guard let statement = job.statement else { throw PostgresError(kind: .misuse, message: "job without a statement") }
+                statements.append((index, try statement(context)))
+            } catch {
+                results[index] = .failure(failure(of: job, error, on: slot))
+            }
+        }
+        if logger.logLevel <= .debug { logger.debug("one round trip", metadata: ["requests": "\(statements.count)"]) }
+        do {
+            let outcomes = try context.scope.queries(statements.map { (user: $0.statement.user, statement: $0.statement.statement) })
+            for ((index, statement), outcome) in zip(statements, outcomes) {
+                do {
+                    results[index] = .success(try statement.decode(outcome.get()))
+                } catch {
+                    results[index] = .failure(failure(of: jobs[index], error, on: slot))
+                }
+            }
+        } catch {
+            for (index, _) in statements { results[index] = .failure(failure(of: jobs[index], error, on: slot)) }
+        }
+        return results
+    }
+
+    /// Logs a failed job as its kind deserves, drops a connection that cannot be trusted, and
+    /// answers with the error's JSON-RPC form.
+    private func failure(of job: Job, _ error: Error, on slot: ConnectionSlot) -> RPCError {
+        if let postgres = error as? PostgresError {
+            if postgres.kind == .misuse {
+                // The session is not where it should be (a bug): never reuse it.
+                logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+                slot.drop()
+            } else if postgres.isConnectionLost {
+                logger.warning("database connection lost", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+                slot.drop()
+            } else if postgres.isTransactionConflict {
+                logger.warning("conflict with a concurrent transaction", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+            } else if postgres.sqlState != .queryCanceled {
+                logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+            }
+        } else if !(error is StoreError) && !(error is RPCError) {
+            logger.error("internal error", metadata: ["method": "\(job.method)", "error": "\(error)"])
+        }
+        return ErrorMapping.rpcError(for: error)
     }
 
     /// The slot's connection, reconnecting when it broke while idle. During an outage, requests

@@ -276,6 +276,42 @@ public final class Connection {
         return StatementResult(rows: (0..<result.rowCount).map { Row(result: result, index: $0) }, affectedRows: result.affectedRows)
     }
 
+    /// Independent one-statement transactions, each exactly as `transaction(prelude:statement:)`
+    /// runs it, sent together in one pipeline with a Sync after each: one round trip for all
+    /// of them, so a busy connection serves several requests per wake-up of the server and of
+    /// this thread. Returns one result per transaction, in order.
+    ///
+    /// A transaction that fails inside its block leaves the session's block aborted after its
+    /// Sync, so every later one fails at its BEGIN without running (25P02). Those are run again
+    /// after a ROLLBACK: each result is what that transaction alone would have produced.
+    public func transactions(_ list: [(prelude: [Query], statement: Query)]) throws -> [Result<StatementResult, PostgresError>] {
+        let handle = try liveHandle()
+        guard !inTransactionBody, transactionStatus == .idle else {
+            throw PostgresError(kind: .misuse, message: "transactions(_:) called while a transaction is already open")
+        }
+        guard !list.isEmpty else { return [] }
+        let outcomes = runPipeline(segments: list.map { ["BEGIN"] + $0.prelude + [$0.statement, "COMMIT"] }, on: handle)
+        var results: [Result<StatementResult, PostgresError>] = []
+        var notRun: [Int] = []
+        for (index, outcome) in outcomes.enumerated() {
+            switch outcome {
+            case .success(let sets):
+                let result = sets[sets.count - 2]
+                results.append(.success(StatementResult(rows: (0..<result.rowCount).map { Row(result: result, index: $0) },
+                                                        affectedRows: result.affectedRows)))
+            case .failure(let error):
+                results.append(.failure(error))
+                if error.sqlState == .inFailedSQLTransaction { notRun.append(index) }
+            }
+        }
+        if transactionStatus != .idle { rollbackQuietly() }
+        // Never loops: after the ROLLBACK the first one to run again starts from an idle session.
+        if !notRun.isEmpty, notRun.count < list.count, isHealthy, transactionStatus == .idle {
+            for (index, result) in zip(notRun, try transactions(notRun.map { list[$0] })) { results[index] = result }
+        }
+        return results
+    }
+
     private func rollbackQuietly() {
         deferredStatements = nil
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
@@ -458,27 +494,30 @@ public final class Connection {
         case execute(query: Query, preparedName: String?)
     }
 
-    private func pipelineSteps(for queries: [Query]) -> [PipelineStep] {
-        var steps: [PipelineStep] = []
+    /// The steps of each segment; a statement is prepared once even if several segments use it.
+    private func pipelineSteps(for segments: [[Query]]) -> [[PipelineStep]] {
         var preparing: [StatementKey: String] = [:]
-        for query in queries {
-            guard usesPreparedStatements else {
-                steps.append(.execute(query: query, preparedName: nil))
-                continue
+        return segments.map { queries in
+            var steps: [PipelineStep] = []
+            for query in queries {
+                guard usesPreparedStatements else {
+                    steps.append(.execute(query: query, preparedName: nil))
+                    continue
+                }
+                let key = Self.cacheKey(query)
+                if let name = preparedStatements[key] ?? preparing[key] {
+                    steps.append(.execute(query: query, preparedName: name))
+                } else if preparedStatements.count + preparing.count < Self.preparedStatementLimit {
+                    let name = "habit_\(preparedStatements.count + preparing.count + 1)"
+                    preparing[key] = name
+                    steps.append(.prepare(name: name, key: key, query: query))
+                    steps.append(.execute(query: query, preparedName: name))
+                } else {
+                    steps.append(.execute(query: query, preparedName: nil))
+                }
             }
-            let key = Self.cacheKey(query)
-            if let name = preparedStatements[key] ?? preparing[key] {
-                steps.append(.execute(query: query, preparedName: name))
-            } else if preparedStatements.count + preparing.count < Self.preparedStatementLimit {
-                let name = "habit_\(preparedStatements.count + preparing.count + 1)"
-                preparing[key] = name
-                steps.append(.prepare(name: name, key: key, query: query))
-                steps.append(.execute(query: query, preparedName: name))
-            } else {
-                steps.append(.execute(query: query, preparedName: nil))
-            }
+            return steps
         }
-        return steps
     }
 
     private func send(_ step: PipelineStep, on handle: OpaquePointer) throws {
@@ -561,73 +600,103 @@ public final class Connection {
     /// fails, the server skips the rest up to the Sync and the first error is thrown once
     /// every result has been consumed.
     private func runPipeline(_ queries: [Query], on handle: OpaquePointer) throws -> [ResultSet] {
-        let steps = pipelineSteps(for: queries)
-        guard PQenterPipelineMode(handle) == 1 else { throw connectionFailure(sql: queries.first?.sql) }
+        try runPipeline(segments: [queries], on: handle)[0].get()
+    }
+
+    /// `runPipeline` for several segments, each followed by its own Sync (so a failure skips
+    /// only the rest of its segment), sent together; one result per segment.
+    private func runPipeline(segments: [[Query]], on handle: OpaquePointer) -> [Result<[ResultSet], PostgresError>] {
+        let stepsPerSegment = pipelineSteps(for: segments)
+        guard PQenterPipelineMode(handle) == 1 else {
+            let failure = connectionFailure(sql: segments.first?.first?.sql)
+            return segments.map { _ in .failure(failure) }
+        }
         defer {
             // Fails when results are still pending: then nobody knows where the session is.
             if PQexitPipelineMode(handle) != 1 { notices.sessionEnded = true }
         }
         var sendFailure: PostgresError?
-        for step in steps where sendFailure == nil {
-            do { try send(step, on: handle) } catch let error as PostgresError { sendFailure = error } catch {}
+        var syncsSent = 0
+        for steps in stepsPerSegment where sendFailure == nil {
+            for step in steps where sendFailure == nil {
+                do { try send(step, on: handle) } catch let error as PostgresError { sendFailure = error } catch {}
+            }
+            if sendFailure == nil {
+                if PQpipelineSync(handle) == 1 { syncsSent += 1 } else { sendFailure = connectionFailure(sql: nil) }
+            }
         }
-        if sendFailure == nil, PQpipelineSync(handle) != 1 { sendFailure = connectionFailure(sql: nil) }
         if let sendFailure {
             // Consume whatever the server answers so the connection leaves pipeline mode cleanly.
-            if PQstatus(handle) == CONNECTION_OK { _ = PQpipelineSync(handle); drainPipeline(handle) }
-            throw sendFailure
-        }
-        var results: [ResultSet] = []
-        var firstError: PostgresError?
-        for step in steps {
-            let sql: String
-            switch step {
-            case .prepare(_, _, let query), .execute(let query, _): sql = query.sql
+            if PQstatus(handle) == CONNECTION_OK {
+                _ = PQpipelineSync(handle)
+                for _ in 0...syncsSent { drainPipeline(handle) }
             }
-            var kept: ResultSet?
-            while let result = nextResult(handle) {
-                switch PQresultStatus(result) {
-                case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-                    if case .prepare(let name, let key, _) = step {
-                        preparedStatements[key] = name // only once the server has it
-                        PQclear(result)
-                    } else {
-                        kept = ResultSet(handle: result)
-                    }
-                case PGRES_PIPELINE_ABORTED:
-                    PQclear(result) // skipped because an earlier statement failed
-                case PGRES_COPY_OUT, PGRES_COPY_IN, PGRES_COPY_BOTH:
-                    // libpq keeps returning the COPY state until the copy ends: end it here
-                    // (libpq's synchronous calls: they cannot watch).
-                    releaseWatch()
-                    let status = PQresultStatus(result)
-                    PQclear(result)
-                    if firstError == nil {
-                        firstError = PostgresError(kind: .misuse, message: "COPY statements need copyOut", sql: sql)
-                    }
-                    if status == PGRES_COPY_OUT {
-                        var buffer: UnsafeMutablePointer<CChar>?
-                        while PQgetCopyData(handle, &buffer, 0) > 0 { PQfreemem(buffer) }
-                    } else {
-                        _ = PQputCopyEnd(handle, "COPY is not supported here")
-                    }
-                default:
-                    if firstError == nil { firstError = PostgresError.fromResult(result, connection: handle, sql: sql) }
-                    PQclear(result)
+            return segments.map { _ in .failure(sendFailure) }
+        }
+        var outcomes: [Result<[ResultSet], PostgresError>] = []
+        outcomes.reserveCapacity(segments.count)
+        for (queries, steps) in zip(segments, stepsPerSegment) {
+            guard PQstatus(handle) == CONNECTION_OK, !notices.sessionEnded else {
+                outcomes.append(.failure(connectionFailure(sql: queries.last?.sql)))
+                continue
+            }
+            var results: [ResultSet] = []
+            var firstError: PostgresError?
+            for step in steps {
+                let sql: String
+                switch step {
+                case .prepare(_, _, let query), .execute(let query, _): sql = query.sql
                 }
+                var kept: ResultSet?
+                while let result = nextResult(handle) {
+                    switch PQresultStatus(result) {
+                    case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+                        if case .prepare(let name, let key, _) = step {
+                            preparedStatements[key] = name // only once the server has it
+                            PQclear(result)
+                        } else {
+                            kept = ResultSet(handle: result)
+                        }
+                    case PGRES_PIPELINE_ABORTED:
+                        PQclear(result) // skipped because an earlier statement failed
+                    case PGRES_COPY_OUT, PGRES_COPY_IN, PGRES_COPY_BOTH:
+                        // libpq keeps returning the COPY state until the copy ends: end it here
+                        // (libpq's synchronous calls: they cannot watch).
+                        releaseWatch()
+                        let status = PQresultStatus(result)
+                        PQclear(result)
+                        if firstError == nil {
+                            firstError = PostgresError(kind: .misuse, message: "COPY statements need copyOut", sql: sql)
+                        }
+                        if status == PGRES_COPY_OUT {
+                            var buffer: UnsafeMutablePointer<CChar>?
+                            while PQgetCopyData(handle, &buffer, 0) > 0 { PQfreemem(buffer) }
+                        } else {
+                            _ = PQputCopyEnd(handle, "COPY is not supported here")
+                        }
+                    default:
+                        if firstError == nil { firstError = PostgresError.fromResult(result, connection: handle, sql: sql) }
+                        PQclear(result)
+                    }
+                }
+                if case .execute = step, let kept { results.append(kept) }
+                if PQstatus(handle) != CONNECTION_OK { break }
             }
-            if case .execute = step, let kept { results.append(kept) }
-            if PQstatus(handle) != CONNECTION_OK { break }
+            // Everything up to the Sync's own result; without it the session is in an unknown
+            // state (the server may have gone away after the last statement).
+            if !awaitPipelineSync(handle) {
+                notices.sessionEnded = true
+                if firstError == nil { firstError = connectionFailure(sql: queries.last?.sql) }
+            }
+            if let firstError {
+                outcomes.append(.failure(firstError))
+            } else if results.count != queries.count {
+                outcomes.append(.failure(connectionFailure(sql: queries.last?.sql)))
+            } else {
+                outcomes.append(.success(results))
+            }
         }
-        // Everything up to the Sync's own result; without it the session is in an unknown
-        // state (the server may have gone away after the last statement).
-        if !awaitPipelineSync(handle) {
-            notices.sessionEnded = true
-            if firstError == nil { firstError = connectionFailure(sql: queries.last?.sql) }
-        }
-        if let firstError { throw firstError }
-        guard results.count == queries.count else { throw connectionFailure(sql: queries.last?.sql) }
-        return results
+        return outcomes
     }
 
     /// Reads results up to and including the Sync's; false if the connection ended first.

@@ -22,6 +22,7 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     // Class 22 — data exception
     public static let dataException: SQLState = "22000"
     public static let invalidDatetimeFormat: SQLState = "22007"
+    public static let divisionByZero: SQLState = "22012"
     public static let datetimeFieldOverflow: SQLState = "22008"
     public static let invalidParameterValue: SQLState = "22023"
     public static let invalidTextRepresentation: SQLState = "22P02"

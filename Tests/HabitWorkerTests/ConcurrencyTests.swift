@@ -71,6 +71,61 @@ struct ConcurrencyTests {
         }
     }
 
+    /// Queued single-statement requests share one round trip on a connection. Pool of 1:
+    /// while its connection is blocked, requests of three users queue, then run together.
+    /// Each answer must be its own user's, errors stay with their request, writes happen once.
+    @Test("queued requests of several users run in one round trip: each answered as if alone")
+    func queuedRequestsShareARoundTrip() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "1", "--statement-timeout-ms", "25000", "--log-level", "debug"]) { session in
+            let worker = session.worker
+            let users = (0..<3).map { _ in UUID() }
+            var habits: [UUID] = []
+            for (index, user) in users.enumerated() {
+                habits.append(try #require(try worker.createHabit(user: user, name: "Habit \(index)").habitID))
+            }
+            let today = try session.today().description
+            try session.admin.withTransaction { connection in
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habits[0]) FOR UPDATE")
+                try worker.sendRequest("habits.update", params: params(users[0], ["id": .uuid(habits[0]), "name": "Renamed"]), id: "blocker")
+                for round in 0..<4 {
+                    for (index, user) in users.enumerated() {
+                        try worker.sendRequest("day.get", params: params(user, ["date": .string(today)]), id: .string("day-\(round)-\(index)"))
+                        try worker.sendRequest("completions.set", params: params(user, ["template_id": .uuid(habits[index]), "date": .string(today), "completed": .bool(round % 2 == 0)]),
+                                               id: .string("set-\(round)-\(index)"))
+                    }
+                    // Errors between them: another user's habit, and a future date.
+                    try worker.sendRequest("completions.set", params: params(users[0], ["template_id": .uuid(habits[1]), "date": .string(today), "completed": true]),
+                                           id: .string("foreign-\(round)"))
+                    try worker.sendRequest("completions.set", params: params(users[2], ["template_id": .uuid(habits[2]), "date": "9999-12-31", "completed": true]),
+                                           id: .string("future-\(round)"))
+                }
+                try worker.sendRequest("system.ping", params: nil, id: "ping")
+                #expect(try worker.response(id: "ping").result?["ok"] == true)
+            }
+            #expect(try worker.response(id: "blocker").result?["name"] == "Renamed")
+            for round in 0..<4 {
+                for index in users.indices {
+                    let day = try worker.response(id: .string("day-\(round)-\(index)"))
+                    // The blocker ran first (one connection): user 0's habit is renamed by then.
+                    let names = day.result?["habits"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
+                    #expect(names == [index == 0 ? "Renamed" : "Habit \(index)"], "\(day.raw)")
+                    #expect(day.result?["habits"]?.arrayValue?.map { $0["id"] } == [.uuid(habits[index])], "user \(index) sees only its habit: \(day.raw)")
+                    let set = try worker.response(id: .string("set-\(round)-\(index)"))
+                    #expect(set.result?["completed"] == .bool(round % 2 == 0), "\(set.raw)")
+                    #expect(set.result?["changed"] == true, "each set flips the previous round's state: \(set.raw)")
+                }
+                expectError(try worker.response(id: .string("foreign-\(round)")), code: -32001, id: .string("foreign-\(round)"), reason: "not_found")
+                expectError(try worker.response(id: .string("future-\(round)")), code: -32002, id: .string("future-\(round)"), reason: "future_date")
+            }
+            // The last round set every habit's completion to false: nothing left, nothing doubled.
+            for user in users { #expect(try session.completionCount(user: user) == 0) }
+            // The queued requests did share round trips.
+            try worker.closeInput()
+            #expect(worker.waitForStderrEnd())
+            #expect(worker.stderrText.contains("one round trip"), "no shared round trip in the log")
+        }
+    }
+
     @Test("every connection busy: pings and errors are still answered at once, queued requests after the blocker")
     func answersWhileEveryConnectionIsBusy() throws {
         try WorkerSession.with(arguments: ["--pool-size", "1", "--statement-timeout-ms", "25000"]) { session in

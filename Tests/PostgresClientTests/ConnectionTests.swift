@@ -53,6 +53,40 @@ import Testing
         #expect(fired == 1)
     }
 
+    /// Several transactions in one round trip: each sees only its own transaction-local
+    /// settings, a failing one is reported alone, and the ones after it (which the aborted
+    /// block made fail at BEGIN) are run again and succeed. Nothing stays set afterwards.
+    @Test func transactionsShareARoundTripButNothingElse() throws {
+        func claims(_ value: String) -> [Query] { ["SELECT set_config('test.owner', \(value), true)"] }
+        let results = try connection.transactions([
+            (prelude: claims("a"), statement: "SELECT current_setting('test.owner'), 1"),
+            (prelude: claims("b"), statement: "INSERT INTO items (name) VALUES (\("first")) RETURNING current_setting('test.owner')"),
+            (prelude: claims("c"), statement: "SELECT current_setting('test.owner'), 1 / \(0)"),
+            (prelude: claims("d"), statement: "INSERT INTO items (name) VALUES (\("second")) RETURNING current_setting('test.owner')"),
+            (prelude: claims("e"), statement: "SELECT current_setting('test.owner')"),
+        ])
+        #expect(results.count == 5)
+        #expect(try results[0].get().rows[0].decode(String.self, at: 0) == "a")
+        #expect(try results[1].get().rows[0].decode(String.self, at: 0) == "b")
+        guard case .failure(let error) = results[2] else { Issue.record("division by zero succeeded"); return }
+        #expect(error.sqlState == .divisionByZero)
+        #expect(try results[3].get().rows[0].decode(String.self, at: 0) == "d")
+        #expect(try results[3].get().affectedRows == 1)
+        #expect(try results[4].get().rows[0].decode(String.self, at: 0) == "e")
+        // Both inserts committed exactly once; the session is idle with nothing left set.
+        #expect(try connection.query("SELECT name FROM items ORDER BY name").map { try $0.decode(String.self, at: 0) } == ["first", "second"])
+        #expect(connection.transactionStatus == .idle && connection.isHealthy)
+        #expect(try connection.queryOne("SELECT coalesce(current_setting('test.owner', true), '')").decode(String.self, at: 0) == "")
+        // A conflict inside one (unique key) is its own failure too.
+        let again = try connection.transactions([
+            (prelude: claims("f"), statement: "INSERT INTO items (name) VALUES (\("first")) RETURNING id"),
+            (prelude: claims("g"), statement: "INSERT INTO items (name) VALUES (\("third")) RETURNING id"),
+        ])
+        guard case .failure(let duplicate) = again[0] else { Issue.record("duplicate insert succeeded"); return }
+        #expect(duplicate.constraint == "items_name_key")
+        #expect(try again[1].get().affectedRows == 1)
+    }
+
     @Test func executeReturnsAffectedRows() throws {
         #expect(try connection.execute("INSERT INTO items (name) VALUES (\("a")), (\("b")), (\("c"))") == 3)
         #expect(try connection.execute("UPDATE items SET quantity = quantity + 1 WHERE name <> \("a")") == 2)
