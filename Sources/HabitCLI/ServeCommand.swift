@@ -44,6 +44,10 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Most elements in one JSON-RPC batch; a larger batch gets one -32600 and none of it runs (env HABIT_MAX_BATCH, default 1000).", valueName: "n"))
     var maxBatch: Int?
 
+    @Option(name: .customLong("max-per-round-trip"),
+            help: ArgumentHelp("Most queued day.get/completions.set requests one connection sends in one round trip, each in its own transaction; 1 sends each alone (env HABIT_MAX_PER_ROUND_TRIP, default 16).", valueName: "n"))
+    var maxPerRoundTrip: Int?
+
     @Option(name: .customLong("connect-timeout"),
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
     var connectTimeout: Int?
@@ -58,7 +62,8 @@ struct ServeCommand: ParsableCommand {
     var logFormat: String?
 
     func validate() throws {
-        for (name, value) in [("--pool-size", poolSize), ("--max-in-flight", maxInFlight), ("--max-line-bytes", maxLineBytes), ("--max-batch", maxBatch)] {
+        for (name, value) in [("--pool-size", poolSize), ("--max-in-flight", maxInFlight), ("--max-line-bytes", maxLineBytes), ("--max-batch", maxBatch),
+                             ("--max-per-round-trip", maxPerRoundTrip)] {
             if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
         }
         if let statementTimeout, statementTimeout < 0 { throw ValidationError("--statement-timeout-ms must be 0 (none) or more") }
@@ -103,6 +108,8 @@ struct ServeCommand: ParsableCommand {
                 ?? configuration.statementTimeoutMilliseconds
             configuration.maxLineBytes = try maxLineBytes ?? Environment.integer("HABIT_MAX_LINE_BYTES") ?? configuration.maxLineBytes
             configuration.maxBatchElements = try maxBatch ?? Environment.integer("HABIT_MAX_BATCH") ?? configuration.maxBatchElements
+            configuration.maxRequestsPerRoundTrip = try maxPerRoundTrip ?? Environment.integer("HABIT_MAX_PER_ROUND_TRIP")
+                ?? configuration.maxRequestsPerRoundTrip
             configuration.connectTimeoutSeconds = try connectTimeout ?? Environment.integer("HABIT_CONNECT_TIMEOUT")
                 ?? configuration.connectTimeoutSeconds
             switch preparedStatements ?? Environment.string("HABIT_PREPARED_STATEMENTS") ?? "on" {
@@ -111,7 +118,8 @@ struct ServeCommand: ParsableCommand {
             default: throw ValidationError("HABIT_PREPARED_STATEMENTS must be on or off")
             }
             guard configuration.poolSize >= 1, configuration.maxInFlight >= 1, configuration.maxLineBytes >= 1,
-                  configuration.maxBatchElements >= 1, configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
+                  configuration.maxBatchElements >= 1, configuration.maxRequestsPerRoundTrip >= 1,
+                  configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
                 throw ValidationError("HABIT_* sizes must be positive")
             }
 

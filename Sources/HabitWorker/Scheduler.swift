@@ -13,7 +13,9 @@ import Foundation
 /// (thread wake-ups were the largest cost of a request in the worker at low load). With one
 /// thread more than slots, some thread is always free to read, so `system.ping` and errors are
 /// answered even while every connection is busy. Jobs queue only when every slot is busy and
-/// run in arrival order; a thread that finishes a job takes the next queued one with the same slot.
+/// run in arrival order; a thread that finishes a job takes the next queued one with the same slot,
+/// together with the queued jobs right behind it that can share its round trip (`runTogether`:
+/// single-statement requests, whose transactions then travel in one pipeline).
 ///
 /// Idle slots and idle followers are stacks: at low load the same thread and connection (the
 /// backend with warm caches and plans) serve request after request.
