@@ -45,7 +45,7 @@ struct ServeCommand: ParsableCommand {
     var maxBatch: Int?
 
     @Option(name: .customLong("max-per-round-trip"),
-            help: ArgumentHelp("Most queued day.get/completions.set requests one connection sends in one round trip, each in its own transaction; 1 sends each alone (env HABIT_MAX_PER_ROUND_TRIP, default 16).", valueName: "n"))
+            help: ArgumentHelp("Most queued day.get requests one connection sends in one round trip, each in its own transaction; 1 sends each alone (env HABIT_MAX_PER_ROUND_TRIP, default 16).", valueName: "n"))
     var maxPerRoundTrip: Int?
 
     @Option(name: .customLong("connect-timeout"),

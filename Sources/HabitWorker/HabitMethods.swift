@@ -163,7 +163,9 @@ enum DayGet: SingleStatementMethod {
     }
 }
 
-enum CompletionsSet: SingleStatementMethod {
+// Not a SingleStatementMethod: a write can wait for a row lock (a concurrent toggle, an admin's
+// transaction) up to the statement timeout, and would hold up every request sharing its round trip.
+enum CompletionsSet: DatabaseMethod {
     static let name = "completions.set"
     static let keys: Set<String> = ["user_id", "template_id", "date", "completed", "timezone"]
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let completed: Bool; let timeZone: String? }
@@ -171,10 +173,10 @@ enum CompletionsSet: SingleStatementMethod {
         Params(user: try params.userID(), template: try params.uuid("template_id"), date: try params.date("date"),
                completed: try params.requiredBool("completed"), timeZone: try params.timeZone())
     }
-    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue> {
-        try context.habits.setCompletionStatement(user: params.user, template: params.template, date: params.date,
-                                                  completed: params.completed, timeZone: params.timeZone)
-            .map { change in ["completed": .bool(change.completed), "changed": .bool(change.changed)] }
+    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
+        let change = try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
+                                                      completed: params.completed, timeZone: params.timeZone)
+        return ["completed": .bool(change.completed), "changed": .bool(change.changed)]
     }
 }
 

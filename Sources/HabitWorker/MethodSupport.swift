@@ -30,9 +30,10 @@ protocol DatabaseMethod: SendableMetatype {
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue
 }
 
-/// A database method that is one statement as one user. Alone it runs like any other; when
-/// several such requests wait for a connection, the thread that takes them sends all their
-/// transactions in one round trip (see `Scheduler` and `UserScope.queries`).
+/// A database method that is one statement as one user and never waits for a lock (reads:
+/// MVCC). Alone it runs like any other; when several such requests wait for a connection, the
+/// thread that takes them sends all their transactions in one round trip (see `Scheduler` and
+/// `UserScope.queries`). A statement that could wait for a row lock would hold up all the others.
 protocol SingleStatementMethod: DatabaseMethod {
     static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue>
 }

@@ -8,8 +8,8 @@ public struct WorkerConfiguration: Sendable {
     /// run against PostgreSQL at the same time. 4 measured fastest for reads on two cores
     /// shared with PostgreSQL (docs/performance.md, "The pool size").
     public var poolSize: Int = 4
-    /// Most queued single-statement requests one connection sends in one round trip (each in
-    /// its own transaction). 1 sends every request alone.
+    /// Most queued `SingleStatementMethod` requests (day.get) one connection sends in one round
+    /// trip, each in its own transaction. 1 sends every request alone.
     public var maxRequestsPerRoundTrip: Int = 16
     /// Requests accepted but not yet answered; past it the worker stops reading stdin
     /// until responses go out (backpressure instead of unbounded memory).

@@ -71,9 +71,9 @@ struct ConcurrencyTests {
         }
     }
 
-    /// Queued single-statement requests share one round trip on a connection. Pool of 1:
-    /// while its connection is blocked, requests of three users queue, then run together.
-    /// Each answer must be its own user's, errors stay with their request, writes happen once.
+    /// Queued day.get requests share one round trip on a connection. Pool of 1: while its
+    /// connection is blocked, requests of three users queue, then run. Each answer must be its
+    /// own user's, errors stay with their request, writes happen once.
     @Test("queued requests of several users run in one round trip: each answered as if alone")
     func queuedRequestsShareARoundTrip() throws {
         try WorkerSession.with(arguments: ["--pool-size", "1", "--statement-timeout-ms", "25000", "--log-level", "debug"]) { session in
@@ -88,12 +88,18 @@ struct ConcurrencyTests {
                 try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habits[0]) FOR UPDATE")
                 try worker.sendRequest("habits.update", params: params(users[0], ["id": .uuid(habits[0]), "name": "Renamed"]), id: "blocker")
                 for round in 0..<4 {
+                    // Consecutive day.get requests share a round trip; writes run alone between them.
                     for (index, user) in users.enumerated() {
                         try worker.sendRequest("day.get", params: params(user, ["date": .string(today)]), id: .string("day-\(round)-\(index)"))
+                    }
+                    for (index, user) in users.enumerated() {
                         try worker.sendRequest("completions.set", params: params(user, ["template_id": .uuid(habits[index]), "date": .string(today), "completed": .bool(round % 2 == 0)]),
                                                id: .string("set-\(round)-\(index)"))
                     }
-                    // Errors between them: another user's habit, and a future date.
+                    // Errors among them: another user's habit, a future date, and a day.get with an
+                    // unknown zone (rejected while building its statement, before the round trip).
+                    try worker.sendRequest("day.get", params: params(users[1], ["date": .string(today), "timezone": "Mars/Olympus_Mons"]),
+                                           id: .string("zone-\(round)"))
                     try worker.sendRequest("completions.set", params: params(users[0], ["template_id": .uuid(habits[1]), "date": .string(today), "completed": true]),
                                            id: .string("foreign-\(round)"))
                     try worker.sendRequest("completions.set", params: params(users[2], ["template_id": .uuid(habits[2]), "date": "9999-12-31", "completed": true]),
@@ -116,11 +122,13 @@ struct ConcurrencyTests {
                 }
                 expectError(try worker.response(id: .string("foreign-\(round)")), code: -32001, id: .string("foreign-\(round)"), reason: "not_found")
                 expectError(try worker.response(id: .string("future-\(round)")), code: -32002, id: .string("future-\(round)"), reason: "future_date")
+                let zone = try worker.response(id: .string("zone-\(round)"))
+                #expect(zone.code == -32602 && zone.field == "timezone", "\(zone.raw)")
             }
             // The last round set every habit's completion to false: nothing left, nothing doubled.
             for user in users { #expect(try session.completionCount(user: user) == 0) }
             // The queued requests did share round trips.
-            try worker.closeInput()
+            worker.closeInput()
             #expect(worker.waitForStderrEnd())
             #expect(worker.stderrText.contains("one round trip"), "no shared round trip in the log")
         }
