@@ -47,8 +47,11 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     private let canShareRoundTrip: (Job) -> Bool
     private let maxJobsPerRoundTrip: Int
 
+    private let slotCount: Int
+
     init(slots: [Slot], maxJobsPerRoundTrip: Int = 1, canShareRoundTrip: @escaping (Job) -> Bool = { _ in false }) {
         freeSlots = slots.reversed()
+        slotCount = max(1, slots.count)
         self.maxJobsPerRoundTrip = max(1, maxJobsPerRoundTrip)
         self.canShareRoundTrip = canShareRoundTrip
     }
@@ -159,13 +162,17 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     }
 
     /// Under the lock: the next queued job for `slot`, with the queued jobs after it that can share
-    /// its round trip (up to `maxJobsPerRoundTrip`); nil if none is queued.
+    /// its round trip — at most `maxJobsPerRoundTrip`, and at most this slot's share of the queue,
+    /// so the other connections get work too and one slow statement holds up fewer requests; nil
+    /// if none is queued.
     private func dequeueRun(on slot: Slot) -> Assignment? {
+        let share = (queued.count - head + slotCount - 1) / slotCount
         guard let first = dequeue() else { return nil }
-        guard maxJobsPerRoundTrip > 1, canShareRoundTrip(first),
+        let limit = min(maxJobsPerRoundTrip, share)
+        guard limit > 1, canShareRoundTrip(first),
               head < queued.count, canShareRoundTrip(queued[head]) else { return .run(first, slot) }
         var jobs = [first]
-        while jobs.count < maxJobsPerRoundTrip, head < queued.count, canShareRoundTrip(queued[head]) {
+        while jobs.count < limit, head < queued.count, canShareRoundTrip(queued[head]) {
             jobs.append(dequeue()!)
         }
         return .runTogether(jobs, slot)

@@ -283,7 +283,10 @@ public final class Connection {
     ///
     /// A transaction that fails inside its block leaves the session's block aborted after its
     /// Sync, so every later one fails at its BEGIN without running (25P02). Those are run again
-    /// after a ROLLBACK: each result is what that transaction alone would have produced.
+    /// after a ROLLBACK: each result is what that transaction alone would have produced. When the
+    /// connection is lost, every transaction whose results did not all arrive is reported lost
+    /// (outcome unknown, as with `transaction(prelude:statement:)`), even if the server committed
+    /// it: the worker uses this for reads only.
     public func transactions(_ list: [(prelude: [Query], statement: Query)]) throws -> [Result<StatementResult, PostgresError>] {
         let handle = try liveHandle()
         guard !inTransactionBody, transactionStatus == .idle else {
@@ -305,9 +308,14 @@ public final class Connection {
             }
         }
         if transactionStatus != .idle { rollbackQuietly() }
+        guard !notRun.isEmpty else { return results }
         // Never loops: after the ROLLBACK the first one to run again starts from an idle session.
-        if !notRun.isEmpty, notRun.count < list.count, isHealthy, transactionStatus == .idle {
+        if notRun.count < list.count, isHealthy, transactionStatus == .idle {
             for (index, result) in zip(notRun, try transactions(notRun.map { list[$0] })) { results[index] = result }
+        } else {
+            // The session could not be brought back: they never ran, and are lost like the session.
+            notices.sessionEnded = true
+            for index in notRun { results[index] = .failure(connectionFailure(sql: list[index].statement.sql)) }
         }
         return results
     }
