@@ -68,23 +68,23 @@ struct MethodRegistry: Sendable {
     }
 
     mutating func register<Method: SingleStatementMethod>(_: Method.Type) {
-        handlers[Method.name] = { reader in
-            try reader.rejectUnknownKeys(allowed: Method.keys)
-            let params = try Method.decode(reader)
-            return .database({ context in try Method.run(params, in: context) },
-                             statement: { context in try Method.statement(params, in: context) })
-        }
+        handlers[Method.name] = Self.databaseHandler(Method.self, statement: Method.statement(_:in:))
     }
 
     mutating func register<Method: LocalMethod>(_: Method.Type) {
         handlers[Method.name] = Self.localHandler(Method.self)
     }
 
-    private static func databaseHandler<Method: DatabaseMethod>(_: Method.Type) -> @Sendable (ParamsReader) throws -> Prepared {
+    private static func databaseHandler<Method: DatabaseMethod>(
+        _: Method.Type,
+        statement: (@Sendable (Method.Params, MethodContext) throws -> UserStatement<JSONValue>)? = nil
+    ) -> @Sendable (ParamsReader) throws -> Prepared {
         { reader in
             try reader.rejectUnknownKeys(allowed: Method.keys)
             let params = try Method.decode(reader)
-            return .database({ context in try Method.run(params, in: context) }, statement: nil)
+            var shareable: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?
+            if let statement { shareable = { context in try statement(params, context) } }
+            return .database({ context in try Method.run(params, in: context) }, statement: shareable)
         }
     }
 

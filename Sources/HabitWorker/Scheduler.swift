@@ -83,14 +83,20 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     /// look for work leads.
     func handOverLead() {
         lock.lock()
-        if let follower = followers.popLast() {
-            follower.assignment = .lead
+        passLeadAndUnlock()
+    }
+
+    /// Under the lock, which it releases: an idle follower becomes leader, or the first thread
+    /// to look for work will.
+    private func passLeadAndUnlock() {
+        guard let follower = followers.popLast() else {
+            leaderPresent = false
             lock.unlock()
-            follower.wakeUp.signal()
             return
         }
-        leaderPresent = false
+        follower.assignment = .lead
         lock.unlock()
+        follower.wakeUp.signal()
     }
 
     /// Leader that ran its own job without handing over the lead (no input arrived meanwhile):
@@ -102,14 +108,7 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
             lock.unlock()
             return .lead
         }
-        if let follower = followers.popLast() {
-            follower.assignment = .lead
-            lock.unlock()
-            follower.wakeUp.signal()
-        } else {
-            leaderPresent = false
-            lock.unlock()
-        }
+        passLeadAndUnlock()
         return assignment
     }
 

@@ -265,13 +265,20 @@ public final class Connection {
         guard !inTransactionBody, transactionStatus == .idle else {
             throw PostgresError(kind: .misuse, message: "transaction(prelude:statement:) called while a transaction is already open")
         }
-        let results: [ResultSet]
         do {
-            results = try runPipeline(["BEGIN"] + prelude + [statement, "COMMIT"], on: handle)
+            return Self.statementResult(of: try runPipeline(Self.transactionQueries(prelude, statement), on: handle))
         } catch {
             rollbackQuietly()
             throw error
         }
+    }
+
+    private static func transactionQueries(_ prelude: [Query], _ statement: Query) -> [Query] {
+        ["BEGIN"] + prelude + [statement, "COMMIT"]
+    }
+
+    /// The statement's result among BEGIN, prelude, statement, COMMIT.
+    private static func statementResult(of results: [ResultSet]) -> StatementResult {
         let result = results[results.count - 2]
         return StatementResult(rows: (0..<result.rowCount).map { Row(result: result, index: $0) }, affectedRows: result.affectedRows)
     }
@@ -293,15 +300,13 @@ public final class Connection {
             throw PostgresError(kind: .misuse, message: "transactions(_:) called while a transaction is already open")
         }
         guard !list.isEmpty else { return [] }
-        let outcomes = runPipeline(segments: list.map { ["BEGIN"] + $0.prelude + [$0.statement, "COMMIT"] }, on: handle)
+        let outcomes = runPipeline(segments: list.map { Self.transactionQueries($0.prelude, $0.statement) }, on: handle)
         var results: [Result<StatementResult, PostgresError>] = []
         var notRun: [Int] = []
         for (index, outcome) in outcomes.enumerated() {
             switch outcome {
             case .success(let sets):
-                let result = sets[sets.count - 2]
-                results.append(.success(StatementResult(rows: (0..<result.rowCount).map { Row(result: result, index: $0) },
-                                                        affectedRows: result.affectedRows)))
+                results.append(.success(Self.statementResult(of: sets)))
             case .failure(let error):
                 results.append(.failure(error))
                 if error.sqlState == .inFailedSQLTransaction { notRun.append(index) }

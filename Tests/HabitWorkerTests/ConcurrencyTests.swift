@@ -14,10 +14,7 @@ struct ConcurrencyTests {
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
             let today = try session.today().description
-            try session.admin.withTransaction { connection in
-                // Held until this closure returns: the worker's UPDATE of this row must wait.
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
-                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Unblocked"]), id: "slow")
+            try session.whileUpdateWaits(user: user, habit: habit, renamingTo: "Unblocked", id: "slow") {
                 let quick: [(String, WireJSON?)] = [
                     ("system.ping", nil), ("habits.list", params(user)), ("day.get", params(user, ["date": .string(today)])),
                     ("profile.get", params(user)), ("week.counts", params(user, ["date": .string(today)])), ("system.health", nil),
@@ -47,9 +44,7 @@ struct ConcurrencyTests {
             let worker = session.worker
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
-            try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
-                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Unblocked"]), id: "slow")
+            try session.whileUpdateWaits(user: user, habit: habit, renamingTo: "Unblocked", id: "slow") {
                 // Wait (hang guard 20 s) until the worker's UPDATE waits for the lock.
                 let observer = try session.database.connect()
                 defer { observer.close() }
@@ -84,9 +79,7 @@ struct ConcurrencyTests {
                 habits.append(try #require(try worker.createHabit(user: user, name: "Habit \(index)").habitID))
             }
             let today = try session.today().description
-            try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habits[0]) FOR UPDATE")
-                try worker.sendRequest("habits.update", params: params(users[0], ["id": .uuid(habits[0]), "name": "Renamed"]), id: "blocker")
+            try session.whileUpdateWaits(user: users[0], habit: habits[0], renamingTo: "Renamed", id: "blocker") {
                 for round in 0..<4 {
                     // Consecutive day.get requests share a round trip; writes run alone between them.
                     for (index, user) in users.enumerated() {
@@ -140,11 +133,8 @@ struct ConcurrencyTests {
             let worker = session.worker
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
-            try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
-                // Occupies the only connection until the row is released…
-                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Unblocked"]), id: "slow")
-                // …so this one waits in the queue behind it.
+            try session.whileUpdateWaits(user: user, habit: habit, renamingTo: "Unblocked", id: "slow") {
+                // The waiting update holds the only connection, so this one queues behind it.
                 try worker.sendRequest("habits.list", params: params(user), id: "queued")
                 try worker.sendRequest("system.ping", params: nil, id: "ping")
                 try worker.sendRequest("no.such.method", params: nil, id: "unknown")
@@ -247,9 +237,7 @@ struct ConcurrencyTests {
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Held").habitID)
             let queued = 20
-            try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
-                try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Released"]), id: "held")
+            try session.whileUpdateWaits(user: user, habit: habit, renamingTo: "Released", id: "held") {
                 for index in 0..<queued {
                     try worker.sendRequest("habits.create", params: params(user, ["name": .string("Queued \(index)")]), id: .int(index))
                 }

@@ -36,6 +36,18 @@ struct WorkerSession {
         try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: extra, environment: environment, body)
     }
 
+    /// Runs `body` while the admin holds a row lock on `habit` and the worker's `habits.update`
+    /// of it (to `name`, request id `id`) waits for that lock: a request that occupies one of
+    /// the worker's connections until `body` returns and the lock is released.
+    func whileUpdateWaits(user: UUID, habit: UUID, renamingTo name: String, id: WireJSON,
+                          _ body: () throws -> Void) throws {
+        try admin.withTransaction { connection in
+            try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+            try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": .string(name)]), id: id)
+            try body()
+        }
+    }
+
     /// Today in `zone` as PostgreSQL computes it.
     func today(in zone: String = "UTC") throws -> CalendarDate {
         try admin.queryOne("SELECT habit.local_date(now(), \(zone))").decode(CalendarDate.self, at: 0)
