@@ -14,7 +14,7 @@ public struct WeeklyCountsJob {
     public var weekStart: WeekStart = .monday
     public var user: UUID?
     public var format: Format = .csv
-    /// Upsert into weekly_completion_counts instead of printing rows.
+    /// Store into weekly_completion_counts (replacing the run's rows) instead of printing rows.
     public var store = false
 
     public init(from: CalendarDate, to: CalendarDate) {
@@ -30,6 +30,14 @@ public struct WeeklyCountsJob {
     public struct StoreReport: Sendable, Equatable {
         /// Rows inserted or changed (unchanged rows keep their computed_at).
         public var written: Int
+        /// Stored rows of the run's weeks, convention and users that the run did not produce
+        /// (e.g. a user who no longer has a habit or a profile).
+        public var deleted: Int = 0
+
+        public init(written: Int, deleted: Int = 0) {
+            self.written = written
+            self.deleted = deleted
+        }
     }
 
     /// Streams the rows to `output`; `progress` (if given) hears of each row.
@@ -76,25 +84,47 @@ public struct WeeklyCountsJob {
         progress?.finish()
     }
 
-    /// Upserts the rows into weekly_completion_counts in one statement, safe to run while
-    /// the worker writes and safe to repeat: unchanged rows are left alone.
+    /// Replaces the stored rows of the run in one statement (one transaction): upserts the
+    /// rows it produces into weekly_completion_counts and deletes the rows of the same week
+    /// convention, in the weeks of [from, to], of the run's users (every user without `user`)
+    /// that it did not produce. Safe to run while the worker writes and safe to repeat:
+    /// unchanged rows are left alone. Rows of the other week convention are never touched.
     public func runStore(on connection: Connection) throws -> StoreReport {
         try connection.withTransaction(prelude: Self.prelude) { connection in
-            let written = try connection.execute("""
-                INSERT INTO public.weekly_completion_counts AS stored
-                    (user_id, week_start, completions, days_with_completion, active_habit_days, completion_rate)
-                SELECT * FROM habit.weekly_counts(\(from), \(to), \(weekStart.rawValue), \(user))
-                ON CONFLICT (user_id, week_start) DO UPDATE SET
-                    completions = EXCLUDED.completions,
-                    days_with_completion = EXCLUDED.days_with_completion,
-                    active_habit_days = EXCLUDED.active_habit_days,
-                    completion_rate = EXCLUDED.completion_rate,
-                    computed_at = now()
-                WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days, stored.completion_rate)
-                      IS DISTINCT FROM
-                      (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days, EXCLUDED.completion_rate)
+            let convention = weekStart.rawValue
+            let row = try connection.queryOne("""
+                WITH produced AS (
+                    SELECT * FROM habit.weekly_counts(\(from), \(to), \(convention), \(user))
+                ),
+                written AS (
+                    INSERT INTO public.weekly_completion_counts AS stored
+                        (user_id, week_starts_on, week_start, completions, days_with_completion, active_habit_days, completion_rate)
+                    SELECT p.user_id, \(convention), p.week_start, p.completions, p.days_with_completion,
+                           p.active_habit_days, p.completion_rate
+                    FROM produced p
+                    ON CONFLICT (user_id, week_starts_on, week_start) DO UPDATE SET
+                        completions = EXCLUDED.completions,
+                        days_with_completion = EXCLUDED.days_with_completion,
+                        active_habit_days = EXCLUDED.active_habit_days,
+                        completion_rate = EXCLUDED.completion_rate,
+                        computed_at = now()
+                    WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days, stored.completion_rate)
+                          IS DISTINCT FROM
+                          (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days, EXCLUDED.completion_rate)
+                    RETURNING 1
+                ),
+                deleted AS (
+                    DELETE FROM public.weekly_completion_counts AS stored
+                    WHERE stored.week_starts_on = \(convention)
+                      AND stored.week_start >= habit.week_start(\(from), habit.week_start_isodow(\(convention)))
+                      AND stored.week_start <= habit.week_start(\(to), habit.week_start_isodow(\(convention)))
+                      AND (\(user)::uuid IS NULL OR stored.user_id = \(user))
+                      AND NOT EXISTS (SELECT 1 FROM produced p WHERE p.user_id = stored.user_id AND p.week_start = stored.week_start)
+                    RETURNING 1
+                )
+                SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM deleted)
                 """)
-            return StoreReport(written: written)
+            return StoreReport(written: try row.decode(Int.self, at: 0), deleted: try row.decode(Int.self, at: 1))
         }
     }
 

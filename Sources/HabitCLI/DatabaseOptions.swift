@@ -17,16 +17,54 @@ struct DatabaseOptions: ParsableArguments {
             help: ArgumentHelp("Directory of the NNNN_name.sql migrations (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or the working directory).", valueName: "path"))
     var migrationsDirectory: String?
 
-    /// The configured server's URL, if any.
+    @Option(help: ArgumentHelp("auto: prepare each statement once per connection, and switch that connection to unnamed statements for good when a transaction pooler loses them (26000/42P05); on: always named; off: always unnamed (env HABIT_PREPARED_STATEMENTS, default auto).", valueName: "auto|on|off"))
+    var preparedStatements: PreparedStatementMode?
+
+    /// `--prepared-statements`, else `HABIT_PREPARED_STATEMENTS`, else `auto`.
+    func preparedStatementMode() throws -> PreparedStatementMode {
+        if let preparedStatements { return preparedStatements }
+        guard let text = Environment.string("HABIT_PREPARED_STATEMENTS") else { return .auto }
+        guard let mode = PreparedStatementMode(rawValue: text) else {
+            throw ValidationError("HABIT_PREPARED_STATEMENTS must be auto, on or off")
+        }
+        return mode
+    }
+
+    /// A connection with the configured prepared-statement mode. A fallback to unnamed
+    /// statements is said once on stderr, with how to silence it.
+    func connect(_ url: String, applicationName: String) throws -> Connection {
+        let connection = try Connection(url, applicationName: applicationName, preparedStatements: try preparedStatementMode())
+        connection.onPreparedStatementsDisabled = { error in
+            FileHandle.standardError.write(Data("habit: warning: \(PreparedStatementMode.fallbackWarning(error))\n".utf8))
+        }
+        return connection
+    }
+
+    /// The configured server's URL, if any, first checked with libpq's parser: a malformed
+    /// one fails here (exit 64) saying which part is wrong, never quoting it (a password).
     var configuredURL: String? {
-        if let databaseURL, !databaseURL.isEmpty { return databaseURL }
-        return Environment.string("DATABASE_URL")
+        get throws {
+            let url: String, source: String
+            if let databaseURL, !databaseURL.isEmpty {
+                (url, source) = (databaseURL, "--database-url")
+            } else if let fromEnvironment = Environment.string("DATABASE_URL") {
+                (url, source) = (fromEnvironment, "DATABASE_URL")
+            } else {
+                return nil
+            }
+            do {
+                try ConnectionString.validate(url)
+            } catch let error as PostgresError {
+                throw CommandFailure("\(source): \(error.message)", code: 64)
+            }
+            return url
+        }
     }
 
     /// The configured URL; without one, the embedded server is started (and migrated first
     /// when `migrating`) and its connection string for `role` is returned.
     func connectionURL(embedded role: KeyPath<EmbeddedServer, String>, migrating: Bool = false) throws -> String {
-        if let configuredURL { return configuredURL }
+        if let configured = try configuredURL { return configured }
         return try startEmbeddedServer(migrating: migrating)[keyPath: role]
     }
 
@@ -35,7 +73,7 @@ struct DatabaseOptions: ParsableArguments {
         let server = try embeddedServer()
         try server.start()
         if migrating {
-            let admin = try Connection(server.adminConnectionString, applicationName: "habit-migrate")
+            let admin = try connect(server.adminConnectionString, applicationName: "habit-migrate")
             defer { admin.close() }
             try migrator().migrate(admin)
         }
@@ -50,6 +88,8 @@ struct DatabaseOptions: ParsableArguments {
         try Migrator(directory: MigrationSource.locateDirectory(explicit: migrationsDirectory))
     }
 }
+
+extension PreparedStatementMode: ExpressibleByArgument {}
 
 enum Environment {
     static func string(_ name: String) -> String? {

@@ -22,7 +22,7 @@ struct MigrateCommand: ParsableCommand {
     func run() throws {
         try reportingFailures {
             let migrator = try database.migrator()
-            let connection = try Connection(try database.connectionURL(embedded: \.adminConnectionString), applicationName: "habit-migrate")
+            let connection = try database.connect(try database.connectionURL(embedded: \.adminConnectionString), applicationName: "habit-migrate")
             defer { connection.close() }
             if status {
                 let pending = Set(try migrator.pending(connection).map(\.version))

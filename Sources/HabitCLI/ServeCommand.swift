@@ -44,6 +44,10 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Most elements in one JSON-RPC batch; a larger batch gets one -32600 and none of it runs (env HABIT_MAX_BATCH, default 1000).", valueName: "n"))
     var maxBatch: Int?
 
+    @Option(name: .customLong("max-response-bytes"),
+            help: ArgumentHelp("Largest response line in bytes; a larger result answers reason \"response_too_large\", and a batch's responses together stay within it (env HABIT_MAX_RESPONSE_BYTES, default 8388608).", valueName: "bytes"))
+    var maxResponseBytes: Int?
+
     @Option(name: .customLong("max-per-round-trip"),
             help: ArgumentHelp("Most queued day.get requests one connection sends in one round trip, each in its own transaction; 1 sends each alone (env HABIT_MAX_PER_ROUND_TRIP, default 16).", valueName: "n"))
     var maxPerRoundTrip: Int?
@@ -51,9 +55,6 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("connect-timeout"),
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
     var connectTimeout: Int?
-
-    @Option(help: ArgumentHelp("on: prepare each statement once per connection; off: unnamed statements, for pgbouncer < 1.21 in transaction mode (env HABIT_PREPARED_STATEMENTS, default on).", valueName: "on|off"))
-    var preparedStatements: String?
 
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env HABIT_LOG_LEVEL, default info).", valueName: "level"))
     var logLevel: String?
@@ -63,12 +64,12 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         for (name, value) in [("--pool-size", poolSize), ("--max-in-flight", maxInFlight), ("--max-line-bytes", maxLineBytes), ("--max-batch", maxBatch),
+                             ("--max-response-bytes", maxResponseBytes),
                              ("--max-per-round-trip", maxPerRoundTrip)] {
             if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
         }
         if let statementTimeout, statementTimeout < 0 { throw ValidationError("--statement-timeout-ms must be 0 (none) or more") }
         if let connectTimeout, connectTimeout < 1 { throw ValidationError("--connect-timeout must be at least 1") }
-        if let preparedStatements, !["on", "off"].contains(preparedStatements) { throw ValidationError("--prepared-statements must be on or off") }
         if let logLevel, Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level \(logLevel)") }
         if let logFormat, StderrLogHandler.Format(rawValue: logFormat) == nil { throw ValidationError("--log-format must be json or text") }
     }
@@ -88,7 +89,7 @@ struct ServeCommand: ParsableCommand {
             logger = Logger(label: "habit.serve") { label in StderrLogHandler(label: label, level: level, format: format) }
 
             let connectionString: String
-            if let configured = database.configuredURL {
+            if let configured = try database.configuredURL {
                 if try migrate || Environment.boolean("HABIT_MIGRATE") == true {
                     try applyMigrations(url: configured, logger: logger)
                 }
@@ -108,17 +109,15 @@ struct ServeCommand: ParsableCommand {
                 ?? configuration.statementTimeoutMilliseconds
             configuration.maxLineBytes = try maxLineBytes ?? Environment.integer("HABIT_MAX_LINE_BYTES") ?? configuration.maxLineBytes
             configuration.maxBatchElements = try maxBatch ?? Environment.integer("HABIT_MAX_BATCH") ?? configuration.maxBatchElements
+            configuration.maxResponseBytes = try maxResponseBytes ?? Environment.integer("HABIT_MAX_RESPONSE_BYTES")
+                ?? configuration.maxResponseBytes
             configuration.maxRequestsPerRoundTrip = try maxPerRoundTrip ?? Environment.integer("HABIT_MAX_PER_ROUND_TRIP")
                 ?? configuration.maxRequestsPerRoundTrip
             configuration.connectTimeoutSeconds = try connectTimeout ?? Environment.integer("HABIT_CONNECT_TIMEOUT")
                 ?? configuration.connectTimeoutSeconds
-            switch preparedStatements ?? Environment.string("HABIT_PREPARED_STATEMENTS") ?? "on" {
-            case "on": configuration.preparedStatements = true
-            case "off": configuration.preparedStatements = false
-            default: throw ValidationError("HABIT_PREPARED_STATEMENTS must be on or off")
-            }
+            configuration.preparedStatements = try database.preparedStatementMode()
             guard configuration.poolSize >= 1, configuration.maxInFlight >= 1, configuration.maxLineBytes >= 1,
-                  configuration.maxBatchElements >= 1, configuration.maxRequestsPerRoundTrip >= 1,
+                  configuration.maxBatchElements >= 1, configuration.maxRequestsPerRoundTrip >= 1, configuration.maxResponseBytes >= 1,
                   configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
                 throw ValidationError("HABIT_* sizes must be positive")
             }
@@ -130,7 +129,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     private func applyMigrations(url: String, logger: Logger) throws {
-        let connection = try Connection(url, applicationName: "habit-migrate")
+        let connection = try database.connect(url, applicationName: "habit-migrate")
         defer { connection.close() }
         let report = try database.migrator().migrate(connection)
         logger.info("migrations", metadata: ["applied": "\(report.applied.count)", "schema_version": "\(report.schemaVersion)"])

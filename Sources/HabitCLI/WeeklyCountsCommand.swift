@@ -20,7 +20,9 @@ struct WeeklyCountsCommand: ParsableCommand {
               user_id,week_start,completions,days_with_completion,active_habit_days,completion_rate
             sorted by user_id then week_start. CSV (with that header) by default; --format json writes \
             one object per line; --format table an aligned table. --store upserts the rows into \
-            weekly_completion_counts instead of printing them (re-running changes nothing that did not change).
+            weekly_completion_counts instead of printing them, keyed by user, week convention and week, and \
+            deletes the stored rows of the same convention, weeks and users (every user without --user) \
+            that the run did not produce; re-running changes nothing that did not change.
 
             Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
@@ -43,7 +45,7 @@ struct WeeklyCountsCommand: ParsableCommand {
     @Option(help: "csv, json or table.")
     var format: WeeklyCountsJob.Format = .csv
 
-    @Flag(help: "Upsert into weekly_completion_counts instead of printing.")
+    @Flag(help: "Replace the run's rows in weekly_completion_counts instead of printing.")
     var store = false
 
     @Option(help: ArgumentHelp("Only this user.", valueName: "uuid"))
@@ -58,7 +60,7 @@ struct WeeklyCountsCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            let connection = try Connection(try database.connectionURL(embedded: \.batchConnectionString), applicationName: "habit-weekly-counts")
+            let connection = try database.connect(try database.connectionURL(embedded: \.batchConnectionString), applicationName: "habit-weekly-counts")
             defer { connection.close() }
             var job = WeeklyCountsJob(from: from, to: to)
             job.weekStart = weekStart
@@ -66,7 +68,7 @@ struct WeeklyCountsCommand: ParsableCommand {
             job.user = user.flatMap(UUID.init(uuidString:))
             if store {
                 let report = try job.runStore(on: connection)
-                FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.written) changed row(s)\n".utf8))
+                FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.written) changed row(s), deleted \(report.deleted) stale row(s)\n".utf8))
             } else {
                 try job.run(on: connection, output: OutputSink(), progress: ProgressReporter.forStandardError())
             }
@@ -114,7 +116,7 @@ struct DevCommand: ParsableCommand {
         func run() throws {
             try reportingFailures {
                 let url = try database.connectionURL(embedded: \.adminConnectionString, migrating: true)
-                let connection = try Connection(url, applicationName: "habit-seed")
+                let connection = try database.connect(url, applicationName: "habit-seed")
                 defer { connection.close() }
                 var seeder = Seeder(endDate: endDate)
                 seeder.users = users

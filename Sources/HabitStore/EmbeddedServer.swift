@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,6 +12,11 @@ import Glibc
 /// initdb and postgres refuse to run as root, so under root they run as the `postgres`
 /// system user (Debian's postgresql package creates it), which must be able to reach the
 /// directory.
+///
+/// The server's programs run with `directory` as their working directory (the caller's may
+/// be one the `postgres` user cannot enter, e.g. a 0700 home), only their exit status and
+/// stdout are read (stderr goes into error messages, never into decisions), and the
+/// `habit` database is checked and created over the socket through `PostgresClient`.
 public struct EmbeddedServer: Sendable {
     public let directory: String
     public let binDirectory: String
@@ -20,7 +26,9 @@ public struct EmbeddedServer: Sendable {
     public var logFile: String { directory + "/server.log" }
 
     /// The socket directory: inside `directory`, unless that path is too long for a unix
-    /// socket address (107 bytes), then a per-directory folder under /tmp.
+    /// socket address (107 bytes), then a per-directory folder under /tmp. Either way `start()`
+    /// uses it only when it is a real directory owned by the server's user with mode 0700
+    /// (`prepareSocketDirectory`): a folder someone else made in /tmp is refused, not used.
     public var socketDirectory: String {
         let inside = directory + "/socket"
         if (inside + "/.s.PGSQL.5432").utf8.count < 100 { return inside }
@@ -47,6 +55,11 @@ public struct EmbeddedServer: Sendable {
             if FileManager.default.isExecutableFile(atPath: candidate + "/initdb") { return candidate }
         }
         throw EmbeddedServerError.notInstalled
+    }
+
+    /// Superuser connection to the `postgres` maintenance database: creating `habit`.
+    var maintenanceConnectionString: String {
+        "host='\(socketDirectory)' user=postgres dbname=postgres"
     }
 
     /// Superuser connection string (migrations, administration).
@@ -86,9 +99,7 @@ public struct EmbeddedServer: Sendable {
                                "--locale=C.UTF-8", "--no-instructions"])
         }
         if !isRunning() {
-            try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            if runsAsRoot { try chownToPostgres(socketDirectory) }
+            try prepareSocketDirectory()
             let options = "-c listen_addresses='' -c unix_socket_directories='\(socketDirectory)' -c unix_socket_permissions=0700"
             do {
                 try runServerTool(["pg_ctl", "start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options])
@@ -105,11 +116,47 @@ public struct EmbeddedServer: Sendable {
         try runServerTool(["pg_ctl", "stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "60"])
     }
 
+    /// Connects as the superuser over the socket and creates `habit` unless it exists. A
+    /// `CREATE DATABASE` that loses a race (42P04, duplicate_database) counts as done.
     private func createDatabaseIfMissing() throws {
-        let check = try runServerTool(["psql", "-h", socketDirectory, "-U", "postgres", "-d", "postgres", "-Atc",
-                                       "SELECT 1 FROM pg_database WHERE datname = '\(Self.databaseName)'"])
-        if check.trimmingCharacters(in: .whitespacesAndNewlines) != "1" {
-            try runServerTool(["createdb", "-h", socketDirectory, "-U", "postgres", Self.databaseName])
+        let connection = try Connection(maintenanceConnectionString, applicationName: "habit-embedded")
+        defer { connection.close() }
+        let exists = try connection.queryOptional("SELECT 1 FROM pg_database WHERE datname = \(Self.databaseName)") != nil
+        guard !exists else { return }
+        do {
+            // An identifier cannot be a bound parameter; databaseName is a constant of this type.
+            try connection.execute("CREATE DATABASE \(unsafeSQL: Self.databaseName)")
+        } catch let error as PostgresError where error.sqlState == .duplicateDatabase {
+            return
+        }
+    }
+
+    /// Makes the socket directory, or accepts an existing one only if it is a directory (not
+    /// a symlink) owned by the server's user (`postgres` under root, else us) with mode 0700.
+    /// Under /tmp anyone could have made the folder first, to read or replace the socket.
+    private func prepareSocketDirectory() throws {
+        let path = socketDirectory
+        let serverUID: uid_t
+        if runsAsRoot {
+            guard let entry = getpwnam("postgres") else { throw EmbeddedServerError.commandFailed("getpwnam postgres", "no postgres user") }
+            serverUID = entry.pointee.pw_uid
+        } else {
+            serverUID = geteuid()
+        }
+        if mkdir(path, 0o700) == 0 {
+            // Ours: mkdir cannot follow or reuse anything. Under root hand it to postgres.
+            if runsAsRoot, chown(path, serverUID, gid_t(bitPattern: -1)) != 0 {
+                throw EmbeddedServerError.commandFailed("chown \(path)", String(cString: strerror(errno)))
+            }
+        } else if errno != EEXIST {
+            throw EmbeddedServerError.commandFailed("mkdir \(path)", String(cString: strerror(errno)))
+        }
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            throw EmbeddedServerError.commandFailed("lstat \(path)", String(cString: strerror(errno)))
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == serverUID, status.st_mode & 0o7777 == 0o700 else {
+            throw EmbeddedServerError.unsafeSocketDirectory(path)
         }
     }
 
@@ -127,42 +174,53 @@ public struct EmbeddedServer: Sendable {
         try run("/bin/chown", ["-R", "postgres:", path])
     }
 
-    /// Runs a PostgreSQL program from the bin directory, as `postgres` when we are root.
+    /// Runs a PostgreSQL program from the bin directory, as `postgres` when we are root, in
+    /// `directory` (which that user can enter: `prepareOwnership`). PostgreSQL's programs go
+    /// back to the directory they started in after locating themselves and complain on
+    /// stderr when they cannot. posix_spawn_file_actions_addchdir_np is not exported to
+    /// Swift, so coreutils' `env --chdir` (8.28+) changes directory, after runuser.
     @discardableResult
     private func runServerTool(_ arguments: [String]) throws -> String {
-        let program = binDirectory + "/" + arguments[0]
+        let command = ["/usr/bin/env", "--chdir=\(directory)", binDirectory + "/" + arguments[0]] + arguments.dropFirst()
         if runsAsRoot {
-            return try run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments.dropFirst())
+            return try run("/usr/sbin/runuser", ["-u", "postgres", "--"] + command)
         }
-        return try run(program, Array(arguments.dropFirst()))
+        return try run(command[0], Array(command.dropFirst()))
     }
 
+    /// Runs a program to completion; returns its stdout. Its stderr only explains a failure.
     @discardableResult
     private func run(_ executable: String, _ arguments: [String]) throws -> String {
         let result = try ChildProcess.run(executable, arguments)
         guard result.status == 0 else {
-            throw EmbeddedServerError.commandFailed(([executable] + arguments).joined(separator: " "), result.output)
+            let explanation = [result.errors, result.output].filter { !$0.isEmpty }.joined(separator: "\n")
+            throw EmbeddedServerError.commandFailed(([executable] + arguments).joined(separator: " "), explanation)
         }
         return result.output
     }
 }
 
-/// Runs a program to completion with posix_spawn and waitpid, output captured in a file.
+/// Runs a program to completion with posix_spawn and waitpid, stdout and stderr captured
+/// in two files and returned apart: stdout is the answer, stderr only ever an explanation.
 ///
 /// Not Foundation's Process: `pg_ctl start` leaves a daemon behind, and Process watches
 /// for the child's end through a descriptor the daemon inherits, so it would wait for the
-/// server to stop. Here the child gets only stdin (/dev/null) and stdout/stderr (a file);
+/// server to stop. Here the child gets only stdin (/dev/null), stdout and stderr (files);
 /// every other descriptor is closed before exec.
 enum ChildProcess {
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let outputPath = NSTemporaryDirectory() + "habit-cmd-\(UUID().uuidString)"
-        defer { unlink(outputPath) }
+        let errorsPath = outputPath + ".err"
+        defer {
+            unlink(outputPath)
+            unlink(errorsPath)
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errorsPath, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         // posix_spawn_file_actions_addclosefrom_np is not exported to Swift: close each open
         // descriptor (as listed now) in the child instead.
         let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap(Int32.init)
@@ -181,15 +239,17 @@ enum ChildProcess {
             guard errno == EINTR else { throw EmbeddedServerError.commandFailed(executable, String(cString: strerror(errno))) }
         }
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let errors = (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? ""
         // WIFEXITED/WEXITSTATUS are macros: decode the wait status by hand.
         let exited = status & 0x7f == 0
-        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output)
+        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output, errors)
     }
 }
 
 public enum EmbeddedServerError: Error, CustomStringConvertible {
     case notInstalled
     case inaccessible(String)
+    case unsafeSocketDirectory(String)
     case startFailed(String)
     case commandFailed(String, String)
 
@@ -199,6 +259,8 @@ public enum EmbeddedServerError: Error, CustomStringConvertible {
             "PostgreSQL server programs not found under /usr/lib/postgresql/*/bin. Install them (apt-get install postgresql), set HABIT_PG_BINDIR, or point --database-url/DATABASE_URL at a server."
         case .inaccessible(let directory):
             "running as root, the embedded server runs as the postgres user, which cannot reach \(directory). Choose a data directory it can reach with --data-dir (e.g. /var/lib/habit)."
+        case .unsafeSocketDirectory(let path):
+            "refusing to use the socket directory \(path): it must be a directory owned by \(geteuid() == 0 ? "postgres" : "this user") with mode 0700 (someone else may have made it). Remove it, or choose a shorter --data-dir so the socket lives inside it."
         case .startFailed(let detail):
             "the embedded PostgreSQL did not start: \(detail)"
         case .commandFailed(let command, let output):

@@ -100,12 +100,18 @@ public final class HabitRepository {
         guard deleted == 1 else { throw StoreError.notFound }
     }
 
-    public func listHabits(user: UUID, includeInactive: Bool = false) throws -> [Habit] {
-        try scope.query(as: user, """
+    public func listHabits(user: UUID, includeInactive: Bool = false,
+                           page: PageRequest<HabitSortKey> = PageRequest()) throws -> Page<Habit> {
+        // sort_order NULLS LAST as a row comparison: (sort_order IS NULL, coalesce(sort_order, 0)).
+        let after = HabitSortKey.bounds(page.after)
+        return Page(fetched: try scope.query(as: user, """
             SELECT \(unsafeSQL: Habit.columns) FROM public.habit_templates
             WHERE user_id = \(user) AND (is_active OR \(includeInactive))
-            ORDER BY sort_order NULLS LAST, created_at, id
-            """).map { try Habit(row: $0) }
+              AND (sort_order IS NULL, coalesce(sort_order, 0)::bigint, created_at, id)
+                  > (\(after.nullOrder), \(after.order), \(after.createdAt), \(after.id))
+            ORDER BY sort_order IS NULL, sort_order, created_at, id
+            LIMIT \(page.fetchLimit)
+            """).map { try Habit(row: $0) }, request: page)
     }
 
     // MARK: - A day

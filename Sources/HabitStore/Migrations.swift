@@ -38,33 +38,29 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
 }
 
 public enum MigrationSource {
-    /// The default place of `sql/`: `$HABIT_MIGRATIONS_DIR`, else the nearest `sql/` holding
-    /// `0001_*.sql` above the executable or the working directory (a checkout or an image
-    /// that copies `sql/` next to the binary).
+    /// Where the migrations are, in this order: `explicit` (`--migrations-dir`),
+    /// `$HABIT_MIGRATIONS_DIR`, `sql/` in the executable's own directory (an image that
+    /// copies `sql/` beside the binary), `sql/` in the working directory (a checkout). The
+    /// last two count only when they hold `0001_*.sql`. Never a parent directory: on a fresh
+    /// embedded cluster migrations run as superuser, so a `../../sql/0001_x.sql` someone
+    /// planted above the working directory must not be picked up.
     public static func locateDirectory(explicit: String? = nil) throws -> String {
         if let explicit { return explicit }
         if let fromEnvironment = ProcessInfo.processInfo.environment["HABIT_MIGRATIONS_DIR"], !fromEnvironment.isEmpty {
             return fromEnvironment
         }
-        var starts: [URL] = []
-        if let executable = Bundle.main.executableURL { starts.append(executable.resolvingSymlinksInPath().deletingLastPathComponent()) }
-        starts.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-        var searched: [String] = []
-        for start in starts {
-            var directory = start
-            for _ in 0..<8 {
-                let candidate = directory.appendingPathComponent("sql")
-                searched.append(candidate.path)
-                if let names = try? FileManager.default.contentsOfDirectory(atPath: candidate.path),
-                   names.contains(where: { $0.hasPrefix("0001_") && $0.hasSuffix(".sql") }) {
-                    return candidate.path
-                }
-                let parent = directory.deletingLastPathComponent()
-                if parent.path == directory.path { break }
-                directory = parent
+        var candidates: [String] = []
+        if let executable = Bundle.main.executableURL {
+            candidates.append(executable.resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("sql").path)
+        }
+        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("sql").path)
+        for candidate in candidates {
+            if let names = try? FileManager.default.contentsOfDirectory(atPath: candidate),
+               names.contains(where: { $0.hasPrefix("0001_") && $0.hasSuffix(".sql") }) {
+                return candidate
             }
         }
-        throw MigrationError.directoryNotFound(searched: searched)
+        throw MigrationError.directoryNotFound(searched: candidates)
     }
 
     public static func load(directory: String) throws -> [Migration] {

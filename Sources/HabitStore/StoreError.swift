@@ -14,6 +14,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidState(String)
     /// A bad value; `field` names the input field.
     case invalidInput(field: String, reason: String)
+    /// The user already has `habit.row_limits`' most rows in `table` (SQLSTATE HB001).
+    case limitExceeded(table: String)
 
     public var description: String {
         switch self {
@@ -22,6 +24,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .habitNotActive: "habit is not active on that date"
         case .invalidState(let reason): "invalid state: \(reason)"
         case .invalidInput(let field, let reason): "invalid \(field): \(reason)"
+        case .limitExceeded(let table): "row limit of \(table) reached"
         }
     }
 }
@@ -41,6 +44,8 @@ extension StoreError {
         case .invalidParameterValue:
             // AT TIME ZONE with an unknown zone (only reachable if validation was skipped).
             return StoreError.invalidInput(field: "timezone", reason: "unknown time zone")
+        case .rowLimitExceeded:
+            return StoreError.limitExceeded(table: postgres.table ?? "")
         default:
             break
         }

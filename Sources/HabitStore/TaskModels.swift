@@ -93,12 +93,13 @@ public struct TaskChanges: Sendable {
 }
 
 /// The Today view of one date: every task scheduled on it, whatever its state.
-public struct TaskDay: Sendable, Equatable {
+public struct TaskDay: Sendable {
     public var date: CalendarDate
-    /// Active first, then not started, then completed; each by position.
-    public var tasks: [TaskItem]
-    public var completedCount: Int { tasks.filter { $0.state == .completed }.count }
-    public var totalCount: Int { tasks.count }
+    /// A page of the day's tasks: active first, then not started, then completed; each by position.
+    public var tasks: Page<TaskItem>
+    /// Of all the day's tasks, not only this page's.
+    public var completedCount: Int
+    public var totalCount: Int
 }
 
 /// Which tasks `TaskRepository.listTasks` returns.

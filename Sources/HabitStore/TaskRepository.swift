@@ -58,14 +58,14 @@ public final class TaskRepository {
     }
 
     /// The user's lists in creation order.
-    public func lists(user: UUID) throws -> [TaskList] {
-        try scope.transaction(as: user) { connection in
-            try connection.query("""
-                SELECT \(unsafeSQL: TaskList.columns) FROM public.task_lists
-                WHERE user_id = \(user)
-                ORDER BY created_at, id
-                """).map(TaskList.init(row:))
-        }
+    public func lists(user: UUID, page: PageRequest<TaskListSortKey> = PageRequest()) throws -> Page<TaskList> {
+        let after = TaskListSortKey.bounds(page.after)
+        return Page(fetched: try scope.query(as: user, """
+            SELECT \(unsafeSQL: TaskList.columns) FROM public.task_lists
+            WHERE user_id = \(user) AND (created_at, id) > (\(after.createdAt), \(after.id))
+            ORDER BY created_at, id
+            LIMIT \(page.fetchLimit)
+            """).map(TaskList.init(row:)), request: page)
     }
 
     // MARK: - Tasks
@@ -197,66 +197,88 @@ public final class TaskRepository {
     /// The tasks scheduled on `date` (default: today in the user's time zone, or in
     /// `timeZone` when given), in every state: active, then not started, then completed,
     /// each by position. Earlier dates' unfinished tasks are not carried over.
-    public func today(user: UUID, date: CalendarDate? = nil, timeZone: String? = nil) throws -> TaskDay {
+    public func today(user: UUID, date: CalendarDate? = nil, timeZone: String? = nil,
+                      page: PageRequest<TaskSortKey> = PageRequest()) throws -> TaskDay {
         try validateTimeZone(timeZone)
-        return try scope.transaction(as: user) { connection in
-            // One header row (the date) even when there are no tasks, like HabitRepository.day.
-            let rows = try connection.query("""
-                WITH day AS MATERIALIZED (
-                    -- Materialized: inlined, the coalesce(…) (not leakproof) would have to wait
-                    -- behind the RLS policy and could not drive the (user_id, scheduled_date) index.
-                    SELECT coalesce(\(date), habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))) AS date
-                )
-                SELECT day.date AS day, t.*
-                FROM day LEFT JOIN LATERAL (
-                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
-                    WHERE user_id = \(user) AND scheduled_date = day.date
-                ) t ON true
-                ORDER BY CASE t.state WHEN 'active' THEN 0 WHEN 'not_started' THEN 1 ELSE 2 END,
-                         t.position, t.created_at, t.id
-                """)
-            guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "today query returned no header row") }
-            return TaskDay(
-                date: try first.decode(CalendarDate.self, "day"),
-                tasks: try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:))
+        let after = TaskSortKey.bounds(page.after)
+        // One header row (the date and the day's counts) even when there are no tasks, like
+        // HabitRepository.day.
+        let rows = try scope.query(as: user, """
+            WITH day AS MATERIALIZED (
+                -- Materialized: inlined, the coalesce(…) (not leakproof) would have to wait
+                -- behind the RLS policy and could not drive the (user_id, scheduled_date) index.
+                SELECT coalesce(\(date), habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))) AS date
+            ),
+            header AS (
+                SELECT day.date,
+                       (SELECT count(*) FROM public.tasks WHERE user_id = \(user) AND scheduled_date = day.date) AS total,
+                       (SELECT count(*) FROM public.tasks
+                        WHERE user_id = \(user) AND scheduled_date = day.date AND state = 'completed') AS completed
+                FROM day
             )
-        }
+            SELECT header.date AS day, header.total, header.completed, t.*
+            FROM header LEFT JOIN LATERAL (
+                SELECT \(unsafeSQL: TaskItem.columns), \(unsafeSQL: TaskSortKey.stateRankSQL) AS rank FROM public.tasks
+                WHERE user_id = \(user) AND scheduled_date = header.date
+                  AND (\(unsafeSQL: TaskSortKey.stateRankSQL), position, created_at, id)
+                      > (\(after.rank), \(after.position), \(after.createdAt), \(after.id))
+                ORDER BY rank, position, created_at, id
+                LIMIT \(page.fetchLimit)
+            ) t ON true
+            ORDER BY t.rank, t.position, t.created_at, t.id
+            """)
+        guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "today query returned no header row") }
+        return TaskDay(
+            date: try first.decode(CalendarDate.self, "day"),
+            tasks: Page(fetched: try rows.filter { !$0.isNull(at: 3) }.map(TaskItem.init(row:)), request: page),
+            completedCount: try first.decode(Int.self, "completed"),
+            totalCount: try first.decode(Int.self, "total")
+        )
     }
 
     /// The inbox, the upcoming days (after today in the user's zone, or in `timeZone`), or
     /// one list. A list that is not the user's is `notFound`.
-    public func listTasks(user: UUID, _ listing: TaskListing, timeZone: String? = nil) throws -> [TaskItem] {
+    public func listTasks(user: UUID, _ listing: TaskListing, timeZone: String? = nil,
+                          page: PageRequest<TaskSortKey> = PageRequest()) throws -> Page<TaskItem> {
         try validateTimeZone(timeZone)
-        return try scope.transaction(as: user) { connection in
-            switch listing {
-            case .inbox:
-                return try connection.query("""
+        let after = TaskSortKey.bounds(page.after)
+        switch listing {
+        case .inbox:
+            return Page(fetched: try scope.query(as: user, """
+                SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
+                WHERE user_id = \(user) AND scheduled_date IS NULL
+                  AND (position, created_at, id) > (\(after.position), \(after.createdAt), \(after.id))
+                ORDER BY position, created_at, id
+                LIMIT \(page.fetchLimit)
+                """).map(TaskItem.init(row:)), request: page)
+        case .upcoming:
+            return Page(fetched: try scope.query(as: user, """
+                WITH today AS MATERIALIZED (
+                    SELECT habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone))) AS date
+                )
+                SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks, today
+                WHERE user_id = \(user) AND scheduled_date > today.date
+                  AND (scheduled_date, position, created_at, id) > (\(after.date), \(after.position), \(after.createdAt), \(after.id))
+                ORDER BY scheduled_date, position, created_at, id
+                LIMIT \(page.fetchLimit)
+                """).map(TaskItem.init(row:)), request: page)
+        case .list(let list):
+            // Undated first: (scheduled_date IS NOT NULL, coalesce(scheduled_date, 0001-01-01)).
+            let rows = try scope.query(as: user, """
+                SELECT l.found, t.*
+                FROM (SELECT EXISTS (SELECT 1 FROM public.task_lists WHERE id = \(list) AND user_id = \(user)) AS found) l
+                LEFT JOIN LATERAL (
                     SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
-                    WHERE user_id = \(user) AND scheduled_date IS NULL
-                    ORDER BY position, created_at, id
-                    """).map(TaskItem.init(row:))
-            case .upcoming:
-                return try connection.query("""
-                    WITH today AS MATERIALIZED (
-                        SELECT habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone))) AS date
-                    )
-                    SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks, today
-                    WHERE user_id = \(user) AND scheduled_date > today.date
-                    ORDER BY scheduled_date, position, created_at, id
-                    """).map(TaskItem.init(row:))
-            case .list(let list):
-                let rows = try connection.query("""
-                    SELECT l.found, t.*
-                    FROM (SELECT EXISTS (SELECT 1 FROM public.task_lists WHERE id = \(list) AND user_id = \(user)) AS found) l
-                    LEFT JOIN LATERAL (
-                        SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks
-                        WHERE user_id = \(user) AND list_id = \(list)
-                    ) t ON l.found
-                    ORDER BY t.scheduled_date NULLS FIRST, t.position, t.created_at, t.id
-                    """)
-                guard let first = rows.first, try first.decode(Bool.self, "found") else { throw StoreError.notFound }
-                return try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:))
-            }
+                    WHERE user_id = \(user) AND list_id = \(list)
+                      AND (scheduled_date IS NOT NULL, coalesce(scheduled_date, \(CalendarDate.minimum)), position, created_at, id)
+                          > (\(after.dated), \(after.date), \(after.position), \(after.createdAt), \(after.id))
+                    ORDER BY scheduled_date NULLS FIRST, position, created_at, id
+                    LIMIT \(page.fetchLimit)
+                ) t ON l.found
+                ORDER BY t.scheduled_date NULLS FIRST, t.position, t.created_at, t.id
+                """)
+            guard let first = rows.first, try first.decode(Bool.self, "found") else { throw StoreError.notFound }
+            return Page(fetched: try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:)), request: page)
         }
     }
 

@@ -11,7 +11,8 @@ public struct StoreSettings: Sendable {
 }
 
 /// Runs work as one user, the way PostgREST does: per transaction, `SET LOCAL ROLE
-/// authenticated` and the user's JWT claims with `set_config(…, true)`, so row-level
+/// authenticated` and the user's JWT claims (`request.jwt.claims`, `request.jwt.claim.sub`,
+/// `request.jwt.claim.role`) with `set_config(…, true)`, so row-level
 /// security sees that user and nothing survives the transaction (safe on pooled and
 /// pgbouncer-shared connections). Session-level settings are never used.
 public struct UserScope {
@@ -76,10 +77,19 @@ public struct UserScope {
 
     private func prelude(for user: UUID) -> [Query] {
         // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
-        let claims = #"{"sub":"\#(user.lowercaseString)","role":"authenticated"}"#
+        let sub = user.lowercaseString
+        let claims = #"{"sub":"\#(sub)","role":"authenticated"}"#
+        // Both spellings of the claims, transaction-local, in one statement: every auth.uid()
+        // Supabase has shipped sees this request's user (its init scripts' reads only
+        // request.jwt.claim.sub; GoTrue's reads either), and a session- or role-level
+        // request.jwt.claim.sub can never stand in for it.
         return [
             "SET LOCAL ROLE authenticated",
-            "SELECT set_config('request.jwt.claims', \(claims), true), set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)",
+            """
+            SELECT set_config('request.jwt.claims', \(claims), true), set_config('request.jwt.claim.sub', \(sub), true),
+                   set_config('request.jwt.claim.role', 'authenticated', true),
+                   set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)
+            """,
         ]
     }
 }

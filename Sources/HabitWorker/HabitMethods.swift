@@ -117,18 +117,21 @@ enum HabitsDelete: DatabaseMethod {
 
 enum HabitsList: DatabaseMethod {
     static let name = "habits.list"
-    static let keys: Set<String> = ["user_id", "include_inactive"]
-    struct Params: Sendable { let user: UUID; let includeInactive: Bool }
+    static let keys = Set<String>(["user_id", "include_inactive"]).union(PageCursor.keys)
+    struct Params: Sendable { let user: UUID; let includeInactive: Bool; let page: PageRequest<HabitSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), includeInactive: try params.optionalBool("include_inactive") ?? false)
+        Params(user: try params.userID(), includeInactive: try params.optionalBool("include_inactive") ?? false,
+               page: try params.habitPage())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let habits = try context.habits.listHabits(user: params.user, includeInactive: params.includeInactive)
-        return .encoded(JSONWriter.encode(capacity: 64 + 320 * habits.count) { json in
+        let habits = try context.habits.listHabits(user: params.user, includeInactive: params.includeInactive, page: params.page)
+        let next = habits.nextCursor(kind: HabitSortKey.cursorKind) { HabitSortKey($0).cursorFields }
+        return .encoded(JSONWriter.encode(capacity: 128 + 320 * habits.count) { json in
             json.beginObject()
             json.key("habits"); json.beginArray()
             for habit in habits { json.habit(habit) }
             json.endArray()
+            json.key("next_cursor"); if let cursor = next.stringValue { json.string(cursor) } else { json.null() }
             json.endObject()
         })
     }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 import Logging
 
 /// Log lines for stderr, one per event: JSON (`{"ts":…,"level":…,"msg":…,…}`) or plain text.
@@ -66,8 +67,9 @@ public struct StderrLogHandler: LogHandler {
     static func json(_ value: Logger.Metadata.Value) -> String {
         switch value {
         case .string(let text):
-            // Numbers logged as strings (durations, codes) stay numbers in JSON.
-            if let number = Double(text), number.isFinite, !text.isEmpty, text.first != "+" { return text }
+            // Numbers logged as strings (durations, codes) stay numbers in JSON, but only text
+            // that is a JSON number as it stands: "007", ".5" or "5." are strings.
+            if JSONValue.isNumberLiteral(text) { return text }
             return quote(text)
         case .stringConvertible(let convertible):
             return quote(convertible.description)

@@ -46,10 +46,17 @@ enum ListsDelete: DatabaseMethod {
 
 enum ListsList: DatabaseMethod {
     static let name = "lists.list"
-    static let keys: Set<String> = ["user_id"]
-    static func decode(_ params: ParamsReader) throws(RPCError) -> UUID { try params.userID() }
-    static func run(_ user: UUID, in context: MethodContext) throws -> JSONValue {
-        ["lists": .array(try context.tasks.lists(user: user).map(JSONValue.init(taskList:)))]
+    static let keys = Set<String>(["user_id"]).union(PageCursor.keys)
+    struct Params: Sendable { let user: UUID; let page: PageRequest<TaskListSortKey> }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        Params(user: try params.userID(), page: try params.taskListPage())
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
+        let lists = try context.tasks.lists(user: params.user, page: params.page)
+        return [
+            "lists": .array(lists.map(JSONValue.init(taskList:))),
+            "next_cursor": lists.nextCursor(kind: TaskListSortKey.cursorKind) { TaskListSortKey($0).cursorFields },
+        ]
     }
 }
 
@@ -148,26 +155,35 @@ enum TasksSetState: DatabaseMethod {
 
 enum TasksToday: DatabaseMethod {
     static let name = "tasks.today"
-    static let keys: Set<String> = ["user_id", "date", "timezone"]
-    struct Params: Sendable { let user: UUID; let date: CalendarDate?; let timeZone: String? }
+    static let keys = Set<String>(["user_id", "date", "timezone"]).union(PageCursor.keys)
+    static let cursorKind = "today"
+    struct Params: Sendable { let user: UUID; let date: CalendarDate?; let timeZone: String?; let page: PageRequest<TaskSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), date: try params.optionalDate("date"), timeZone: try params.timeZone())
+        // The cursor keeps the day of its first page: a walk that crosses midnight stays on it.
+        let (page, extra) = try params.taskPage(kind: cursorKind, extra: 1)
+        var date = try params.optionalDate("date")
+        if let cursorDay = extra.first {
+            guard let day = CalendarDate(iso8601: cursorDay), date == nil || date == day else { throw PageCursor.invalid() }
+            date = day
+        }
+        return Params(user: try params.userID(), date: date, timeZone: try params.timeZone(), page: page)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let day = try context.tasks.today(user: params.user, date: params.date, timeZone: params.timeZone)
+        let day = try context.tasks.today(user: params.user, date: params.date, timeZone: params.timeZone, page: params.page)
         return [
             "date": JSONValue(day.date),
             "tasks": .array(day.tasks.map(JSONValue.init(task:))),
             "completed_count": .int(day.completedCount),
             "total_count": .int(day.totalCount),
+            "next_cursor": day.tasks.nextCursor(kind: cursorKind, extra: [day.date.description]) { TaskSortKey($0).cursorFields },
         ]
     }
 }
 
 enum TasksList: DatabaseMethod {
     static let name = "tasks.list"
-    static let keys: Set<String> = ["user_id", "view", "list_id", "timezone"]
-    struct Params: Sendable { let user: UUID; let listing: TaskListing; let timeZone: String? }
+    static let keys = Set<String>(["user_id", "view", "list_id", "timezone"]).union(PageCursor.keys)
+    struct Params: Sendable { let user: UUID; let listing: TaskListing; let timeZone: String?; let page: PageRequest<TaskSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let view = try params.requiredString("view")
         let listID = try params.optionalUUID("list_id")
@@ -180,16 +196,30 @@ enum TasksList: DatabaseMethod {
         case ("inbox", _?), ("upcoming", _?): throw .invalidParams(field: "list_id", reason: "only allowed with view \"list\"")
         default: throw .invalidParams(field: "view", reason: "expected \"inbox\", \"upcoming\" or \"list\"")
         }
-        return Params(user: try params.userID(), listing: listing, timeZone: try params.timeZone())
+        let (page, _) = try params.taskPage(kind: cursorKind(listing))
+        return Params(user: try params.userID(), listing: listing, timeZone: try params.timeZone(), page: page)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let tasks = try context.tasks.listTasks(user: params.user, params.listing, timeZone: params.timeZone)
+        let tasks = try context.tasks.listTasks(user: params.user, params.listing, timeZone: params.timeZone, page: params.page)
         let view: String = switch params.listing {
         case .inbox: "inbox"
         case .upcoming: "upcoming"
         case .list: "list"
         }
-        return ["view": .string(view), "tasks": .array(tasks.map(JSONValue.init(task:)))]
+        return [
+            "view": .string(view),
+            "tasks": .array(tasks.map(JSONValue.init(task:))),
+            "next_cursor": tasks.nextCursor(kind: cursorKind(params.listing)) { TaskSortKey($0).cursorFields },
+        ]
+    }
+
+    /// A cursor belongs to one view (and one list).
+    static func cursorKind(_ listing: TaskListing) -> String {
+        switch listing {
+        case .inbox: "inbox"
+        case .upcoming: "upcoming"
+        case .list(let id): "list:" + id.lowercaseString
+        }
     }
 }
 

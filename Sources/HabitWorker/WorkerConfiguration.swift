@@ -1,4 +1,5 @@
 import HabitStore
+import PostgresClient
 
 /// Everything `habit serve` can be told; defaults are documented in docs/operations.md.
 public struct WorkerConfiguration: Sendable {
@@ -21,6 +22,9 @@ public struct WorkerConfiguration: Sendable {
     /// Most elements in one batch; a larger batch is answered with one -32600 and none of it
     /// runs. Bounds what one line can cost: every response of a batch is held until the last.
     public var maxBatchElements: Int = 1_000
+    /// Largest response line in bytes; a larger result is answered with reason
+    /// `response_too_large` instead, and a batch's responses together stay within it too.
+    public var maxResponseBytes: Int = 8 * 1_048_576
     /// Maximum JSON nesting depth of a request.
     public var maxJSONDepth: Int = 64
     /// libpq connect_timeout (s): how long a request waits for a server that is down.
@@ -29,10 +33,10 @@ public struct WorkerConfiguration: Sendable {
     /// for this long instead of each waiting for a new attempt (ms).
     public var reconnectBackoffMilliseconds: Int = 500
 
-    /// Prepare each statement once per connection. Turn off behind poolers that cannot
-    /// keep named prepared statements across transactions (pgbouncer < 1.21 in transaction
-    /// mode); statements are then sent unnamed and planned every time.
-    public var preparedStatements = true
+    /// Named or unnamed statements (`PreparedStatementMode`): `auto` prepares each statement
+    /// once per connection and falls back to unnamed statements behind a transaction pooler
+    /// that loses them (pgbouncer < 1.21), with one warning in the log.
+    public var preparedStatements: PreparedStatementMode = .auto
 
     public init(connectionString: String) {
         self.connectionString = connectionString

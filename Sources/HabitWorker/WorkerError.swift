@@ -13,6 +13,10 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case timeout = -32011
     /// Serialization failure or deadlock: the transaction was rolled back, so any method may be retried.
     case conflict = -32012
+    /// The user already has as many rows of that kind as allowed (`habit.row_limits`).
+    case limitExceeded = -32013
+    /// The result would exceed `--max-response-bytes`; nothing of it was sent.
+    case responseTooLarge = -32014
 
     public var reason: String {
         switch self {
@@ -23,6 +27,8 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .databaseUnavailable: "database_unavailable"
         case .timeout: "timeout"
         case .conflict: "conflict"
+        case .limitExceeded: "limit_exceeded"
+        case .responseTooLarge: "response_too_large"
         }
     }
 
@@ -35,6 +41,8 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .databaseUnavailable: "Database unavailable"
         case .timeout: "Statement timeout"
         case .conflict: "Conflict with a concurrent transaction"
+        case .limitExceeded: "Row limit exceeded"
+        case .responseTooLarge: "Response too large"
         }
     }
 
@@ -59,6 +67,7 @@ enum ErrorMapping {
             case .habitNotActive: return DomainErrorCode.habitNotActive.error()
             case .invalidState(let reason): return DomainErrorCode.invalidState.error(extra: [("detail", .string(reason))])
             case .invalidInput(let field, let reason): return .invalidParams(field: field, reason: reason)
+            case .limitExceeded(let table): return DomainErrorCode.limitExceeded.error(extra: [("table", .string(table))])
             }
         case let postgres as PostgresError:
             if postgres.isConnectionLost || postgres.sqlState == .tooManyConnections {

@@ -20,6 +20,8 @@ public final class WorkerServer: @unchecked Sendable {
     /// Places for requests accepted but not yet answered; the leader waits for one.
     private let inFlight: DispatchSemaphore
     private let outputBroken = LockedFlag()
+    /// Set when the first connection fell back to unnamed statements: one warning per worker.
+    private let preparedStatementsFellBack = LockedFlag()
     private let inputFailed = LockedFlag()
     private let wake: WakePipe
 
@@ -29,6 +31,8 @@ public final class WorkerServer: @unchecked Sendable {
         /// Single-statement methods: the same work as a statement that can share a round trip.
         let statement: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?
         let accepted: DispatchTime
+        /// An element of a batch (answered only with the whole batch).
+        let inBatch: Bool
         let complete: @Sendable (Result<JSONValue, RPCError>) -> Void
     }
 
@@ -175,7 +179,7 @@ public final class WorkerServer: @unchecked Sendable {
             logger.debug("invalid line", metadata: ["code": "\(error.code.rawValue)"])
             write(.error(id: .null, error: error))
         case .single(let message):
-            dispatch(message, enqueue: enqueue) { [self] response in
+            dispatch(message, inBatch: false, enqueue: enqueue) { [self] response in
                 if let response { write(response) }
             }
         case .batch(let messages):
@@ -187,15 +191,14 @@ public final class WorkerServer: @unchecked Sendable {
                            "limit": .int(configuration.maxBatchElements)])))
                 return
             }
-            let batch = BatchResponse(expected: messages.filter(\.expectsResponse).count) { [self] responses in
-                var bytes: [UInt8] = []
-                if OutgoingResponse.encodeBatch(responses, into: &bytes) { writeRaw(bytes) }
-            }
+            let batch = BatchResponse(expected: messages.filter(\.expectsResponse).count, budget: configuration.maxResponseBytes,
+                                      encode: { [self] response, limit in encode(response, limit: limit) },
+                                      done: { [self] bytes in writeRaw(bytes) })
             var slot = 0
             for message in messages {
                 let mySlot = message.expectsResponse ? slot : -1
                 if message.expectsResponse { slot += 1 }
-                dispatch(message, enqueue: enqueue) { response in
+                dispatch(message, inBatch: true, enqueue: enqueue) { response in
                     if let response, mySlot >= 0 { batch.fill(mySlot, with: response) }
                 }
             }
@@ -203,7 +206,8 @@ public final class WorkerServer: @unchecked Sendable {
     }
 
     /// Answers one message or hands its database job to `enqueue`; `respond` gets nil for notifications.
-    private func dispatch(_ message: DecodedMessage, enqueue: (Job) -> Void, respond: @escaping @Sendable (OutgoingResponse?) -> Void) {
+    private func dispatch(_ message: DecodedMessage, inBatch: Bool, enqueue: (Job) -> Void,
+                          respond: @escaping @Sendable (OutgoingResponse?) -> Void) {
         switch message {
         case .invalid(let id, let error):
             respond(.error(id: id, error: error))
@@ -230,7 +234,7 @@ public final class WorkerServer: @unchecked Sendable {
             case .immediate(let value):
                 finish(.success(value))
             case .database(let run, let statement):
-                enqueue(Job(method: method, run: run, statement: statement, accepted: .now(), complete: { [inFlight] result in
+                enqueue(Job(method: method, run: run, statement: statement, accepted: .now(), inBatch: inBatch, complete: { [inFlight] result in
                     finish(result)
                     inFlight.signal()
                 }))
@@ -239,7 +243,19 @@ public final class WorkerServer: @unchecked Sendable {
     }
 
     func write(_ response: OutgoingResponse) {
-        writeRaw(response.encoded)
+        writeRaw(encode(response, limit: configuration.maxResponseBytes))
+    }
+
+    /// The response's bytes; past `limit`, the `response_too_large` error for its id instead
+    /// (the result is never encoded beyond the limit).
+    func encode(_ response: OutgoingResponse, limit: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        if case .result(_, .encoded(let json)) = response { bytes.reserveCapacity(min(json.bytes.count + 64, max(limit, 0) + 64)) }
+        if response.encode(into: &bytes, limit: limit) { return bytes }
+        logger.warning("response too large", metadata: ["limit": "\(configuration.maxResponseBytes)"])
+        return OutgoingResponse.error(id: response.id, error: DomainErrorCode.responseTooLarge.error(extra: [
+            ("limit", .int(configuration.maxResponseBytes)),
+        ])).encoded
     }
 
     /// The hand-over of a leader writing its own job's response on this thread (see `serve`).
@@ -308,6 +324,7 @@ public final class WorkerServer: @unchecked Sendable {
     /// `handOver`, when this thread still leads: called once input arrives while the job waits
     /// for PostgreSQL, or before a wait that cannot watch stdin (connecting, libpq's synchronous calls).
     private func execute(_ job: Job, on slot: ConnectionSlot, handOver: LeadHandOver? = nil) -> Result<JSONValue, RPCError> {
+        if let unheard = unheardFailure(job) { return .failure(unheard) }
         do {
             let context = try usableContext(slot, beforeConnecting: handOver?.callAsFunction)
             guard let handOver, !handOver.done else { return .success(try job.run(context)) }
@@ -317,6 +334,18 @@ public final class WorkerServer: @unchecked Sendable {
         } catch {
             return .failure(failure(of: job, error, on: slot))
         }
+    }
+
+    /// Non-nil when nobody can read `job`'s answer any more (stdout broke): it is not run. A
+    /// batch's answer is written only after its last element, so for a batch element the
+    /// output is asked directly (one poll); a broken stdout is then noticed before the rest runs.
+    private func unheardFailure(_ job: Job) -> RPCError? {
+        guard outputBroken.isSet || (job.inBatch && writer.isBroken) else { return nil }
+        if outputBroken.set() {
+            logger.error("stdout closed; stopping", metadata: ["error": "the reading end of stdout is gone"])
+            wake.wake()
+        }
+        return RPCError(code: .internalError, message: "Internal error", data: ["reason": "not run: stdout is closed"])
     }
 
     /// Queued single-statement jobs, all their transactions in one round trip on `slot`'s
@@ -331,6 +360,10 @@ public final class WorkerServer: @unchecked Sendable {
         var results = [Result<JSONValue, RPCError>](repeating: .failure(.internalError()), count: jobs.count)
         var statements: [(job: Int, statement: UserStatement<JSONValue>)] = []
         for (index, job) in jobs.enumerated() {
+            if let unheard = unheardFailure(job) {
+                results[index] = .failure(unheard)
+                continue
+            }
             do {
                 guard let statement = job.statement else { throw PostgresError(kind: .misuse, message: "job without a statement") }
                 statements.append((index, try statement(context)))
@@ -390,6 +423,10 @@ public final class WorkerServer: @unchecked Sendable {
             let fresh = try Connection(configuration.connectionString, applicationName: "habit-serve",
                                        connectTimeoutSeconds: configuration.connectTimeoutSeconds,
                                        preparedStatements: configuration.preparedStatements)
+            fresh.onPreparedStatementsDisabled = { [logger, preparedStatementsFellBack] error in
+                guard preparedStatementsFellBack.set() else { return }
+                logger.warning("prepared statements off", metadata: ["reason": "\(PreparedStatementMode.fallbackWarning(error))"])
+            }
             let context = MethodContext(connection: fresh, settings: configuration.storeSettings)
             slot.connection = fresh
             slot.context = context
@@ -417,26 +454,45 @@ final class LeadHandOver {
     }
 }
 
-/// Collects the responses of one batch and writes them as one array when the last arrives.
+/// Collects the responses of one batch, each encoded as it arrives within what is left of the
+/// batch's byte budget, and writes them as one array when the last arrives. Past the budget an
+/// element becomes its `response_too_large` error, so the line stays within the budget plus
+/// one short error per element.
 final class BatchResponse: @unchecked Sendable {
     private let lock = NSLock()
-    private var responses: [OutgoingResponse?]
+    private var parts: [[UInt8]?]
     private var remaining: Int
-    private let done: ([OutgoingResponse]) -> Void
+    private var budget: Int
+    private let encode: (OutgoingResponse, Int) -> [UInt8]
+    private let done: ([UInt8]) -> Void
 
-    init(expected: Int, done: @escaping ([OutgoingResponse]) -> Void) {
-        responses = Array(repeating: nil, count: expected)
+    init(expected: Int, budget: Int, encode: @escaping (OutgoingResponse, Int) -> [UInt8], done: @escaping ([UInt8]) -> Void) {
+        parts = Array(repeating: nil, count: expected)
         remaining = expected
+        self.budget = budget - 2 // the brackets
+        self.encode = encode
         self.done = done
     }
 
     func fill(_ slot: Int, with response: OutgoingResponse) {
         lock.lock()
-        responses[slot] = response
+        let bytes = encode(response, budget)
+        budget -= bytes.count + 1 // and its comma
+        parts[slot] = bytes
         remaining -= 1
         let finished = remaining == 0
         lock.unlock()
-        if finished { done(responses.compactMap { $0 }) }
+        guard finished else { return }
+        // Per spec, a batch of notifications only gets no reply at all, not [].
+        guard !parts.isEmpty else { return }
+        var line: [UInt8] = [UInt8(ascii: "[")]
+        line.reserveCapacity(parts.reduce(2) { $0 + ($1?.count ?? 0) + 1 })
+        for (index, part) in parts.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            line.append(contentsOf: part ?? [])
+        }
+        line.append(UInt8(ascii: "]"))
+        done(line)
     }
 }
 

@@ -254,6 +254,13 @@ public final class LineWriter: Sendable {
         return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLOUT) != 0
     }
 
+    /// Whether the reading end is gone (`poll(2)` reports POLLERR or POLLHUP on the output):
+    /// nothing written now could be read. Never blocks.
+    public var isBroken: Bool {
+        var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
+        return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
+    }
+
     /// Writes `bytes` followed by `\n`, retrying partial writes and EINTR.
     /// Throws (never traps) on EPIPE, EBADF and other errors; a failed line may have been
     /// partly written.

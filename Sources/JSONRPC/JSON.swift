@@ -635,6 +635,13 @@ private struct Parser {
 extension JSONValue {
     /// Appends compact JSON (no insignificant whitespace) to `out`.
     public func write(into out: inout [UInt8]) {
+        _ = write(into: &out, limit: .max)
+    }
+
+    /// Appends compact JSON to `out` unless `out` grows past `limit` bytes: then it stops at
+    /// the next element boundary and returns false, with `out` holding a partial value (past
+    /// the limit by at most one scalar). So a value too large to send is never built in full.
+    public func write(into out: inout [UInt8], limit: Int) -> Bool {
         switch self {
         case .null:
             out.append(contentsOf: "null".utf8)
@@ -651,12 +658,13 @@ extension JSONValue {
         case .string(let s):
             JSONValue.writeString(s, into: &out)
         case .encoded(let json):
+            guard out.count + json.bytes.count <= limit else { return false }
             out.append(contentsOf: json.bytes)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                element.write(into: &out)
+                guard element.write(into: &out, limit: limit), out.count <= limit else { return false }
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
@@ -665,11 +673,16 @@ extension JSONValue {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                member.value.write(into: &out)
+                guard member.value.write(into: &out, limit: limit), out.count <= limit else { return false }
             }
             out.append(UInt8(ascii: "}"))
         }
+        return out.count <= limit
     }
+
+    /// Whether `text` is a JSON number exactly as RFC 8259 writes one (`12`, `-0.5`, `1e3`; not
+    /// `007`, `.5`, `5.`, `+1`, `0x10` or `inf`).
+    public static func isNumberLiteral(_ text: String) -> Bool { JSONNumberGrammar.isValid(text) }
 
     /// Compact JSON bytes.
     public var jsonBytes: [UInt8] {

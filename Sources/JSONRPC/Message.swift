@@ -356,12 +356,18 @@ public enum OutgoingResponse: Sendable, Equatable {
     /// Appends `{"jsonrpc":"2.0","id":…,"result":…}` or
     /// `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…[,"data":…]}}`.
     public func encode(into out: inout [UInt8]) {
+        _ = encode(into: &out, limit: .max)
+    }
+
+    /// `encode(into:)`, unless `out` would grow past `limit` bytes: then false, with a partial
+    /// response in `out` (see `JSONValue.write(into:limit:)`).
+    public func encode(into out: inout [UInt8], limit: Int) -> Bool {
         out.append(contentsOf: #"{"jsonrpc":"2.0","id":"#.utf8)
         id.jsonValue.write(into: &out)
         switch self {
         case .result(_, let result):
             out.append(contentsOf: #","result":"#.utf8)
-            result.write(into: &out)
+            guard result.write(into: &out, limit: limit) else { return false }
         case .error(_, let error):
             out.append(contentsOf: #","error":{"code":"#.utf8)
             out.append(contentsOf: String(error.code.rawValue).utf8)
@@ -374,6 +380,7 @@ public enum OutgoingResponse: Sendable, Equatable {
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "}"))
+        return out.count <= limit
     }
 
     public var encoded: [UInt8] {

@@ -7,10 +7,8 @@ import Foundation
 /// `queryOne` exactly one row, `queryOptional` zero or one, and `withTransaction` commits
 /// when its body returns and rolls back when it throws.
 ///
-/// Parameters and results travel in binary. Statements are prepared once per connection
-/// (named `habit_N`) unless the connection is opened with `preparedStatements: false`, which
-/// sends every statement unnamed: required behind pgbouncer < 1.21 in transaction mode,
-/// where a named statement would not follow the client to its next server connection.
+/// Parameters and results travel in binary. Statements are prepared once per connection under
+/// names no other client uses (`habit_<random>_N`); see `PreparedStatementMode` for poolers.
 public final class Connection {
     /// nil once closed. Every libpq call goes through `liveHandle()` so use-after-close throws.
     private var handle: OpaquePointer?
@@ -22,10 +20,20 @@ public final class Connection {
     /// Named prepared statements of this session, by SQL text and parameter types. Parsing
     /// and planning a statement often costs more than running it (measured: 1.7 ms unnamed
     /// vs 0.47 ms prepared for the daily view), so statements are prepared once per
-    /// connection. Off for poolers that cannot keep them (pgbouncer in transaction mode
-    /// before 1.21): then every statement is unnamed.
-    public let usesPreparedStatements: Bool
+    /// connection, unless the mode is `.off` or `.auto` fell back to unnamed statements.
+    public let preparedStatementMode: PreparedStatementMode
+    public private(set) var usesPreparedStatements: Bool
     private var preparedStatements: [StatementKey: String] = [:]
+    /// Prefix of this session's statement names, random per session: a name that exists on a
+    /// server connection is then always one this session prepared there, for the same SQL, even
+    /// when a transaction pooler mixes clients on that server connection.
+    private var statementNamePrefix = Connection.randomStatementNamePrefix()
+    /// Counts statements that failed only because their name was missing or taken on the
+    /// server (26000/42P05): a retry decision compares it before and after an attempt.
+    private var statementNameFailures = 0
+    /// Called once, when `.auto` switches this connection to unnamed statements (with the
+    /// server's error), so the owner can say so in its log.
+    public var onPreparedStatementsDisabled: ((PostgresError) -> Void)?
 
     /// A prepared statement is found by its text and parameter types (the same text with other
     /// types is another statement). A struct, not a concatenated string: built per statement.
@@ -40,8 +48,12 @@ public final class Connection {
     /// Connects with a libpq conninfo string (`host=/tmp dbname=app`) or a URL
     /// (`postgres://user@host/db`); an empty string means libpq's defaults and PG* variables.
     public init(_ conninfo: String, applicationName: String = "habit", connectTimeoutSeconds: Int = 10,
-                preparedStatements: Bool = true) throws {
-        usesPreparedStatements = preparedStatements
+                preparedStatements: PreparedStatementMode = .auto) throws {
+        preparedStatementMode = preparedStatements
+        usesPreparedStatements = preparedStatements != .off
+        // A malformed string never reaches PQconnectdbParams, whose parse errors can quote it,
+        // password included: validate names the wrong part, never its value.
+        try ConnectionString.validate(conninfo)
         // Keywords before "dbname" are defaults: values inside the conninfo/URL override them
         // (PQconnectdbParams with expand_dbname = 1).
         let keywords = ["application_name", "connect_timeout", "client_encoding", "dbname"]
@@ -120,6 +132,8 @@ public final class Connection {
         let handle = try liveHandle()
         deferredStatements = nil
         preparedStatements.removeAll() // a new session has none
+        // A pooler may still hold the old session's names on some server connection: never reuse them.
+        statementNamePrefix = Self.randomStatementNamePrefix()
         notices.sessionEnded = false
         releaseWatch()
         PQreset(handle) // keeps the notice receiver
@@ -214,7 +228,15 @@ public final class Connection {
     ///
     /// `prelude` runs right after `BEGIN` (e.g. `SET LOCAL ROLE …`, `set_config(…, true)`);
     /// it is pipelined with the body's first statement.
+    ///
+    /// In `.auto` mode the body runs a second time (once) when its first attempt failed only
+    /// because a prepared statement's name was missing or taken on the server: that attempt
+    /// was rolled back, so nothing of it was applied. Keep bodies to database work.
     public func withTransaction<Value>(prelude: [Query] = [], _ body: (Connection) throws -> Value) throws -> Value {
+        try retryingAfterNameFailure { try transactionAttempt(prelude: prelude, body) }
+    }
+
+    private func transactionAttempt<Value>(prelude: [Query], _ body: (Connection) throws -> Value) throws -> Value {
         _ = try liveHandle()
         guard !inTransactionBody, transactionStatus == .idle else {
             throw PostgresError(kind: .misuse, message: "withTransaction called while a transaction is already open")
@@ -265,12 +287,48 @@ public final class Connection {
         guard !inTransactionBody, transactionStatus == .idle else {
             throw PostgresError(kind: .misuse, message: "transaction(prelude:statement:) called while a transaction is already open")
         }
-        do {
-            return Self.statementResult(of: try runPipeline(Self.transactionQueries(prelude, statement), on: handle))
-        } catch {
-            rollbackQuietly()
-            throw error
+        return try retryingAfterNameFailure {
+            do {
+                return Self.statementResult(of: try runPipeline(Self.transactionQueries(prelude, statement), on: handle))
+            } catch {
+                rollbackQuietly()
+                throw error
+            }
         }
+    }
+
+    /// Runs `attempt`; in `.auto` mode, if it failed only because a statement's name was
+    /// missing or taken on the server (a transaction pooler moved this client to another
+    /// server connection), runs it once more with unnamed statements. The failed attempt ran
+    /// nothing: such an error comes at Parse or Bind, before execution, and stops the rest of
+    /// its pipeline; a transaction around it has been rolled back by the time we retry.
+    private func retryingAfterNameFailure<Value>(_ attempt: () throws -> Value) throws -> Value {
+        let failuresBefore = statementNameFailures
+        do {
+            return try attempt()
+        } catch {
+            guard preparedStatementMode == .auto, statementNameFailures > failuresBefore, !inTransactionBody,
+                  transactionStatus == .idle, isHealthy else { throw error }
+            return try attempt()
+        }
+    }
+
+    /// A statement failed because its name is missing (26000) or already taken (42P05) on the
+    /// server connection. In `.auto` mode the connection switches to unnamed statements for good.
+    private func noteStatementNameFailure(_ error: PostgresError) {
+        statementNameFailures += 1
+        guard preparedStatementMode == .auto, usesPreparedStatements else { return }
+        usesPreparedStatements = false
+        preparedStatements.removeAll()
+        onPreparedStatementsDisabled?(error)
+    }
+
+    private static func isStatementNameError(_ error: PostgresError) -> Bool {
+        error.sqlState == .invalidSQLStatementName || error.sqlState == .duplicatePreparedStatement
+    }
+
+    private static func randomStatementNamePrefix() -> String {
+        "habit_" + String(UInt64.random(in: 0...UInt64.max), radix: 36) + "_"
     }
 
     private static func transactionQueries(_ prelude: [Query], _ statement: Query) -> [Query] {
@@ -300,7 +358,12 @@ public final class Connection {
             throw PostgresError(kind: .misuse, message: "transactions(_:) called while a transaction is already open")
         }
         guard !list.isEmpty else { return [] }
+        let nameFailuresBefore = statementNameFailures
         let outcomes = runPipeline(segments: list.map { Self.transactionQueries($0.prelude, $0.statement) }, on: handle)
+        if transactionStatus != .idle { rollbackQuietly() }
+        // After a fallback to unnamed statements (.auto), the ones that failed on a name ran
+        // nothing and run again with the ones that never ran.
+        let fellBack = preparedStatementMode == .auto && statementNameFailures > nameFailuresBefore
         var results: [Result<StatementResult, PostgresError>] = []
         var notRun: [Int] = []
         for (index, outcome) in outcomes.enumerated() {
@@ -309,13 +372,13 @@ public final class Connection {
                 results.append(.success(Self.statementResult(of: sets)))
             case .failure(let error):
                 results.append(.failure(error))
-                if error.sqlState == .inFailedSQLTransaction { notRun.append(index) }
+                if error.sqlState == .inFailedSQLTransaction || (fellBack && Self.isStatementNameError(error)) { notRun.append(index) }
             }
         }
-        if transactionStatus != .idle { rollbackQuietly() }
         guard !notRun.isEmpty else { return results }
-        // Never loops: after the ROLLBACK the first one to run again starts from an idle session.
-        if notRun.count < list.count, isHealthy, transactionStatus == .idle {
+        // Never loops: after the ROLLBACK the first one to run again starts from an idle session
+        // (and after a fallback, none can fail on a name again).
+        if notRun.count < list.count || fellBack, isHealthy, transactionStatus == .idle {
             for (index, result) in zip(notRun, try transactions(notRun.map { list[$0] })) { results[index] = result }
         } else {
             // The session could not be brought back: they never ran, and are lost like the session.
@@ -442,8 +505,13 @@ public final class Connection {
     }
 
     /// Executes one statement, pipelining any deferred transaction statements before it.
+    /// Outside a transaction, a statement that failed on its name runs again unnamed (`.auto`).
     @discardableResult
     private func run(_ query: Query) throws -> ResultSet {
+        try retryingAfterNameFailure { try runOnce(query) }
+    }
+
+    private func runOnce(_ query: Query) throws -> ResultSet {
         let handle = try liveHandle()
         if let deferred = deferredStatements {
             deferredStatements = nil
@@ -458,7 +526,12 @@ public final class Connection {
             let result = withParameters(query.bindings) { count, _, values, lengths, formats in
                 PQexecPrepared(handle, name, count, values, lengths, formats, 1)
             }
-            return try check(result, on: handle, sql: query.sql)
+            do {
+                return try check(result, on: handle, sql: query.sql)
+            } catch let error as PostgresError where Self.isStatementNameError(error) {
+                noteStatementNameFailure(error)
+                throw error
+            }
         }
         let result = withParameters(query.bindings) { count, types, values, lengths, formats in
             PQexecParams(handle, query.sql, count, types, values, lengths, formats, 1)
@@ -505,6 +578,11 @@ public final class Connection {
     private enum PipelineStep {
         case prepare(name: String, key: StatementKey, query: Query)
         case execute(query: Query, preparedName: String?)
+
+        var isNamed: Bool {
+            if case .execute(_, nil) = self { return false }
+            return true
+        }
     }
 
     /// The steps of each segment; a statement is prepared once even if several segments use it.
@@ -521,7 +599,7 @@ public final class Connection {
                 if let name = preparedStatements[key] ?? preparing[key] {
                     steps.append(.execute(query: query, preparedName: name))
                 } else if preparedStatements.count + preparing.count < Self.preparedStatementLimit {
-                    let name = "habit_\(preparedStatements.count + preparing.count + 1)"
+                    let name = statementNamePrefix + String(preparedStatements.count + preparing.count + 1)
                     preparing[key] = name
                     steps.append(.prepare(name: name, key: key, query: query))
                     steps.append(.execute(query: query, preparedName: name))
@@ -665,7 +743,9 @@ public final class Connection {
                     switch PQresultStatus(result) {
                     case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
                         if case .prepare(let name, let key, _) = step {
-                            preparedStatements[key] = name // only once the server has it
+                            // Only once the server has it, and not after a fallback to unnamed
+                            // statements earlier in this pipeline.
+                            if usesPreparedStatements { preparedStatements[key] = name }
                             PQclear(result)
                         } else {
                             kept = ResultSet(handle: result)
@@ -688,7 +768,9 @@ public final class Connection {
                             _ = PQputCopyEnd(handle, "COPY is not supported here")
                         }
                     default:
-                        if firstError == nil { firstError = PostgresError.fromResult(result, connection: handle, sql: sql) }
+                        let error = PostgresError.fromResult(result, connection: handle, sql: sql)
+                        if step.isNamed, Self.isStatementNameError(error) { noteStatementNameFailure(error) }
+                        if firstError == nil { firstError = error }
                         PQclear(result)
                     }
                 }
@@ -817,4 +899,24 @@ private func withCStringArray<Result>(_ strings: [String], _ body: (UnsafePointe
     defer { copies.forEach { free($0) } }
     let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// How a connection sends its statements.
+public enum PreparedStatementMode: String, Sendable, CaseIterable {
+    /// Named statements, each prepared once per connection: the fastest, for direct connections
+    /// and poolers that keep prepared statements (pgbouncer ≥ 1.21 with max_prepared_statements).
+    case on
+    /// Unnamed statements only, parsed and planned on every execution.
+    case off
+    /// `on` until the server reports a statement name missing (26000) or taken (42P05), as a
+    /// transaction pooler that does not track prepared statements does; then unnamed for good,
+    /// and the failed work runs again (it had run nothing).
+    case auto
+}
+
+extension PreparedStatementMode {
+    /// What to log when `.auto` falls back: why, and how to silence it.
+    public static func fallbackWarning(_ error: PostgresError) -> String {
+        "the server lost or mixed up this connection's prepared statements (\(error.sqlState?.rawValue ?? "?"): a transaction pooler such as pgbouncer < 1.21); this connection now sends unnamed statements. Set --prepared-statements off (HABIT_PREPARED_STATEMENTS=off) behind such a pooler to silence this, or on with a pooler that keeps prepared statements."
+    }
 }

@@ -37,6 +37,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     // Class 25 — invalid transaction state
     public static let inFailedSQLTransaction: SQLState = "25P02"
     public static let idleInTransactionSessionTimeout: SQLState = "25P03"
+    // Class 26 — invalid SQL statement name (e.g. a prepared statement that does not exist)
+    public static let invalidSQLStatementName: SQLState = "26000"
     // Class 40 — transaction rollback
     public static let serializationFailure: SQLState = "40001"
     public static let deadlockDetected: SQLState = "40P01"
@@ -46,6 +48,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let undefinedFunction: SQLState = "42883"
     public static let undefinedObject: SQLState = "42704"
     public static let duplicateObject: SQLState = "42710"
+    public static let duplicateDatabase: SQLState = "42P04"
+    public static let duplicatePreparedStatement: SQLState = "42P05"
     // Class 53 — insufficient resources
     public static let tooManyConnections: SQLState = "53300"
     // Class 55 — object not in prerequisite state
@@ -56,6 +60,9 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let crashShutdown: SQLState = "57P02"
     public static let cannotConnectNow: SQLState = "57P03"
     public static let idleSessionTimeout: SQLState = "57P05"
+    // Class HB — the habit service's own (sql/, documented in docs/schema.md)
+    /// A user already has `habit.row_limits`' most rows in a table (sql/0006).
+    public static let rowLimitExceeded: SQLState = "HB001"
     // Class P0 — PL/pgSQL
     public static let raiseException: SQLState = "P0001"
 }

@@ -224,7 +224,7 @@ struct PgBouncerIsolationTests {
 
         let url = try bouncer.url(user: "habit_worker", database: database.name)
         let connections = try (0..<bouncer.poolSize).map { _ in
-            try Connection(url, applicationName: "habit-tests", preparedStatements: false)
+            try Connection(url, applicationName: "habit-tests", preparedStatements: .off)
         }
         defer { for connection in connections { connection.close() } }
         var seen: [(pid: Int, claims: String, user: String, role: String, timeout: String)] = []
@@ -255,9 +255,9 @@ struct PgBouncerIsolationTests {
         try TestDatabase.with { database in
             try PgBouncer.with(poolSize: 1) { bouncer in
                 let url = try bouncer.url(user: "habit_worker", database: database.name)
-                let first = try Connection(url, applicationName: "habit-tests", preparedStatements: false)
+                let first = try Connection(url, applicationName: "habit-tests", preparedStatements: .off)
                 defer { first.close() }
-                let second = try Connection(url, applicationName: "habit-tests", preparedStatements: false)
+                let second = try Connection(url, applicationName: "habit-tests", preparedStatements: .off)
                 defer { second.close() }
                 let claims = #"{"sub":"7d9f0e2a-3c41-4b8e-9a57-1f2e3d4c5b6a","role":"authenticated"}"#
                 // What the worker never does: a session-level set_config (is_local = false)…

@@ -333,7 +333,7 @@ struct TaskFixture {
             _ = try fixture.habits.setTimeZone(user: user, timeZone: west)
             let inWest = try repository.today(user: user)
             #expect(inWest.date == westToday)
-            #expect(inWest.tasks == [completedWest])
+            #expect(inWest.tasks.items == [completedWest])
             #expect(inWest.completedCount == 1 && inWest.totalCount == 1)
             // A per-request zone overrides the profile; an explicit date overrides both.
             #expect(try repository.today(user: user, timeZone: east).tasks.map(\.id) == [eastTask.id])

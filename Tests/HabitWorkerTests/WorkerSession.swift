@@ -16,24 +16,45 @@ struct WorkerSession {
     /// connections keep the many parallel tests light on the shared server.
     static let defaultArguments = ["--pool-size", "2"]
 
+    /// With `HABIT_TEST_WORKER_ROUTE=pgbouncer` (scripts/test.sh's second pass over the
+    /// black-box method suites), workers reach the database through a pgbouncer 1.18 of the
+    /// session's own in transaction mode, with every worker setting at its default.
+    static var routesThroughPgBouncer: Bool { ProcessInfo.processInfo.environment["HABIT_TEST_WORKER_ROUTE"] == "pgbouncer" }
+
     static func with(arguments: [String] = [], environment: [String: String] = [:], closeOutput: Bool = false,
                      _ body: (WorkerSession) throws -> Void) throws {
         try TestDatabase.with { database in
             let admin = try database.connect()
             defer { admin.close() }
             let extra = arguments.contains("--pool-size") ? arguments : defaultArguments + arguments
-            try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: extra, environment: environment,
-                                        closeOutput: closeOutput) { worker in
-                try body(WorkerSession(database: database, worker: worker, admin: admin))
+            try withWorkerURL(database) { url in
+                try WorkerProcess.withServe(databaseURL: url, arguments: extra, environment: environment,
+                                            closeOutput: closeOutput) { worker in
+                    try body(WorkerSession(database: database, worker: worker, admin: admin))
+                    if routesThroughPgBouncer {
+                        // Nothing the suite does may end in an internal error behind the pooler.
+                        #expect(!worker.stderrText.contains(#""level":"error""#), "\(worker.stderrText.suffix(3_000))")
+                    }
+                }
             }
         }
+    }
+
+    /// The worker URL of `database`, directly or through a pgbouncer that lives while `body` runs.
+    private static func withWorkerURL(_ database: TestDatabase, _ body: (String) throws -> Void) throws {
+        guard routesThroughPgBouncer else { return try body(try database.workerURL()) }
+        // Two server connections for more client connections: the pooler really moves each
+        // worker connection between server connections.
+        try PgBouncer.with(poolSize: 2) { bouncer in try body(try bouncer.url(user: "habit_worker", database: database.name)) }
     }
 
     /// Starts another worker on the same database (killed when `body` returns).
     func withAnotherWorker(arguments: [String] = [], environment: [String: String] = [:],
                            _ body: (WorkerProcess) throws -> Void) throws {
         let extra = arguments.contains("--pool-size") ? arguments : Self.defaultArguments + arguments
-        try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: extra, environment: environment, body)
+        try Self.withWorkerURL(database) { url in
+            try WorkerProcess.withServe(databaseURL: url, arguments: extra, environment: environment, body)
+        }
     }
 
     /// Runs `body` while the admin holds a row lock on `habit` and the worker's `habits.update`

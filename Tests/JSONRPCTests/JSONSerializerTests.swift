@@ -15,6 +15,28 @@ import Testing
         #expect(try JSONParser.parse(value.jsonBytes) == value)
     }
 
+    /// What the JSON log writer may print bare: only text that is a JSON number as it stands.
+    @Test func numberLiterals() {
+        for text in ["0", "-0", "12", "-0.5", "1e3", "2.5E-7", "0.000"] { #expect(JSONValue.isNumberLiteral(text), "\(text)") }
+        for text in ["007", ".5", "5.", "+1", "0x10", "inf", "nan", "1e", "-", "", " 1", "1 ", "1_000", "٣"] {
+            #expect(!JSONValue.isNumberLiteral(text), "\(text)")
+        }
+    }
+
+    /// A value past the limit stops at an element boundary: never built in full.
+    @Test func writeWithinLimit() {
+        let big = JSONValue.array((0..<1_000).map { _ in .string(String(repeating: "\u{1}", count: 100)) }) // 602 bytes each
+        var out: [UInt8] = []
+        #expect(!big.write(into: &out, limit: 10_000))
+        #expect(out.count > 10_000 && out.count < 10_000 + 700, "\(out.count)")
+        out = []
+        #expect(big.write(into: &out, limit: 700_000))
+        #expect(out == big.jsonBytes)
+        let response = OutgoingResponse.result(id: .number("1"), result: big)
+        out = []
+        #expect(!response.encode(into: &out, limit: 5_000) && out.count < 5_700)
+    }
+
     @Test func compactOutput() throws {
         let value = try JSONValue(parsing: " { \"a\" : [ 1 , 2 ] , \"b\" : { } } ")
         #expect(value.jsonString == #"{"a":[1,2],"b":{}}"#)

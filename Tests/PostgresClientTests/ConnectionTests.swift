@@ -404,8 +404,89 @@ import Testing
         #expect(try connection.queryOne("SELECT \(1) + 1").decode(Int.self, at: 0) == 2)
     }
 
+    /// What a transaction pooler does to a client's statements, made on one server connection:
+    /// `DEALLOCATE ALL` (simple protocol, so it names no statement itself) drops them while the
+    /// client's cache still has them, and the next execution by name fails with 26000.
+    @Test("auto: a statement whose name the server lost runs again unnamed, once; on: the error surfaces",
+          arguments: [PreparedStatementMode.auto, .on])
+    func lostStatementNames(mode: PreparedStatementMode) throws {
+        let connection = try Connection(TestDatabase.serverURL, preparedStatements: mode)
+        defer { connection.close() }
+        var fallbacks: [PostgresError] = []
+        connection.onPreparedStatementsDisabled = { fallbacks.append($0) }
+        try connection.execute("CREATE TEMPORARY TABLE pooled (n integer)")
+        #expect(try connection.queryOne("SELECT \(1) + 1").decode(Int.self, at: 0) == 2)
+        #expect(try preparedCount(connection) == 3) // CREATE, the SELECT, the count query
+        try connection.executeScript(unsafeSQL: "DEALLOCATE ALL")
+
+        // A transaction whose insert (a new statement) runs before a lost one: the attempt is
+        // rolled back, and the insert is applied exactly once.
+        let insertAndSelect = {
+            try connection.withTransaction { transaction in
+                try transaction.execute("INSERT INTO pooled VALUES (\(7))")
+                return try transaction.queryOne("SELECT \(1) + 1").decode(Int.self, at: 0)
+            }
+        }
+        if mode == .auto {
+            #expect(try insertAndSelect() == 2)
+            #expect(fallbacks.count == 1 && fallbacks.first?.sqlState == .invalidSQLStatementName, "\(fallbacks)")
+            #expect(!connection.usesPreparedStatements)
+            #expect(try connection.queryOne("SELECT count(*) FROM pooled").decode(Int.self, at: 0) == 1)
+            // For good: nothing is prepared any more, on any path (what the failed attempt
+            // prepared before the lost name stays on the server, unused).
+            let left = try preparedCount(connection)
+            #expect(try connection.queryOne("SELECT \(2) + 1").decode(Int.self, at: 0) == 3)
+            _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(8))")
+            try connection.withTransaction { try $0.execute("INSERT INTO pooled VALUES (\(9))") }
+            #expect(try preparedCount(connection) == left)
+            #expect(fallbacks.count == 1)
+        } else {
+            let error = try #require(throws: PostgresError.self) { try insertAndSelect() }
+            #expect(error.sqlState == .invalidSQLStatementName, "\(error)")
+            #expect(fallbacks.isEmpty && connection.usesPreparedStatements)
+            #expect(try connection.queryOne("SELECT count(*) FROM pooled").decode(Int.self, at: 0) == 0)
+        }
+    }
+
+    @Test("auto: an autocommit statement and a one-round-trip transaction whose names were lost run again unnamed")
+    func lostNamesOutsideTransactions() throws {
+        let connection = try Connection(TestDatabase.serverURL, preparedStatements: .auto)
+        defer { connection.close() }
+        try connection.execute("CREATE TEMPORARY TABLE pooled (n integer)")
+        _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(1))")
+        try connection.executeScript(unsafeSQL: "DEALLOCATE ALL")
+        // BEGIN and the INSERT are lost: the whole one-round-trip transaction runs again, once.
+        _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(1))")
+        #expect(try connection.queryOne("SELECT count(*) FROM pooled").decode(Int.self, at: 0) == 2)
+
+        let other = try Connection(TestDatabase.serverURL, preparedStatements: .auto)
+        defer { other.close() }
+        #expect(try other.queryOne("SELECT \(5)").decode(Int.self, at: 0) == 5)
+        try other.executeScript(unsafeSQL: "DEALLOCATE ALL")
+        #expect(try other.queryOne("SELECT \(6)").decode(Int.self, at: 0) == 6)
+        #expect(!other.usesPreparedStatements)
+    }
+
+    @Test("statement names are random per session, so two clients never share one")
+    func statementNamesDifferPerSession() throws {
+        func names(_ connection: Connection) throws -> Set<String> {
+            _ = try connection.queryOne("SELECT \(1)")
+            return Set(try connection.query("SELECT name FROM pg_prepared_statements").map { try $0.decode(String.self, at: 0) })
+        }
+        let first = try TestDatabase.adminConnection()
+        defer { first.close() }
+        let second = try TestDatabase.adminConnection()
+        defer { second.close() }
+        let firstNames = try names(first)
+        let secondNames = try names(second)
+        #expect(firstNames.count == 2 && secondNames.count == 2)
+        #expect(firstNames.isDisjoint(with: secondNames), "\(firstNames) \(secondNames)")
+        try first.reset()
+        #expect(try names(first).isDisjoint(with: firstNames), "a new session never reuses the old session's names")
+    }
+
     @Test func unnamedModePreparesNothing() throws {
-        let connection = try Connection(TestDatabase.serverURL, preparedStatements: false)
+        let connection = try Connection(TestDatabase.serverURL, preparedStatements: .off)
         for value in 1...3 { _ = try connection.queryOne("SELECT \(value)") }
         try connection.withTransaction(prelude: ["SET LOCAL statement_timeout = '3s'"]) { transaction throws in
             _ = try transaction.query("SELECT 1")

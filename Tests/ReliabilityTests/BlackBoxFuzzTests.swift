@@ -33,7 +33,8 @@ struct BlackBoxFuzzTests {
         try TestDatabase.with { database in
             let admin = try database.connect()
             defer { admin.close() }
-            try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: ["--pool-size", "4"]) { worker in
+            // Debug logging: every rejected line is logged too, and every log line must be JSON.
+            try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: ["--pool-size", "4", "--log-level", "debug"]) { worker in
                 let fixture = try Fixture.create(worker)
                 let before = try admin.tableChecksums()
                 var generator = HostileLineGenerator(seed: seed, fixture: fixture)
@@ -88,6 +89,13 @@ struct BlackBoxFuzzTests {
                 #expect(leftover.isEmpty, "unexpected output after the last window: \(leftover.prefix(3))")
                 let status = worker.waitForExit(timeout: 60)
                 #expect(status == 0, "exit status \(String(describing: status))")
+                let logLines = worker.stderrText.split(separator: "\n")
+                let notJSON = logLines.filter { line in
+                    guard let parsed = try? WireJSON.parse(String(line)), parsed["level"] != nil, parsed["msg"] != nil else { return true }
+                    return false
+                }
+                #expect(logLines.count > sent / 2, "debug logging logs the rejected lines")
+                #expect(notJSON.isEmpty, "\(notJSON.count) log lines are not JSON objects, first: \(notJSON.prefix(3))")
 
                 Figures.record("blackbox-fuzz", [
                     "seed": Int(truncatingIfNeeded: seed), "lines": sent, "bytes": stats.bytes, "response_lines": stats.responseLines,

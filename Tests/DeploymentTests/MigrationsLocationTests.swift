@@ -1,0 +1,46 @@
+import Foundation
+import PostgresClient
+import TestSupport
+import Testing
+
+/// Issue 13 #5: migrations are found in --migrations-dir, HABIT_MIGRATIONS_DIR, `sql/` beside
+/// the executable or `sql/` in the working directory, never in a parent directory: on a
+/// fresh embedded cluster they run as superuser, so a planted `../../sql/0001_x.sql` must
+/// not run.
+@Suite("deployment: where migrations are found")
+struct MigrationsLocationTests {
+    @Test("a sql/ folder above the working directory is never used; sql/ in the working directory is")
+    func parentDirectoriesAreNotSearched() throws {
+        try TestDatabase.with(migrated: false) { database in
+            let root = "/tmp/habit-planted-\(UUID().uuidString.prefix(8))"
+            let workingDirectory = root + "/a/b"
+            try FileManager.default.createDirectory(atPath: workingDirectory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: root + "/sql", withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            try "CREATE TABLE public.planted_marker ();\n".write(toFile: root + "/sql/0001_planted.sql", atomically: true, encoding: .utf8)
+            let binary = try WorkerProcess.binaryPath()
+            func migrate(from directory: String, _ arguments: [String] = []) throws -> WorkerProcess.CommandResult {
+                // posix_spawn cannot change directory from Swift: coreutils' env does, then execs habit.
+                try WorkerProcess.run("/usr/bin/env", ["--chdir=\(directory)", binary, "migrate", "--database-url", database.url] + arguments,
+                                      environment: WorkerProcess.childEnvironment())
+            }
+            func plantedRan() throws -> Bool {
+                let connection = try database.connect()
+                defer { connection.close() }
+                return try connection.queryOne("SELECT to_regclass('public.planted_marker') IS NOT NULL").decode(Bool.self, at: 0)
+            }
+
+            let below = try migrate(from: workingDirectory)
+            #expect(below.status != 0, "\(below.stderr)")
+            #expect(below.stderr.contains("no migrations directory found"), "\(below.stderr)")
+            #expect(!below.stderr.contains(root + "/sql"), "searched a parent directory: \(below.stderr)")
+            #expect(try !plantedRan())
+
+            // From the folder holding sql/, that sql/ is the one (listed, not run).
+            let inside = try migrate(from: root, ["--status"])
+            #expect(inside.status == 0, "\(inside.stderr)")
+            #expect(inside.stdout == "pending 0001_planted.sql", "\(inside.stdout)")
+            #expect(try !plantedRan())
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// The database is the wall for every writer (PostgREST, psql, the worker, batch jobs):
+/// privileges and function search paths read from the catalog (sql/0005).
+@Suite struct DatabaseWallTests {
+    let migrations = try! MigrationSource.load(directory: TestDatabase.migrationsDirectory)
+
+    /// The inline-only helpers that carry no SET search_path; their bodies are
+    /// schema-qualified instead (docs/schema.md, "search_path").
+    static let inlineHelpers = ["habit.local_date(timestamp with time zone,text)", "habit.week_start(date,integer)"]
+
+    /// Every function of ours runs with a fixed search_path, except the documented helpers.
+    @Test func everyFunctionHasAFixedSearchPath() throws {
+        try TestDatabase.with { database throws in
+            let connection = try database.connect()
+            let functions = try connection.query("""
+                SELECT p.oid::regprocedure::text,
+                       EXISTS (SELECT 1 FROM unnest(p.proconfig) AS setting
+                               WHERE setting IN ('search_path=pg_catalog, pg_temp', 'search_path=pg_catalog,pg_temp'))
+                FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname IN ('habit', 'admin', 'auth', 'public')
+                ORDER BY 1
+                """).map { (try $0.decode(String.self, at: 0), try $0.decode(Bool.self, at: 1)) }
+            #expect(functions.count >= 9, "\(functions)")
+            let missing = functions.filter { !$0.1 && !Self.inlineHelpers.contains($0.0) }.map(\.0)
+            #expect(missing.isEmpty, "functions without SET search_path = pg_catalog, pg_temp: \(missing)")
+            // The exceptions are exactly the documented ones, and still without a SET clause.
+            #expect(functions.filter { Self.inlineHelpers.contains($0.0) }.map(\.1) == [false, false])
+        }
+    }
+
+    /// The helpers without a SET clause mean the same whatever the caller's search_path, and
+    /// PostgreSQL still inlines them (the reason they have no SET clause).
+    @Test func inlineHelpersIgnoreTheCallersSearchPathAndStayInlined() throws {
+        try TestDatabase.with { database throws in
+            let connection = try database.connect()
+            try connection.executeScript(unsafeSQL: """
+                CREATE SCHEMA hostile;
+                CREATE FUNCTION hostile.minus(date, integer) RETURNS date LANGUAGE sql AS $$ SELECT date '1900-01-01' $$;
+                CREATE OPERATOR hostile.- (LEFTARG = date, RIGHTARG = integer, FUNCTION = hostile.minus);
+                CREATE FUNCTION hostile.plus(integer, integer) RETURNS integer LANGUAGE sql AS $$ SELECT 1000 $$;
+                CREATE OPERATOR hostile.+ (LEFTARG = integer, RIGHTARG = integer, FUNCTION = hostile.plus);
+                CREATE FUNCTION hostile.timezone(text, timestamptz) RETURNS timestamp LANGUAGE sql AS $$ SELECT timestamp '1900-01-01' $$;
+                GRANT USAGE ON SCHEMA hostile TO PUBLIC;
+                """)
+            try connection.withTransaction(prelude: ["SET LOCAL search_path = hostile, pg_catalog, public"]) { connection throws in
+                // The hostile operator really is what an unqualified `-` means here.
+                #expect(try connection.queryOne("SELECT date '2026-11-20' - 4").decode(CalendarDate.self, at: 0) == date("1900-01-01"))
+                let row = try connection.queryOne("""
+                    SELECT habit.week_start('2026-11-20', 1), habit.week_start('2026-11-20', 7),
+                           habit.local_date('2026-11-20 23:30Z', 'Asia/Tokyo')
+                    """)
+                #expect(try row.decode(CalendarDate.self, at: 0) == date("2026-11-16"))
+                #expect(try row.decode(CalendarDate.self, at: 1) == date("2026-11-15"))
+                #expect(try row.decode(CalendarDate.self, at: 2) == date("2026-11-21"))
+            }
+            // Inlined: the plan computes the expressions, it does not call the functions.
+            let plan = try connection.query("""
+                EXPLAIN (VERBOSE, COSTS OFF)
+                SELECT habit.week_start(d::date, 1), habit.local_date(d, 'UTC') FROM generate_series(now(), now() + interval '3 days', interval '1 day') d
+                """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            #expect(!plan.contains("week_start(") && !plan.contains("local_date("), "\(plan)")
+        }
+    }
+
+    /// Privileges of the migrated database, read from the catalog.
+    @Test func privilegesFromTheCatalog() throws {
+        try TestDatabase.with { database throws in
+            let violations = try Self.privilegeViolations(try database.connect())
+            #expect(violations.isEmpty, "\(violations)")
+        }
+    }
+
+    /// On Supabase, every table created in public gets ALL (TRUNCATE, TRIGGER, REFERENCES
+    /// included) for anon, authenticated and service_role from ALTER DEFAULT PRIVILEGES of
+    /// postgres. Those defaults are Supabase's, not ours; the migrations revoke per table.
+    @Test func supabaseDefaultPrivilegesAreRevoked() throws {
+        try TestDatabase.with(migrated: false) { database throws in
+            let connection = try database.connect()
+            try connection.executeScript(unsafeSQL: """
+                ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated, service_role;
+                ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
+                ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+                """)
+            try Migrator(migrations: migrations).migrate(connection)
+            #expect(try connection.queryOne("SELECT has_table_privilege('anon', 'public.profiles', 'SELECT')").decode(Bool.self, at: 0) == false)
+            let violations = try Self.privilegeViolations(connection)
+            #expect(violations.isEmpty, "\(violations)")
+            // authenticated keeps exactly what the app needs.
+            let kept = try connection.queryOne("""
+                SELECT has_table_privilege('authenticated', 'public.habit_completions', 'SELECT, INSERT, UPDATE, DELETE')
+                   AND has_table_privilege('authenticated', 'public.weekly_completion_counts', 'SELECT')
+                   AND NOT has_table_privilege('authenticated', 'public.weekly_completion_counts', 'INSERT')
+                """).decode(Bool.self, at: 0)
+            #expect(kept)
+        }
+    }
+
+    /// One line per privilege that should not exist:
+    /// - anon: nothing on any relation of public, habit and admin, no EXECUTE on habit/admin functions;
+    /// - authenticated, service_role (and so PUBLIC): no TRUNCATE, TRIGGER or REFERENCES anywhere there;
+    /// - habit_batch: no access to tasks or task lists, and no policy applying to it there.
+    static func privilegeViolations(_ connection: Connection) throws -> [String] {
+        try connection.query("""
+            WITH relations AS (
+                SELECT c.oid, c.oid::regclass::text AS name
+                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname IN ('public', 'habit', 'admin') AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+            ),
+            checks (grantee, privilege) AS (
+                SELECT 'anon', unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER'])
+                UNION ALL
+                SELECT role, privilege
+                FROM unnest(ARRAY['authenticated', 'service_role']) AS role,
+                     unnest(ARRAY['TRUNCATE', 'REFERENCES', 'TRIGGER']) AS privilege
+            )
+            SELECT checks.grantee || ' has ' || checks.privilege || ' on ' || r.name
+            FROM relations r, checks
+            WHERE has_table_privilege(checks.grantee, r.oid, checks.privilege)
+            UNION ALL
+            SELECT 'anon may execute ' || p.oid::regprocedure::text
+            FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname IN ('habit', 'admin', 'public') AND has_function_privilege('anon', p.oid, 'EXECUTE')
+            UNION ALL
+            SELECT 'habit_batch has ' || privilege || ' on ' || relation
+            FROM unnest(ARRAY['public.tasks', 'public.task_lists']) AS relation,
+                 unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS privilege
+            WHERE has_table_privilege('habit_batch', relation, privilege)
+            UNION ALL
+            SELECT 'policy ' || policyname || ' on ' || tablename || ' applies to habit_batch'
+            FROM pg_policies WHERE tablename IN ('tasks', 'task_lists') AND 'habit_batch' = ANY (roles)
+            ORDER BY 1
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+}
