@@ -246,9 +246,11 @@ public final class WorkerServer: @unchecked Sendable {
         writeRaw(encode(response, limit: configuration.maxResponseBytes))
     }
 
-    /// The response's bytes; past `limit`, the `response_too_large` error for its id instead
-    /// (the result is never encoded beyond the limit).
+    /// The response's bytes; a result past `limit` becomes the `response_too_large` error for
+    /// its id instead (the result is never encoded beyond the limit). Errors are short and
+    /// always go out as they are.
     func encode(_ response: OutgoingResponse, limit: Int) -> [UInt8] {
+        guard case .result = response else { return response.encoded }
         var bytes: [UInt8] = []
         if case .result(_, .encoded(let json)) = response { bytes.reserveCapacity(min(json.bytes.count + 64, max(limit, 0) + 64)) }
         if response.encode(into: &bytes, limit: limit) { return bytes }
@@ -455,9 +457,9 @@ final class LeadHandOver {
 }
 
 /// Collects the responses of one batch, each encoded as it arrives within what is left of the
-/// batch's byte budget, and writes them as one array when the last arrives. Past the budget an
-/// element becomes its `response_too_large` error, so the line stays within the budget plus
-/// one short error per element.
+/// batch's byte budget, and writes them as one array when the last arrives. Past the budget a
+/// result becomes its `response_too_large` error (errors stay as they are), so the line stays
+/// within the budget plus one short error per element.
 final class BatchResponse: @unchecked Sendable {
     private let lock = NSLock()
     private var parts: [[UInt8]?]

@@ -4,10 +4,12 @@ import CLibPQ
 /// parser, so every form libpq accepts is understood the same way here.
 public enum ConnectionString {
     /// Returns a `key='value'` conninfo equal to `conninfo` with `overrides` applied
-    /// (e.g. another `dbname` or `user`).
+    /// (e.g. another `dbname` or `user`). Throws as `validate` does for what the result
+    /// would get wrong.
     public static func applying(_ overrides: [String: String], to conninfo: String) throws -> String {
         var options = try parse(conninfo)
         for (key, value) in overrides { options[key] = value }
+        if let problem = problem(in: options) { throw invalid(problem) }
         return options.keys.sorted().map { key in "\(key)=\(quote(options[key]!))" }.joined(separator: " ")
     }
 

@@ -53,7 +53,7 @@ struct WorkerIsolationTests {
             }
 
             // Reads as B: nothing of A's.
-            #expect(try worker.call("habits.list", params(b, ["include_inactive": true])) == ["habits": []])
+            #expect(try worker.call("habits.list", params(b, ["include_inactive": true])) == ["habits": [], "next_cursor": .null])
             let dayB = try worker.call("day.get", params(b, ["date": .string(todayA)]))
             #expect(dayB["habits"] == [] && dayB["completed"] == [], "\(dayB)")
             let weekB = try #require(try worker.call("week.counts", params(b, ["date": .string(todayA)]))["days"]?.arrayValue)

@@ -82,7 +82,8 @@ struct MethodTests {
                 var extra: [String: WireJSON] = [:]
                 if let includeInactive { extra["include_inactive"] = .bool(includeInactive) }
                 let result = try worker.call("habits.list", params(user, extra))
-                #expect(result.keys == ["habits"])
+                #expect(result.keys == ["habits", "next_cursor"])
+                #expect(result["next_cursor"] == .null)
                 let habits = result["habits"]?.arrayValue ?? []
                 habits.forEach { Self.expectHabitShape($0) }
                 return habits.compactMap { $0["name"]?.stringValue }
