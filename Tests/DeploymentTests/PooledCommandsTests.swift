@@ -1,0 +1,38 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// `habit migrate` and `habit weekly-counts` through pgbouncer 1.18 in transaction mode with
+/// default settings. With fixed statement names, a second `habit migrate` failed on a server
+/// connection that still held the first run's statements (42P05).
+@Suite("deployment: habit migrate and weekly-counts through pgbouncer (transaction mode)", .serialized)
+struct PooledCommandsTests {
+    static func habit(_ arguments: [String]) throws -> WorkerProcess.CommandResult {
+        try WorkerProcess.run(try WorkerProcess.binaryPath(), arguments, environment: WorkerProcess.childEnvironment())
+    }
+
+    @Test("migrate twice, then weekly-counts twice, through one pooled server connection: all succeed")
+    func commandsThroughThePooler() throws {
+        try TestDatabase.with(migrated: false) { database in
+            try PgBouncer.with(poolSize: 1) { bouncer in
+                let owner = try bouncer.url(user: "postgres", database: database.name)
+                let migrations = ["--migrations-dir", TestDatabase.migrationsDirectory]
+                for run in 1...2 {
+                    let result = try Self.habit(["migrate", "--database-url", owner] + migrations)
+                    #expect(result.status == 0, "run \(run): \(result.stderr)")
+                    #expect(!result.stderr.contains("42P05") && !result.stderr.contains("26000"), "run \(run): \(result.stderr)")
+                }
+                let batch = try bouncer.url(user: "habit_batch", database: database.name)
+                var outputs: [String] = []
+                for run in 1...2 {
+                    let result = try Self.habit(["weekly-counts", "--database-url", batch, "--from", "2026-01-05", "--to", "2026-01-18"])
+                    #expect(result.status == 0, "run \(run): \(result.stderr)")
+                    outputs.append(result.stdout)
+                }
+                #expect(outputs[0] == outputs[1] && outputs[0].hasPrefix("user_id,"), "\(outputs)")
+            }
+        }
+    }
+}
