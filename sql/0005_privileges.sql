@@ -1,11 +1,11 @@
 -- 0005: the database is the wall, for every writer (PostgREST, psql, the worker, batch jobs).
 --
---   1. Table privileges: no TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+)
---      for authenticated, service_role or PUBLIC on any relation of ours, and nothing at all
---      for anon. On Supabase these come from ALTER DEFAULT PRIVILEGES of postgres and
---      supabase_admin (GRANT ALL ON TABLES IN SCHEMA public TO anon, authenticated,
---      service_role); the defaults are Supabase's, not ours to change, so each table is
---      revoked explicitly here instead, and a migration adding a table must do the same.
+--   1. Table privileges: authenticated and service_role get exactly the documented ones (no
+--      TRUNCATE, TRIGGER or REFERENCES, nor MAINTAIN on PostgreSQL 17+, on any relation of
+--      ours; nor from PUBLIC), and anon nothing at all. On Supabase every new table in public
+--      gets ALL for the three roles from ALTER DEFAULT PRIVILEGES of postgres and supabase_admin;
+--      the defaults are Supabase's, not ours to change, so each relation is set explicitly
+--      here instead, and a migration adding a table must do the same.
 --   2. habit_batch no longer reads tasks or lists (weekly counts never read them).
 --   3. Functions: a fixed search_path on every function of ours, except the three that must
 --      stay inlinable, whose bodies are schema-qualified instead (docs/schema.md, "search_path").
@@ -16,29 +16,45 @@
 -- a guarded table change), and valid on a plain PostgreSQL where only 0001's roles exist.
 
 -- 1. Table privileges ---------------------------------------------------------------------
+-- Each relation of ours: everything revoked from anon, authenticated and service_role, then
+-- exactly the documented privileges granted back (docs/schema.md, "Roles"), whatever default
+-- privileges gave them when the relation was created.
 DO $tables$
 DECLARE
     ours text[] := ARRAY[
-        'public.profiles', 'public.habit_templates', 'public.habit_completions',
-        'public.weekly_completion_counts', 'public.task_lists', 'public.tasks',
-        'habit.schema_migrations', 'habit.time_zones',
-        'admin.habits_overview', 'admin.user_activity', 'admin.daily_totals'
+        -- relation,                     authenticated keeps,              service_role keeps
+        ARRAY['public.profiles',          'SELECT, INSERT, UPDATE, DELETE', 'SELECT, INSERT, UPDATE, DELETE'],
+        ARRAY['public.habit_templates',   'SELECT, INSERT, UPDATE, DELETE', 'SELECT, INSERT, UPDATE, DELETE'],
+        ARRAY['public.habit_completions', 'SELECT, INSERT, UPDATE, DELETE', 'SELECT, INSERT, UPDATE, DELETE'],
+        ARRAY['public.task_lists',        'SELECT, INSERT, UPDATE, DELETE', 'SELECT, INSERT, UPDATE, DELETE'],
+        ARRAY['public.tasks',             'SELECT, INSERT, UPDATE, DELETE', 'SELECT, INSERT, UPDATE, DELETE'],
+        ARRAY['public.weekly_completion_counts', 'SELECT',                  'SELECT'],
+        ARRAY['habit.time_zones',         'SELECT',                         'SELECT'],
+        ARRAY['habit.schema_migrations',  '',                               'SELECT'],
+        ARRAY['admin.habits_overview',    '',                               ''],
+        ARRAY['admin.user_activity',      '',                               ''],
+        ARRAY['admin.daily_totals',       '',                               '']
     ];
     -- MAINTAIN (VACUUM, ANALYZE, REINDEX, LOCK TABLE … ACCESS EXCLUSIVE) exists from 17 on.
     maintain text := CASE WHEN current_setting('server_version_num')::integer >= 170000 THEN ', MAINTAIN' ELSE '' END;
-    relation text;
+    item text[];
 BEGIN
-    FOREACH relation IN ARRAY ours LOOP
-        EXECUTE format('REVOKE ALL ON %s FROM anon', relation::regclass);
-        EXECUTE format('REVOKE TRUNCATE, TRIGGER, REFERENCES%s ON %s FROM PUBLIC, authenticated, service_role',
-                       maintain, relation::regclass);
+    FOREACH item SLICE 1 IN ARRAY ours LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM anon, authenticated, service_role', item[1]::regclass);
+        EXECUTE format('REVOKE TRUNCATE, TRIGGER, REFERENCES%s ON %s FROM PUBLIC', maintain, item[1]::regclass);
+        IF item[2] <> '' THEN
+            EXECUTE format('GRANT %s ON %s TO authenticated', item[2], item[1]::regclass);
+        END IF;
+        IF item[3] <> '' THEN
+            EXECUTE format('GRANT %s ON %s TO service_role', item[3], item[1]::regclass);
+        END IF;
     END LOOP;
 END
 $tables$;
 
 -- Zone names were readable by PUBLIC (anon included); now by the roles that use them.
 REVOKE ALL ON habit.time_zones FROM PUBLIC;
-GRANT SELECT ON habit.time_zones TO authenticated, service_role, habit_worker, habit_batch, habit_admin;
+GRANT SELECT ON habit.time_zones TO habit_worker, habit_batch, habit_admin;
 
 -- 2. habit_batch: weekly counts read profiles, habits and completions, never tasks. -------
 REVOKE ALL ON public.task_lists, public.tasks FROM habit_batch;

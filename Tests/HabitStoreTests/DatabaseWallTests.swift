@@ -9,9 +9,12 @@ import Testing
 @Suite struct DatabaseWallTests {
     let migrations = try! MigrationSource.load(directory: TestDatabase.migrationsDirectory)
 
-    /// The inline-only helpers that carry no SET search_path; their bodies are
-    /// schema-qualified instead (docs/schema.md, "search_path").
-    static let inlineHelpers = ["habit.local_date(timestamp with time zone,text)", "habit.week_start(date,integer)"]
+    /// The SQL functions that carry no SET search_path so that PostgreSQL can inline them;
+    /// their bodies are schema-qualified instead (docs/schema.md, "search_path").
+    static let inlined = [
+        "habit.local_date(timestamp with time zone,text)", "habit.week_start(date,integer)",
+        "habit.weekly_counts(date,date,text,uuid)",
+    ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
     @Test func everyFunctionHasAFixedSearchPath() throws {
@@ -26,14 +29,14 @@ import Testing
                 ORDER BY 1
                 """).map { (try $0.decode(String.self, at: 0), try $0.decode(Bool.self, at: 1)) }
             #expect(functions.count >= 9, "\(functions)")
-            let missing = functions.filter { !$0.1 && !Self.inlineHelpers.contains($0.0) }.map(\.0)
+            let missing = functions.filter { !$0.1 && !Self.inlined.contains($0.0) }.map(\.0)
             #expect(missing.isEmpty, "functions without SET search_path = pg_catalog, pg_temp: \(missing)")
             // The exceptions are exactly the documented ones, and still without a SET clause.
-            #expect(functions.filter { Self.inlineHelpers.contains($0.0) }.map(\.1) == [false, false])
+            #expect(functions.filter { Self.inlined.contains($0.0) }.map(\.1) == [false, false, false])
         }
     }
 
-    /// The helpers without a SET clause mean the same whatever the caller's search_path, and
+    /// The functions without a SET clause mean the same whatever the caller's search_path, and
     /// PostgreSQL still inlines them (the reason they have no SET clause).
     @Test func inlineHelpersIgnoreTheCallersSearchPathAndStayInlined() throws {
         try TestDatabase.with { database throws in
@@ -46,7 +49,14 @@ import Testing
                 CREATE OPERATOR hostile.+ (LEFTARG = integer, RIGHTARG = integer, FUNCTION = hostile.plus);
                 CREATE FUNCTION hostile.timezone(text, timestamptz) RETURNS timestamp LANGUAGE sql AS $$ SELECT timestamp '1900-01-01' $$;
                 GRANT USAGE ON SCHEMA hostile TO PUBLIC;
+                INSERT INTO public.habit_templates (id, user_id, name, activated_at)
+                    VALUES ('10000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-00000000000a', 'Run', '2026-11-17 12:00Z');
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                    VALUES ('00000000-0000-0000-0000-00000000000a', '10000000-0000-0000-0000-000000000001', '2026-11-18');
                 """)
+            let weekly = "SELECT week_start::text || ' ' || completions || ' ' || active_habit_days FROM habit.weekly_counts('2026-11-16', '2026-11-29', 'monday')"
+            let expectedWeeks = ["2026-11-16 1 6", "2026-11-23 0 7"]
+            #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
             try connection.withTransaction(prelude: ["SET LOCAL search_path = hostile, pg_catalog, public"]) { connection throws in
                 // The hostile operator really is what an unqualified `-` means here.
                 #expect(try connection.queryOne("SELECT date '2026-11-20' - 4").decode(CalendarDate.self, at: 0) == date("1900-01-01"))
@@ -57,6 +67,7 @@ import Testing
                 #expect(try row.decode(CalendarDate.self, at: 0) == date("2026-11-16"))
                 #expect(try row.decode(CalendarDate.self, at: 1) == date("2026-11-15"))
                 #expect(try row.decode(CalendarDate.self, at: 2) == date("2026-11-21"))
+                #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
             }
             // Inlined: the plan computes the expressions, it does not call the functions.
             let plan = try connection.query("""
@@ -64,6 +75,8 @@ import Testing
                 SELECT habit.week_start(d::date, 1), habit.local_date(d, 'UTC') FROM generate_series(now(), now() + interval '3 days', interval '1 day') d
                 """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             #expect(!plan.contains("week_start(") && !plan.contains("local_date("), "\(plan)")
+            let weeklyPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + weekly)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            #expect(!weeklyPlan.contains("Function Scan on weekly_counts"), "\(weeklyPlan)")
         }
     }
 
@@ -101,26 +114,35 @@ import Testing
     }
 
     /// One line per privilege that should not exist:
-    /// - anon: nothing on any relation of public, habit and admin, no EXECUTE on habit/admin functions;
-    /// - authenticated, service_role (and so PUBLIC): no TRUNCATE, TRIGGER or REFERENCES anywhere there;
+    /// - anon, authenticated, service_role: on the relations of public, habit and admin, only
+    ///   the documented privileges (anon none; so no TRUNCATE, TRIGGER or REFERENCES anywhere);
+    /// - anon: no EXECUTE on functions of habit, admin or public;
     /// - habit_batch: no access to tasks or task lists, and no policy applying to it there.
     static func privilegeViolations(_ connection: Connection) throws -> [String] {
         try connection.query("""
             WITH relations AS (
-                SELECT c.oid, c.oid::regclass::text AS name
+                SELECT c.oid, n.nspname || '.' || c.relname AS name
                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname IN ('public', 'habit', 'admin') AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
             ),
-            checks (grantee, privilege) AS (
-                SELECT 'anon', unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER'])
+            allowed (grantee, relation, privilege) AS (
+                SELECT grantee, relation, privilege
+                FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
+                     unnest(ARRAY['public.profiles', 'public.habit_templates', 'public.habit_completions',
+                                  'public.task_lists', 'public.tasks']) AS relation,
+                     unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
                 UNION ALL
-                SELECT role, privilege
-                FROM unnest(ARRAY['authenticated', 'service_role']) AS role,
-                     unnest(ARRAY['TRUNCATE', 'REFERENCES', 'TRIGGER']) AS privilege
+                SELECT grantee, relation, 'SELECT'
+                FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
+                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones']) AS relation
+                UNION ALL
+                VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )
-            SELECT checks.grantee || ' has ' || checks.privilege || ' on ' || r.name
-            FROM relations r, checks
-            WHERE has_table_privilege(checks.grantee, r.oid, checks.privilege)
+            SELECT g.role || ' has ' || k.kind || ' on ' || r.name
+            FROM relations r, unnest(ARRAY['anon', 'authenticated', 'service_role']) AS g (role),
+                 unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS k (kind)
+            WHERE has_table_privilege(g.role, r.oid, k.kind)
+              AND NOT EXISTS (SELECT 1 FROM allowed a WHERE a.grantee = g.role AND a.relation = r.name AND a.privilege = k.kind)
             UNION ALL
             SELECT 'anon may execute ' || p.oid::regprocedure::text
             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

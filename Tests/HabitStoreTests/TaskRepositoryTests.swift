@@ -481,13 +481,16 @@ struct TaskFixture {
                 try fixture.admin.execute("INSERT INTO tasks (user_id, title, position, list_id) VALUES (\(bob), 'x', 1, \(list.id))")
             }
             #expect(owner.sqlState == .foreignKeyViolation && owner.constraint == "tasks_list_fkey")
-            // anon sees nothing; batch and admin read but do not write.
-            #expect(throws: PostgresError.self) {
-                try fixture.admin.withTransaction(prelude: ["SET LOCAL ROLE anon"]) { connection throws in
-                    try connection.query("SELECT * FROM tasks")
+            // anon and habit_batch (weekly counts never read tasks) see nothing; admin reads but does not write.
+            for role in ["anon", "habit_batch"] {
+                let denied = try #require(throws: PostgresError.self) {
+                    try fixture.admin.withTransaction(prelude: [Query(unsafeSQL: "SET LOCAL ROLE \(role)")]) { connection throws in
+                        try connection.query("SELECT * FROM tasks")
+                    }
                 }
+                #expect(denied.sqlState == .insufficientPrivilege, "\(role)")
             }
-            for role in ["habit_batch", "habit_admin"] {
+            for role in ["habit_admin"] {
                 try fixture.admin.withTransaction(prelude: [Query(unsafeSQL: "SET LOCAL ROLE \(role)")]) { connection throws in
                     #expect(try connection.queryOne("SELECT count(*) FROM tasks").decode(Int.self, at: 0) == 1)
                     #expect(try connection.queryOne("SELECT count(*) FROM task_lists").decode(Int.self, at: 0) == 1)
