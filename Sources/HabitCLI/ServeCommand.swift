@@ -45,7 +45,7 @@ struct ServeCommand: ParsableCommand {
     var maxBatch: Int?
 
     @Option(name: .customLong("max-response-bytes"),
-            help: ArgumentHelp("Largest response line in bytes; a larger result answers reason \"response_too_large\", and a batch's responses together stay within it (env HABIT_MAX_RESPONSE_BYTES, default 8388608).", valueName: "bytes"))
+            help: ArgumentHelp("Largest response in bytes (newline excluded); a larger result answers reason \"response_too_large\", and so do a batch's results past it (env HABIT_MAX_RESPONSE_BYTES, default 8388608).", valueName: "bytes"))
     var maxResponseBytes: Int?
 
     @Option(name: .customLong("max-per-round-trip"),

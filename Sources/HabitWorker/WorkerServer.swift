@@ -458,8 +458,9 @@ final class LeadHandOver {
 
 /// Collects the responses of one batch, each encoded as it arrives within what is left of the
 /// batch's byte budget, and writes them as one array when the last arrives. Past the budget a
-/// result becomes its `response_too_large` error (errors stay as they are), so the line stays
-/// within the budget plus one short error per element.
+/// result becomes its `response_too_large` error; errors and results of at most
+/// `alwaysSent` bytes go out as they are (replacing them would not make the line shorter), so
+/// the line stays within the budget plus a short entry per element.
 final class BatchResponse: @unchecked Sendable {
     private let lock = NSLock()
     private var parts: [[UInt8]?]
@@ -476,9 +477,11 @@ final class BatchResponse: @unchecked Sendable {
         self.done = done
     }
 
+    static let alwaysSent = 256
+
     func fill(_ slot: Int, with response: OutgoingResponse) {
         lock.lock()
-        let bytes = encode(response, budget)
+        let bytes = encode(response, max(budget, Self.alwaysSent))
         budget -= bytes.count + 1 // and its comma
         parts[slot] = bytes
         remaining -= 1

@@ -640,7 +640,7 @@ extension JSONValue {
 
     /// Appends compact JSON to `out` unless `out` grows past `limit` bytes: then it stops at
     /// the next element boundary and returns false, with `out` holding a partial value (past
-    /// the limit by at most one scalar). So a value too large to send is never built in full.
+    /// the limit by at most one escaped string). So a value too large to send is never built in full.
     public func write(into out: inout [UInt8], limit: Int) -> Bool {
         switch self {
         case .null:

@@ -28,6 +28,8 @@ public final class Connection {
     /// server connection is then always one this session prepared there, for the same SQL, even
     /// when a transaction pooler mixes clients on that server connection.
     private var statementNamePrefix = Connection.randomStatementNamePrefix()
+    /// The number of this session's last statement name.
+    private var statementNumber = 0
     /// Counts statements that failed only because their name was missing or taken on the
     /// server (26000/42P05): a retry decision compares it before and after an attempt.
     private var statementNameFailures = 0
@@ -134,6 +136,7 @@ public final class Connection {
         preparedStatements.removeAll() // a new session has none
         // A pooler may still hold the old session's names on some server connection: never reuse them.
         statementNamePrefix = Self.randomStatementNamePrefix()
+        statementNumber = 0
         notices.sessionEnded = false
         releaseWatch()
         PQreset(handle) // keeps the notice receiver
@@ -315,12 +318,22 @@ public final class Connection {
 
     /// A statement failed because its name is missing (26000) or already taken (42P05) on the
     /// server connection. In `.auto` mode the connection switches to unnamed statements for good.
+    /// Only errors that name one of this session's statements count: the same codes raised while
+    /// a statement executes (a function calling PREPARE or DEALLOCATE) are the statement's own.
     private func noteStatementNameFailure(_ error: PostgresError) {
+        guard error.message.contains(statementNamePrefix) else { return }
         statementNameFailures += 1
         guard preparedStatementMode == .auto, usesPreparedStatements else { return }
         usesPreparedStatements = false
         preparedStatements.removeAll()
         onPreparedStatementsDisabled?(error)
+    }
+
+    /// BEGIN, COMMIT and ROLLBACK are always sent unnamed: parsing them costs nothing, and a
+    /// transaction must never start or end on a name the server may have lost (a lost BEGIN
+    /// would leave the body to run outside any transaction).
+    private static func isTransactionControl(_ query: Query) -> Bool {
+        query.bindings.count == 0 && (query.sql == "BEGIN" || query.sql == "COMMIT" || query.sql == "ROLLBACK")
     }
 
     private static func isStatementNameError(_ error: PostgresError) -> Bool {
@@ -518,7 +531,7 @@ public final class Connection {
             return try runPipeline(deferred + [query], on: handle).last!
         }
         releaseWatch() // PQexecPrepared/PQexecParams wait inside libpq
-        if usesPreparedStatements {
+        if usesPreparedStatements, !Self.isTransactionControl(query) {
             guard let name = preparedStatements[Self.cacheKey(query)] else {
                 // Prepare and execute in one round trip.
                 return try runPipeline([query], on: handle)[0]
@@ -591,7 +604,7 @@ public final class Connection {
         return segments.map { queries in
             var steps: [PipelineStep] = []
             for query in queries {
-                guard usesPreparedStatements else {
+                guard usesPreparedStatements, !Self.isTransactionControl(query) else {
                     steps.append(.execute(query: query, preparedName: nil))
                     continue
                 }
@@ -599,7 +612,11 @@ public final class Connection {
                 if let name = preparedStatements[key] ?? preparing[key] {
                     steps.append(.execute(query: query, preparedName: name))
                 } else if preparedStatements.count + preparing.count < Self.preparedStatementLimit {
-                    let name = statementNamePrefix + String(preparedStatements.count + preparing.count + 1)
+                    // Never reused within a session, even when a Parse was skipped: a number the
+                    // server may already hold would collide (42P05) or, behind a pooler, name
+                    // another SQL text.
+                    statementNumber += 1
+                    let name = statementNamePrefix + String(statementNumber)
                     preparing[key] = name
                     steps.append(.prepare(name: name, key: key, query: query))
                     steps.append(.execute(query: query, preparedName: name))

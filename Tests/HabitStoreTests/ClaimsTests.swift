@@ -23,17 +23,9 @@ enum AuthUIDDefinition: String, CaseIterable, CustomTestStringConvertible {
         case .gotrue:
             try TestDatabase.with { database in try body(database) }
         case .initScripts:
-            try TestDatabase.with(migrated: false) { database in
+            try TestDatabase.withSupabaseInitScriptAuth { database in
                 let connection = try database.connect()
                 defer { connection.close() }
-                try connection.executeScript(unsafeSQL: """
-                    CREATE SCHEMA auth;
-                    CREATE FUNCTION auth.uid() RETURNS uuid LANGUAGE sql STABLE AS $$
-                        select nullif(current_setting('request.jwt.claim.sub', true), '')::uuid $$;
-                    GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role;
-                    GRANT EXECUTE ON FUNCTION auth.uid() TO anon, authenticated, service_role;
-                    """)
-                try Migrator(migrations: try MigrationSource.load(directory: TestDatabase.migrationsDirectory)).migrate(connection)
                 #expect(try connection.queryOne("SELECT prosrc FROM pg_proc WHERE oid = 'auth.uid()'::regprocedure")
                     .decode(String.self, at: 0).contains("jwt.claims") == false)
                 try body(database)

@@ -10,17 +10,9 @@ import Testing
 struct SupabaseAuthTests {
     @Test("writes and reads succeed, as the request's user only")
     func initScriptAuthUID() throws {
-        try TestDatabase.with(migrated: false) { database in
+        try TestDatabase.withSupabaseInitScriptAuth { database in
             let admin = try database.connect()
             defer { admin.close() }
-            try admin.executeScript(unsafeSQL: """
-                CREATE SCHEMA auth;
-                CREATE FUNCTION auth.uid() RETURNS uuid LANGUAGE sql STABLE AS $$
-                    select nullif(current_setting('request.jwt.claim.sub', true), '')::uuid $$;
-                GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role;
-                GRANT EXECUTE ON FUNCTION auth.uid() TO anon, authenticated, service_role;
-                """)
-            try Migrator(migrations: try MigrationSource.load(directory: TestDatabase.migrationsDirectory)).migrate(admin)
             try WorkerProcess.withServe(databaseURL: try database.workerURL(), arguments: ["--pool-size", "2"]) { worker in
                 let a = UUID(), b = UUID()
                 try worker.call("profile.set", params(a, ["timezone": "Europe/Berlin"]))

@@ -394,7 +394,8 @@ import Testing
             }
         }
         let afterTransactions = try preparedCount(connection)
-        #expect(afterTransactions == before + 5) // BEGIN, SET LOCAL, the SELECT, COMMIT, + the first SELECT
+        // SET LOCAL, the SELECT, + the first SELECT; BEGIN and COMMIT always go unnamed.
+        #expect(afterTransactions == before + 3)
         // A statement that fails to prepare is not cached, and the connection stays usable.
         #expect(throws: PostgresError.self) { try connection.query("SELECT no_such_column FROM pg_class") }
         #expect(throws: PostgresError.self) { try connection.query("SELECT no_such_column FROM pg_class") }
@@ -455,7 +456,8 @@ import Testing
         try connection.execute("CREATE TEMPORARY TABLE pooled (n integer)")
         _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(1))")
         try connection.executeScript(unsafeSQL: "DEALLOCATE ALL")
-        // BEGIN and the INSERT are lost: the whole one-round-trip transaction runs again, once.
+        // The INSERT's name is lost (BEGIN and COMMIT are never named): the whole one-round-trip
+        // transaction runs again, once.
         _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(1))")
         #expect(try connection.queryOne("SELECT count(*) FROM pooled").decode(Int.self, at: 0) == 2)
 
@@ -465,6 +467,20 @@ import Testing
         try other.executeScript(unsafeSQL: "DEALLOCATE ALL")
         #expect(try other.queryOne("SELECT \(6)").decode(Int.self, at: 0) == 6)
         #expect(!other.usesPreparedStatements)
+    }
+
+    /// The same codes raised by a statement itself (here PREPARE of a name that exists) are
+    /// the statement's error: no fallback, no second run.
+    @Test("auto: a statement's own 42P05 is not a lost name")
+    func ownStatementNameErrorsAreNotFallbacks() throws {
+        let connection = try Connection(TestDatabase.serverURL, preparedStatements: .auto)
+        defer { connection.close() }
+        try connection.executeScript(unsafeSQL: "PREPARE mine AS SELECT 1")
+        let error = try #require(throws: PostgresError.self) {
+            try connection.execute("DO $$ BEGIN EXECUTE 'PREPARE mine AS SELECT 2'; END $$")
+        }
+        #expect(error.sqlState == .duplicatePreparedStatement, "\(error)")
+        #expect(connection.usesPreparedStatements)
     }
 
     @Test("statement names are random per session, so two clients never share one")
