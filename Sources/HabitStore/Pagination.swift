@@ -28,11 +28,6 @@ public struct Page<Item: Sendable>: Sendable, RandomAccessCollection {
     /// Whether rows follow the last item.
     public var hasMore: Bool
 
-    public init(items: [Item], hasMore: Bool) {
-        self.items = items
-        self.hasMore = hasMore
-    }
-
     /// From a statement's rows fetched with `request.fetchLimit`.
     init<Key>(fetched: [Item], request: PageRequest<Key>) {
         items = Array(fetched.prefix(request.limit))

@@ -131,7 +131,7 @@ enum HabitsList: DatabaseMethod {
             json.key("habits"); json.beginArray()
             for habit in habits { json.habit(habit) }
             json.endArray()
-            json.key("next_cursor"); if let cursor = next.stringValue { json.string(cursor) } else { json.null() }
+            json.key("next_cursor"); json.string(next)
             json.endObject()
         })
     }

@@ -24,13 +24,12 @@ enum PageCursor {
     /// The fields of a cursor of `kind`; nil when the params hold no cursor (first page).
     static func fields(_ params: ParamsReader, kind: String, count: Int) throws(RPCError) -> [String]? {
         guard let text = try params.optionalString("cursor") else { return nil }
-        let invalid = RPCError.invalidParams(field: "cursor", reason: "not a cursor of this listing (pass next_cursor back unchanged)")
-        guard text.utf8.count <= 512, text.utf8.allSatisfy({ $0.isBase64URL }) else { throw invalid }
+        guard text.utf8.count <= 512, text.utf8.allSatisfy({ $0.isBase64URL }) else { throw invalid() }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8) else { throw invalid }
+        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8) else { throw invalid() }
         let parts = decoded.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == count + 2, parts[0] == "v1", parts[1] == kind else { throw invalid }
+        guard parts.count == count + 2, parts[0] == "v1", parts[1] == kind else { throw invalid() }
         return Array(parts.dropFirst(2))
     }
 
@@ -122,9 +121,9 @@ extension ParamsReader {
 }
 
 extension Page {
-    /// `next_cursor`: the last item's key as a cursor of `kind`, or null at the end.
-    func nextCursor(kind: String, extra: [String] = [], _ key: (Item) -> [String]) -> JSONValue {
-        guard hasMore, let last = items.last else { return .null }
-        return .string(PageCursor.encode(kind: kind, extra + key(last)))
+    /// `next_cursor`: the last item's key as a cursor of `kind`, or nil at the end.
+    func nextCursor(kind: String, extra: [String] = [], _ key: (Item) -> [String]) -> String? {
+        guard hasMore, let last = items.last else { return nil }
+        return PageCursor.encode(kind: kind, extra + key(last))
     }
 }

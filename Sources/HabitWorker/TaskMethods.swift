@@ -55,7 +55,7 @@ enum ListsList: DatabaseMethod {
         let lists = try context.tasks.lists(user: params.user, page: params.page)
         return [
             "lists": .array(lists.map(JSONValue.init(taskList:))),
-            "next_cursor": lists.nextCursor(kind: TaskListSortKey.cursorKind) { TaskListSortKey($0).cursorFields },
+            "next_cursor": JSONValue(optional: lists.nextCursor(kind: TaskListSortKey.cursorKind) { TaskListSortKey($0).cursorFields }) { .string($0) },
         ]
     }
 }
@@ -175,7 +175,7 @@ enum TasksToday: DatabaseMethod {
             "tasks": .array(day.tasks.map(JSONValue.init(task:))),
             "completed_count": .int(day.completedCount),
             "total_count": .int(day.totalCount),
-            "next_cursor": day.tasks.nextCursor(kind: cursorKind, extra: [day.date.description]) { TaskSortKey($0).cursorFields },
+            "next_cursor": JSONValue(optional: day.tasks.nextCursor(kind: cursorKind, extra: [day.date.description]) { TaskSortKey($0).cursorFields }) { .string($0) },
         ]
     }
 }
@@ -209,7 +209,7 @@ enum TasksList: DatabaseMethod {
         return [
             "view": .string(view),
             "tasks": .array(tasks.map(JSONValue.init(task:))),
-            "next_cursor": tasks.nextCursor(kind: cursorKind(params.listing)) { TaskSortKey($0).cursorFields },
+            "next_cursor": JSONValue(optional: tasks.nextCursor(kind: cursorKind(params.listing)) { TaskSortKey($0).cursorFields }) { .string($0) },
         ]
     }
 

@@ -22,8 +22,8 @@ public struct WorkerConfiguration: Sendable {
     /// Most elements in one batch; a larger batch is answered with one -32600 and none of it
     /// runs. Bounds what one line can cost: every response of a batch is held until the last.
     public var maxBatchElements: Int = 1_000
-    /// Largest response line in bytes; a larger result is answered with reason
-    /// `response_too_large` instead, and a batch's responses together stay within it too.
+    /// Largest response in bytes (newline excluded); a larger result is answered with reason
+    /// `response_too_large` instead, and a batch's results share it (`BatchResponse`).
     public var maxResponseBytes: Int = 8 * 1_048_576
     /// Maximum JSON nesting depth of a request.
     public var maxJSONDepth: Int = 64

@@ -279,10 +279,16 @@ public final class WorkerServer: @unchecked Sendable {
         do {
             try writer.writeLine(bytes)
         } catch {
-            if outputBroken.set() {
-                logger.error("stdout closed; stopping", metadata: ["error": "\(error)"])
-                wake.wake() // the leader may be blocked on stdin: nobody can hear us anymore
-            }
+            outputBroke(because: "\(error)")
+        }
+    }
+
+    /// Stops the worker once nobody can read its answers: logged once, and the leader, which
+    /// may be blocked on stdin, is woken.
+    private func outputBroke(because reason: String) {
+        if outputBroken.set() {
+            logger.error("stdout closed; stopping", metadata: ["error": "\(reason)"])
+            wake.wake()
         }
     }
 
@@ -343,10 +349,7 @@ public final class WorkerServer: @unchecked Sendable {
     /// output is asked directly (one poll); a broken stdout is then noticed before the rest runs.
     private func unheardFailure(_ job: Job) -> RPCError? {
         guard outputBroken.isSet || (job.inBatch && writer.isBroken) else { return nil }
-        if outputBroken.set() {
-            logger.error("stdout closed; stopping", metadata: ["error": "the reading end of stdout is gone"])
-            wake.wake()
-        }
+        outputBroke(because: "the reading end of stdout is gone")
         return RPCError(code: .internalError, message: "Internal error", data: ["reason": "not run: stdout is closed"])
     }
 
@@ -487,17 +490,8 @@ final class BatchResponse: @unchecked Sendable {
         remaining -= 1
         let finished = remaining == 0
         lock.unlock()
-        guard finished else { return }
-        // Per spec, a batch of notifications only gets no reply at all, not [].
-        guard !parts.isEmpty else { return }
-        var line: [UInt8] = [UInt8(ascii: "[")]
-        line.reserveCapacity(parts.reduce(2) { $0 + ($1?.count ?? 0) + 1 })
-        for (index, part) in parts.enumerated() {
-            if index > 0 { line.append(UInt8(ascii: ",")) }
-            line.append(contentsOf: part ?? [])
-        }
-        line.append(UInt8(ascii: "]"))
-        done(line)
+        // Only called for a batch with responses: a batch of notifications is never filled.
+        if finished, let line = OutgoingResponse.batchLine(parts.map { $0 ?? [] }) { done(line) }
     }
 }
 

@@ -396,13 +396,22 @@ public enum OutgoingResponse: Sendable, Equatable {
     /// no reply at all, not `[]`: then nothing is written and false is returned.
     @discardableResult
     public static func encodeBatch(_ responses: [OutgoingResponse], into out: inout [UInt8]) -> Bool {
-        guard !responses.isEmpty else { return false }
-        out.append(UInt8(ascii: "["))
-        for (index, response) in responses.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            response.encode(into: &out)
-        }
-        out.append(UInt8(ascii: "]"))
+        guard let line = batchLine(responses.map(\.encoded)) else { return false }
+        out.append(contentsOf: line)
         return true
+    }
+
+    /// `[r1,r2,…]` from responses already encoded (each as `encode(into:)` wrote it); nil for
+    /// none, since a batch without responses gets no reply at all.
+    public static func batchLine(_ encoded: [[UInt8]]) -> [UInt8]? {
+        guard !encoded.isEmpty else { return nil }
+        var line: [UInt8] = [UInt8(ascii: "[")]
+        line.reserveCapacity(encoded.reduce(2) { $0 + $1.count + 1 })
+        for (index, response) in encoded.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            line.append(contentsOf: response)
+        }
+        line.append(UInt8(ascii: "]"))
+        return line
     }
 }
