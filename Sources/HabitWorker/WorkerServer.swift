@@ -336,7 +336,7 @@ public final class WorkerServer: @unchecked Sendable {
         do {
             let context = try usableContext(slot, beforeConnecting: handOver?.callAsFunction)
             guard let handOver, !handOver.done else { return .success(try job.run(context)) }
-            return .success(try context.connection.watching([reader.fileDescriptor, wake.readEnd], onReadable: handOver.callAsFunction) {
+            return .success(try context.connection.waiting(with: InputWatchingWait(descriptors: [reader.fileDescriptor, wake.readEnd], onReadable: handOver.callAsFunction)) {
                 try job.run(context)
             })
         } catch {

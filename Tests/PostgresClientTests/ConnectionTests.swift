@@ -18,44 +18,46 @@ import Testing
             """)
     }
 
-    /// `watching` lets a thread notice input elsewhere while a pipeline waits: the callback
-    /// runs once when a watched descriptor is readable, before a wait that cannot watch
-    /// (libpq's synchronous calls), and never when neither happens.
-    @Test func watchFiresOnceOnInputOrBeforeAnUnwatchableWait() throws {
+    /// A wait strategy decides how the thread waits while a pipeline waits for the server (and
+    /// may notice input elsewhere meanwhile); before a wait inside libpq it is told, and outside
+    /// `waiting(with:)` libpq waits alone.
+    @Test func waitStrategyWaitsForPipelinesAndHearsOfLibpqWaits() throws {
         var pipeEnds: [Int32] = [0, 0]
         #expect(pipe(&pipeEnds) == 0)
         defer { close(pipeEnds[0]); close(pipeEnds[1]) }
-        var fired = 0
-        // Nothing to read: a pipeline transaction completes without firing.
-        let quiet = try connection.watching([pipeEnds[0]], onReadable: { fired += 1 }) {
+        let strategy = PipeWatchingWait(watching: pipeEnds[0])
+        // A one-round-trip transaction waits the strategy's way, and nothing blocks in libpq.
+        let one = try connection.waiting(with: strategy) {
             try connection.transaction(statement: "SELECT pg_sleep(0.05), 1").rows[0].decode(Int.self, at: 1)
         }
-        #expect(quiet == 1 && fired == 0)
-        // Readable input: fires once, and the statement still completes.
+        #expect(one == 1 && strategy.socketWaits >= 1 && strategy.inputSeen == 0 && strategy.libpqBlocks == 0)
+        // Input elsewhere is noticed during the wait, and the statements still complete.
         #expect(write(pipeEnds[1], "x", 1) == 1)
-        let noticed = try connection.watching([pipeEnds[0]], onReadable: { fired += 1 }) {
+        let five = try connection.waiting(with: strategy) {
             let first = try connection.transaction(statement: "SELECT pg_sleep(0.05), 2").rows[0].decode(Int.self, at: 1)
-            let second = try connection.transaction(statement: "SELECT 3").rows[0].decode(Int.self, at: 0)
+            let second = try connection.transactions([(prelude: [], statement: "SELECT 3")])[0].get().rows[0].decode(Int.self, at: 0)
             return first + second
         }
-        #expect(noticed == 5 && fired == 1)
-        // A synchronous statement cannot watch: fires before it.
-        var drained: UInt8 = 0
-        #expect(read(pipeEnds[0], &drained, 1) == 1)
-        fired = 0
-        let four = try connection.watching([pipeEnds[0]], onReadable: { fired += 1 }) {
-            try connection.queryOne("SELECT 4").decode(Int.self, at: 0)
+        #expect(five == 5 && strategy.inputSeen == 1 && strategy.libpqBlocks == 0)
+        // A synchronous call (a prepared statement outside a pipeline, a script) blocks in libpq:
+        // the strategy hears of it first.
+        _ = try connection.queryOne("SELECT 4") // prepared now; the next run is PQexecPrepared
+        let waitsBefore = strategy.socketWaits
+        let four = try connection.waiting(with: strategy) {
+            let four = try connection.queryOne("SELECT 4").decode(Int.self, at: 0)
+            try connection.executeScript(unsafeSQL: "SELECT 1")
+            return four
         }
-        #expect(four == 4 && fired == 1)
-        // Outside `watching`, nothing is watched.
-        #expect(write(pipeEnds[1], "x", 1) == 1)
-        _ = try connection.transaction(statement: "SELECT 5")
-        #expect(fired == 1)
+        #expect(four == 4 && strategy.libpqBlocks == 2 && strategy.socketWaits == waitsBefore)
+        // Outside `waiting(with:)` the strategy takes no part.
+        _ = try connection.transaction(statement: "SELECT pg_sleep(0.05), 5")
+        _ = try connection.queryOne("SELECT 4")
+        #expect(strategy.socketWaits == waitsBefore && strategy.libpqBlocks == 2)
     }
 
     /// Several transactions in one round trip: each sees only its own transaction-local
-    /// settings, a failing one is reported alone, and the ones after it (which the aborted
-    /// block made fail at BEGIN) are run again and succeed. Nothing stays set afterwards.
+    /// settings, a failing one is reported alone and rolled back at its own Sync, and the ones
+    /// after it run in the same round trip as if it had not been there. Nothing stays set.
     @Test func transactionsShareARoundTripButNothingElse() throws {
         func claims(_ value: String) -> [Query] { ["SELECT set_config('test.owner', \(value), true)"] }
         let results = try connection.transactions([
@@ -456,8 +458,8 @@ import Testing
         try connection.execute("CREATE TEMPORARY TABLE pooled (n integer)")
         _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(1))")
         try connection.executeScript(unsafeSQL: "DEALLOCATE ALL")
-        // The INSERT's name is lost (BEGIN and COMMIT are never named): the whole one-round-trip
-        // transaction runs again, once.
+        // The INSERT's name is lost: the whole one-round-trip transaction (rolled back at its
+        // Sync) runs again, once.
         _ = try connection.transaction(statement: "INSERT INTO pooled VALUES (\(1))")
         #expect(try connection.queryOne("SELECT count(*) FROM pooled").decode(Int.self, at: 0) == 2)
 
@@ -526,4 +528,36 @@ import Testing
         #expect(idle.isAliveAfterIdle())
         #expect(try idle.queryOne("SELECT 1").decode(Int.self, at: 0) == 1)
     }
+}
+
+/// A strategy like the worker's: polls the socket and one more descriptor, and counts what it
+/// was asked to do.
+final class PipeWatchingWait: WaitStrategy {
+    let watched: Int32
+    var socketWaits = 0
+    var inputSeen = 0
+    var libpqBlocks = 0
+    private var watching = true
+
+    init(watching descriptor: Int32) { watched = descriptor }
+
+    func waitUntilReadable(_ socket: Int32) {
+        socketWaits += 1
+        while true {
+            var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+            if watching { descriptors.append(pollfd(fd: watched, events: Int16(POLLIN), revents: 0)) }
+            guard poll(&descriptors, nfds_t(descriptors.count), -1) >= 0 else {
+                if errno == EINTR { continue }
+                Issue.record("poll failed: errno \(errno)")
+                return
+            }
+            if descriptors.count > 1, descriptors[1].revents != 0 {
+                inputSeen += 1
+                watching = false
+            }
+            if descriptors[0].revents != 0 { return }
+        }
+    }
+
+    func willBlockInLibpq() { libpqBlocks += 1 }
 }
