@@ -10,9 +10,9 @@ public struct StoreSettings: Sendable {
     }
 }
 
-/// Runs work as one user, the way PostgREST does: per transaction, `SET LOCAL ROLE
-/// authenticated` and the user's JWT claims (`request.jwt.claims`, `request.jwt.claim.sub`,
-/// `request.jwt.claim.role`) with `set_config(…, true)`, so row-level
+/// Runs work as one user, the way PostgREST does: per transaction, the role `authenticated`
+/// and the user's JWT claims (`request.jwt.claims`, `request.jwt.claim.sub`,
+/// `request.jwt.claim.role`), all with `set_config(…, true)` in one statement, so row-level
 /// security sees that user and nothing survives the transaction (safe on pooled and
 /// pgbouncer-shared connections). Session-level settings are never used.
 public struct UserScope {
@@ -24,8 +24,8 @@ public struct UserScope {
         self.settings = settings
     }
 
-    /// Runs `body` in one transaction as `user`: BEGIN and the user's settings are pipelined
-    /// with the body's first statement.
+    /// Runs `body` in one transaction as `user`: BEGIN and the user's settings statement are
+    /// pipelined with the body's first statement.
     public func transaction<Value>(as user: UUID, _ body: (Connection) throws -> Value) throws -> Value {
         do {
             return try connection.withTransaction(prelude: prelude(for: user), body)
@@ -34,7 +34,8 @@ public struct UserScope {
         }
     }
 
-    /// One statement as `user`, in a transaction that costs a single round trip.
+    /// One statement as `user`, in a transaction that costs a single round trip: the settings
+    /// statement and `statement`, committed together at one Sync (`Connection.transaction`).
     public func query(as user: UUID, _ statement: Query) throws -> [Row] {
         try run(as: user, statement).rows
     }
@@ -79,15 +80,16 @@ public struct UserScope {
         // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
         let sub = user.lowercaseString
         let claims = #"{"sub":"\#(sub)","role":"authenticated"}"#
-        // Both spellings of the claims, transaction-local, in one statement: every auth.uid()
-        // Supabase has shipped sees this request's user (its init scripts' reads only
-        // request.jwt.claim.sub; GoTrue's reads either), and a session- or role-level
-        // request.jwt.claim.sub can never stand in for it.
+        // One statement, every setting transaction-local (`true`): the role (what SET LOCAL
+        // ROLE does, checked the same way: the login role must be a member of `authenticated`),
+        // both spellings of the claims, so every auth.uid() Supabase has shipped sees this
+        // request's user (its init scripts' reads only request.jwt.claim.sub; GoTrue's reads
+        // either) and a session- or role-level request.jwt.claim.sub can never stand in for it,
+        // and the statement timeout.
         return [
-            "SET LOCAL ROLE authenticated",
             """
-            SELECT set_config('request.jwt.claims', \(claims), true), set_config('request.jwt.claim.sub', \(sub), true),
-                   set_config('request.jwt.claim.role', 'authenticated', true),
+            SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
+                   set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
                    set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)
             """,
         ]
