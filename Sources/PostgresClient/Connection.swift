@@ -58,6 +58,8 @@ public final class Connection {
         }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = PostgresError.clientMessage(result: nil, connection: connection)
+            // libpq: "even if the server connection attempt fails (as indicated by PQstatus), the
+            // application should call PQfinish to free the memory used by the PGconn object".
             PQfinish(connection)
             throw PostgresError(kind: .connectionFailed, message: "could not connect to PostgreSQL: \(message)")
         }
@@ -89,7 +91,8 @@ public final class Connection {
     }
 
     deinit {
-        // PQfinish exactly once: close() sets handle to nil.
+        // PQfinish exactly once: close() sets handle to nil. libpq: "The PGconn pointer must not
+        // be used again after PQfinish has been called."
         if let handle { PQfinish(handle) }
     }
 
@@ -114,6 +117,8 @@ public final class Connection {
     public func isAliveAfterIdle() -> Bool {
         guard let handle, PQstatus(handle) == CONNECTION_OK, !session.ended,
               PQtransactionStatus(handle) == PQTRANS_IDLE, PQpipelineStatus(handle) == PQ_PIPELINE_OFF else { return false }
+        // libpq: PQconsumeInput "will read available data and save it in a buffer"; its result
+        // "does not say whether any input data was actually collected".
         guard PQconsumeInput(handle) == 1 else { return false }
         _ = PQisBusy(handle) // parses what was read: an idle-time FATAL reaches the notice receiver
         return PQstatus(handle) == CONNECTION_OK && !session.ended
@@ -125,8 +130,8 @@ public final class Connection {
         deferredStatements = nil
         statements.sessionReplaced()
         session.ended = false
-        waitStrategy?.willBlockInLibpq()
-        PQreset(handle) // keeps the notice receiver
+        waitStrategy?.willBlockInLibpq() // reconnecting blocks inside libpq
+        PQreset(handle) // same PGconn, same parameters: keeps the notice receiver
         guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(kind: .connectionFailed, message: "reset failed: \(PostgresError.clientMessage(result: nil, connection: handle))")
         }
@@ -289,8 +294,9 @@ public final class Connection {
             throw PostgresError(kind: .misuse, message: "transaction(prelude:statement:) called while a transaction is already open")
         }
         return try retryingAfterNameFailure {
-            let results = try pipeline(handle).run([prelude + [statement]])[0].get()
+            let outcome = pipeline(handle).run([prelude + [statement]])[0]
             try refuseOpenTransactionBlock(sql: statement.sql)
+            let results = try outcome.get()
             return StatementResult(results[results.count - 1])
         }
     }
@@ -318,6 +324,8 @@ public final class Connection {
         do {
             try refuseOpenTransactionBlock(sql: list.last?.statement.sql)
         } catch let error as PostgresError {
+            // The transactions after the BEGIN ran inside its block and were just rolled back;
+            // which ones before it committed is not known here: none is reported a success.
             return results.map { _ in .failure(error) }
         }
         // `.auto`: after the fallback to unnamed statements, the transactions that failed on a

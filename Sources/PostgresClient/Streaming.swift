@@ -10,8 +10,8 @@ extension Connection {
         let handle = try liveHandle()
         waitStrategy?.willBlockInLibpq()
         guard sendUnnamed(query, on: handle) else { throw connectionFailure(sql: query.sql) }
-        // libpq: PQsetSingleRowMode must be called "immediately after a successful call of
-        // PQsendQuery or a sibling function, before any other operation on the connection".
+        // libpq: PQsetSingleRowMode "can only be called immediately after PQsendQuery or one of
+        // its sibling functions, before any other operation on the connection".
         guard PQsetSingleRowMode(handle) == 1 else {
             readResults(of: handle, through: .command, waitingWith: nil) { result, _ in PQclear(result) }
             throw PostgresError(kind: .client, message: "could not enter single-row mode", sql: query.sql)
@@ -89,9 +89,9 @@ extension Connection {
         return total
     }
 
-    /// Asks the server to cancel the statement in progress. libpq: PQcancel sends the request
-    /// over a new connection of its own and "is safe to invoke from a signal handler"; the
-    /// PGcancel object from PQgetCancel is freed with PQfreeCancel.
+    /// Asks the server to cancel the statement in progress. PQcancel sends the request over a
+    /// connection of its own, so the PGconn is not touched; the PGcancel object from
+    /// PQgetCancel is freed with PQfreeCancel.
     func cancelRunningStatement(_ handle: OpaquePointer) {
         guard let cancel = PQgetCancel(handle) else { return }
         var errorBuffer = [CChar](repeating: 0, count: 256)

@@ -113,6 +113,12 @@ import Testing
         let error = try #require(throws: PostgresError.self) { try connection.transaction(statement: "BEGIN") }
         #expect(error.kind == .misuse)
         #expect(connection.transactionStatus == .idle)
+        // Also when the statement after it fails, leaving the block aborted.
+        let aborted = try #require(throws: PostgresError.self) {
+            try connection.transaction(prelude: ["BEGIN"], statement: "SELECT 1 / \(0)")
+        }
+        #expect(aborted.kind == .misuse)
+        #expect(connection.transactionStatus == .idle)
         let again = try connection.transactions([(prelude: [], statement: "SELECT 1"), (prelude: [], statement: "BEGIN")])
         #expect(again.allSatisfy { if case .failure(let error) = $0 { error.kind == .misuse } else { false } })
         #expect(connection.transactionStatus == .idle)
