@@ -106,9 +106,9 @@ struct Pipeline {
                     firstError = PostgresError(kind: .misuse, message: "COPY statements need copyOut", sql: step?.query.sql)
                 }
             default:
-                // After the last statement's results, an error can only be the implicit
-                // transaction's own, raised at the Sync's commit (a deferred constraint): the
-                // segment failed and nothing of it was committed.
+                // A statement's error, or (arriving after the last statement's results, so with
+                // no step) the implicit transaction's own, raised by its commit at the Sync (a
+                // deferred constraint). Either way the segment failed and nothing of it committed.
                 let error = PostgresError.fromResult(result, connection: handle, sql: (step?.query ?? queries.last)?.sql)
                 if let step, step.isNamed, PreparedStatementCache.isNameError(error) { statements.noteNameFailure(error) }
                 if firstError == nil { firstError = error }
@@ -117,8 +117,8 @@ struct Pipeline {
         }
         if !synced {
             // Without the Sync's result the session is in an unknown state: after a success the
-            // server may have gone away before or after committing (an error, though, means the
-            // segment was rolled back, so that error stands).
+            // server may have gone away before or after committing, so the segment is lost. A
+            // server error stands: such a segment was rolled back whatever happened next.
             session.ended = true
             if firstError == nil { firstError = session.lost(handle, sql: queries.last?.sql) }
         }
