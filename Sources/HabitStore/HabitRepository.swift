@@ -5,6 +5,12 @@ import PostgresClient
 /// only that user's rows twice over: each statement filters by `user_id`, and runs under
 /// that user's claims with row-level security forced (see `UserScope`).
 ///
+/// Each method of one statement is one round trip: BEGIN, the user's settings, the statement
+/// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
+/// locks the habit first and writes after reading (three round trips). The rules the
+/// statements apply live in the database (sql/0007: `habit.is_on_day`,
+/// `habit.completion_refusal`, `habit.next_habit_sort_order`); `refuse` maps refusals to errors.
+///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {
     let scope: UserScope
@@ -19,9 +25,9 @@ public final class HabitRepository {
     // MARK: - Profile
 
     public func profile(user: UUID) throws -> Profile {
-        let zone = try scope.query(as: user, "SELECT timezone FROM public.profiles WHERE user_id = \(user)").first?
-            .decode(String.self, at: 0)
-        return Profile(userID: user, timeZone: zone ?? "UTC")
+        // habit.user_time_zone holds the rule: the profile's zone, else UTC.
+        let zone = try scope.query(as: user, "SELECT habit.user_time_zone(\(user), NULL)").single().decode(String.self, at: 0)
+        return Profile(userID: user, timeZone: zone)
     }
 
     public func setTimeZone(user: UUID, timeZone: String) throws -> Profile {
@@ -31,7 +37,7 @@ public final class HabitRepository {
             ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone
             RETURNING timezone
             """)
-        return Profile(userID: user, timeZone: try rows[0].decode(String.self, at: 0))
+        return Profile(userID: user, timeZone: try rows.single().decode(String.self, at: 0))
     }
 
     // MARK: - Habits
@@ -46,7 +52,7 @@ public final class HabitRepository {
             VALUES (\(user), \(name), \(icon), \(color), coalesce(\(draft.activatedAt), now()),
                     coalesce(\(sortOrder), habit.next_habit_sort_order(\(user))))
             RETURNING \(unsafeSQL: Habit.columns)
-            """)[0])
+            """).single())
     }
 
     public func updateHabit(user: UUID, id: UUID, _ changes: HabitChanges) throws -> Habit {
@@ -65,8 +71,7 @@ public final class HabitRepository {
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
-        guard let row = rows.first else { throw StoreError.notFound }
-        return try Habit(row: row)
+        return try Habit(row: rows.found())
     }
 
     /// Deactivates a habit (idempotent: deactivating twice keeps the first deactivated_at).
@@ -88,8 +93,7 @@ public final class HabitRepository {
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
-        guard let row = rows.first else { throw StoreError.notFound }
-        return try Habit(row: row)
+        return try Habit(row: rows.found())
     }
 
     /// Deletes a habit and, by ON DELETE CASCADE, all its completions. Deleting a habit that
@@ -227,8 +231,9 @@ public final class HabitRepository {
     public func toggleCompletion(user: UUID, template: UUID, date: CalendarDate, timeZone: String? = nil) throws -> Bool {
         try Validation.timeZone(timeZone, using: connection)
         return try scope.transaction(as: user) { connection in
-            // Statement 1 takes the lock and asks the rule both ways (removing, completing).
-            // The completion is read by statement 2, whose snapshot starts after the lock was
+            // Statement 1 takes the lock and asks the rule both ways: removing (where whether
+            // the habit is on that day does not matter, hence `true`) and completing. The
+            // completion is read by statement 2, whose snapshot starts after the lock was
             // granted and so sees the previous toggle.
             let habit = try connection.queryOptional("""
                 WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz)

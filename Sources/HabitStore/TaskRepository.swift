@@ -12,6 +12,10 @@ import PostgresClient
 /// state the task is already in is a no-op (retries are safe); `uncompleteTask` refuses an
 /// active task with `invalidState`.
 ///
+/// Each method of one statement is one round trip (`UserScope.query`/`execute`, like
+/// `HabitRepository`); the four state changes lock the task, decide in Swift, then write (three
+/// round trips, two for a no-op). Default positions are `habit.next_task_position` (sql/0007).
+///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class TaskRepository {
     let scope: UserScope
@@ -27,19 +31,19 @@ public final class TaskRepository {
 
     public func createList(user: UUID, name: String) throws -> TaskList {
         let name = try Validation.listName(name)
-        return try TaskList(row: one(scope.query(as: user, """
+        return try TaskList(row: scope.query(as: user, """
             INSERT INTO public.task_lists (user_id, name) VALUES (\(user), \(name))
             RETURNING \(unsafeSQL: TaskList.columns)
-            """)))
+            """).single())
     }
 
     public func renameList(user: UUID, id: UUID, name: String) throws -> TaskList {
         let name = try Validation.listName(name)
-        return try TaskList(row: found(scope.query(as: user, """
+        return try TaskList(row: scope.query(as: user, """
             UPDATE public.task_lists SET name = \(name)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: TaskList.columns)
-            """)))
+            """).found())
     }
 
     /// Deletes a list. Its tasks stay, with no list (ON DELETE SET NULL (list_id)), and
@@ -70,12 +74,12 @@ public final class TaskRepository {
         let notes = try draft.notes.map(Validation.taskNotes)
         let position = try draft.position.map(Validation.taskPosition)
         let date = draft.scheduledDate
-        return try TaskItem(row: one(scope.query(as: user, """
+        return try TaskItem(row: scope.query(as: user, """
             INSERT INTO public.tasks (user_id, title, notes, list_id, scheduled_date, position)
             VALUES (\(user), \(title), \(notes), \(draft.listID), \(date),
                     coalesce(\(position), habit.next_task_position(\(user), \(date))))
             RETURNING \(unsafeSQL: TaskItem.columns)
-            """)))
+            """).single())
     }
 
     /// Changes title, notes, list, date or position in one statement. Moving a task to
@@ -89,7 +93,7 @@ public final class TaskRepository {
         let date = changes.scheduledDate ?? nil
         // A flag per clearable field says whether to replace it (possibly with NULL).
         // On the right of SET, scheduled_date is still the row's old value.
-        return try TaskItem(row: found(scope.query(as: user, """
+        return try TaskItem(row: scope.query(as: user, """
             UPDATE public.tasks SET
                 title = coalesce(\(title), title),
                 notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
@@ -100,7 +104,7 @@ public final class TaskRepository {
                     ELSE position END)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: TaskItem.columns)
-            """)))
+            """).found())
     }
 
     public func deleteTask(user: UUID, id: UUID) throws {
@@ -109,9 +113,9 @@ public final class TaskRepository {
     }
 
     public func task(user: UUID, id: UUID) throws -> TaskItem {
-        try TaskItem(row: found(scope.query(as: user, """
+        try TaskItem(row: scope.query(as: user, """
             SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks WHERE id = \(id) AND user_id = \(user)
-            """)))
+            """).found())
     }
 
     // MARK: - State
@@ -255,21 +259,5 @@ public final class TaskRepository {
             guard let first = rows.first, try first.decode(Bool.self, "found") else { throw StoreError.notFound }
             return Page(fetched: try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:)), request: page)
         }
-    }
-
-    // MARK: - Rows
-
-    /// The row of a statement that always returns exactly one (an INSERT … RETURNING).
-    private func one(_ rows: [Row]) throws -> Row {
-        guard rows.count == 1 else {
-            throw PostgresError(kind: .unexpectedRowCount, message: "expected exactly one row, got \(rows.count)")
-        }
-        return rows[0]
-    }
-
-    /// The row of a statement that finds at most one (by id and user), or `notFound`.
-    private func found(_ rows: [Row]) throws -> Row {
-        guard let row = rows.first else { throw StoreError.notFound }
-        return row
     }
 }
