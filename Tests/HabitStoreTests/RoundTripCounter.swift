@@ -144,7 +144,8 @@ final class RoundTripCounter: @unchecked Sendable {
             }
             var sent = 0
             while sent < count {
-                let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
+                // MSG_NOSIGNAL: a peer that is gone is EPIPE here, never a SIGPIPE for the test process.
+                let written = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + sent, count - sent, Int32(MSG_NOSIGNAL)) }
                 if written < 0, errno == EINTR { continue }
                 guard written > 0 else { break }
                 sent += written
