@@ -5,6 +5,12 @@ import PostgresClient
 /// only that user's rows twice over: each statement filters by `user_id`, and runs under
 /// that user's claims with row-level security forced (see `UserScope`).
 ///
+/// Each method of one statement is one round trip: BEGIN, the user's settings, the statement
+/// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
+/// locks the habit first and writes after reading (three round trips). The rules the
+/// statements apply live in the database (sql/0007: `habit.is_on_day`,
+/// `habit.completion_refusal`, `habit.next_habit_sort_order`); `refuse` maps refusals to errors.
+///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {
     let scope: UserScope
@@ -19,19 +25,19 @@ public final class HabitRepository {
     // MARK: - Profile
 
     public func profile(user: UUID) throws -> Profile {
-        let zone = try scope.query(as: user, "SELECT timezone FROM public.profiles WHERE user_id = \(user)").first?
-            .decode(String.self, at: 0)
-        return Profile(userID: user, timeZone: zone ?? "UTC")
+        // habit.user_time_zone holds the rule: the profile's zone, else UTC.
+        let zone = try scope.query(as: user, "SELECT habit.user_time_zone(\(user), NULL)").single().decode(String.self, at: 0)
+        return Profile(userID: user, timeZone: zone)
     }
 
     public func setTimeZone(user: UUID, timeZone: String) throws -> Profile {
-        try validateTimeZone(timeZone)
+        try Validation.timeZone(timeZone, using: connection)
         let rows = try scope.query(as: user, """
             INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), \(timeZone))
             ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone
             RETURNING timezone
             """)
-        return Profile(userID: user, timeZone: try rows[0].decode(String.self, at: 0))
+        return Profile(userID: user, timeZone: try rows.single().decode(String.self, at: 0))
     }
 
     // MARK: - Habits
@@ -44,10 +50,9 @@ public final class HabitRepository {
         return try Habit(row: scope.query(as: user, """
             INSERT INTO public.habit_templates (user_id, name, icon, color, activated_at, sort_order)
             VALUES (\(user), \(name), \(icon), \(color), coalesce(\(draft.activatedAt), now()),
-                    coalesce(\(sortOrder), (SELECT least(coalesce(max(sort_order), 0)::bigint + 1, 2147483647)
-                                            FROM public.habit_templates WHERE user_id = \(user))))
+                    coalesce(\(sortOrder), habit.next_habit_sort_order(\(user))))
             RETURNING \(unsafeSQL: Habit.columns)
-            """)[0])
+            """).single())
     }
 
     public func updateHabit(user: UUID, id: UUID, _ changes: HabitChanges) throws -> Habit {
@@ -66,8 +71,7 @@ public final class HabitRepository {
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
-        guard let row = rows.first else { throw StoreError.notFound }
-        return try Habit(row: row)
+        return try Habit(row: rows.found())
     }
 
     /// Deactivates a habit (idempotent: deactivating twice keeps the first deactivated_at).
@@ -89,8 +93,7 @@ public final class HabitRepository {
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
-        guard let row = rows.first else { throw StoreError.notFound }
-        return try Habit(row: row)
+        return try Habit(row: rows.found())
     }
 
     /// Deletes a habit and, by ON DELETE CASCADE, all its completions. Deleting a habit that
@@ -138,7 +141,7 @@ public final class HabitRepository {
 
     /// `day`'s statement, for running several requests in one round trip (`UserScope.queries`).
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> UserStatement<DayView> {
-        try validateTimeZone(timeZone)
+        try Validation.timeZone(timeZone, using: connection)
         return UserStatement(user: user, statement: """
             WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             header AS (
@@ -151,8 +154,7 @@ public final class HabitRepository {
             FROM header LEFT JOIN LATERAL (
                 SELECT \(unsafeSQL: Habit.columns)
                 FROM public.habit_templates h, zone
-                WHERE h.user_id = \(user) AND h.is_active
-                  AND habit.local_date(h.activated_at, zone.tz) <= \(date)
+                WHERE h.user_id = \(user) AND habit.is_on_day(h.is_active, h.activated_at, \(date), zone.tz)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """) { rows in
@@ -172,8 +174,8 @@ public final class HabitRepository {
 
     /// Sets whether `template` is completed on `date`. Idempotent — setting the current state
     /// again changes nothing and is no error — so a gateway can retry it safely.
-    /// Completing needs an active habit activated on or before `date`; both directions refuse
-    /// future dates.
+    /// The rules are `habit.completion_refusal`'s: completing needs a habit on that day
+    /// (`habit.is_on_day`); both directions refuse future dates.
     public func setCompletion(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                               timeZone: String? = nil) throws -> CompletionChange {
         try scope.run(setCompletionStatement(user: user, template: template, date: date, completed: completed, timeZone: timeZone))
@@ -182,71 +184,70 @@ public final class HabitRepository {
     /// `setCompletion`'s statement, for running several requests in one round trip.
     public func setCompletionStatement(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                                        timeZone: String? = nil) throws -> UserStatement<CompletionChange> {
-        try validateTimeZone(timeZone)
-        // One statement, one round trip: read the habit's state and write only when every
-        // rule holds, so a refused request commits nothing. ON CONFLICT DO NOTHING makes
-        // concurrent inserts of the same key harmless.
+        try Validation.timeZone(timeZone, using: connection)
+        // One statement, one round trip: read the habit's state and write only when the
+        // database's rule (habit.completion_refusal) allows it, so a refused request commits
+        // nothing. ON CONFLICT DO NOTHING makes concurrent inserts of the same key harmless.
+        // zone is MATERIALIZED so that habit.user_time_zone runs once, not once per use.
         return UserStatement(user: user, statement: """
-            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             habit AS (
-                SELECT t.id, t.is_active,
-                       habit.local_date(t.activated_at, zone.tz) AS first_day,
-                       habit.local_date(now(), zone.tz) AS today
+                SELECT t.id, habit.local_date(now(), zone.tz) AS today,
+                       habit.completion_refusal(\(completed), \(date), habit.local_date(now(), zone.tz),
+                                                habit.is_on_day(t.is_active, t.activated_at, \(date), zone.tz)) AS refusal
                 FROM public.habit_templates t, zone
                 WHERE t.id = \(template) AND t.user_id = \(user)
             ),
             inserted AS (
                 INSERT INTO public.habit_completions (user_id, template_id, completed_date)
                 SELECT \(user), habit.id, \(date) FROM habit
-                WHERE \(completed) AND \(date) <= habit.today AND habit.is_active AND habit.first_day <= \(date)
+                WHERE \(completed) AND habit.refusal IS NULL
                 ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
                 RETURNING 1
             ),
             deleted AS (
                 DELETE FROM public.habit_completions c USING habit
-                WHERE NOT \(completed) AND \(date) <= habit.today
+                WHERE NOT \(completed) AND habit.refusal IS NULL
                   AND c.user_id = \(user) AND c.template_id = habit.id AND c.completed_date = \(date)
                 RETURNING 1
             )
-            SELECT habit.id IS NOT NULL AS found, habit.is_active, habit.first_day, habit.today,
+            SELECT habit.id IS NOT NULL AS found, habit.today, habit.refusal,
                    (SELECT count(*) FROM inserted) + (SELECT count(*) FROM deleted) AS changed
             FROM (SELECT 1) AS one LEFT JOIN habit ON true
             """) { rows in
             guard let row = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "completion statement returned no row") }
             guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
-            let today = try row.decode(CalendarDate.self, "today")
-            guard date <= today else { throw StoreError.futureDate(today: today) }
-            if completed {
-                let active = try row.decode(Bool.self, "is_active")
-                let firstDay = try row.decode(CalendarDate.self, "first_day")
-                guard active, firstDay <= date else { throw StoreError.habitNotActive }
-            }
+            try Self.refuse(row, "refusal")
             return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
         }
     }
 
     /// Flips the completion of `template` on `date` and returns the new state. Toggles of
     /// one habit are serialized by a row lock on the habit, so concurrent toggles each flip
-    /// once (none is lost, none fails on the unique key).
+    /// once (none is lost, none fails on the unique key). Same rules as `setCompletion`, for
+    /// the direction the flip goes.
     static let toggleAttempts = 5
 
     public func toggleCompletion(user: UUID, template: UUID, date: CalendarDate, timeZone: String? = nil) throws -> Bool {
-        try validateTimeZone(timeZone)
+        try Validation.timeZone(timeZone, using: connection)
         return try scope.transaction(as: user) { connection in
-            // Statement 1 takes the lock. The completion is read by statement 2, whose
-            // snapshot starts after the lock was granted and so sees the previous toggle.
+            // Statement 1 takes the lock and asks the rule both ways: removing (where whether
+            // the habit is on that day does not matter, hence `true`) and completing. The
+            // completion is read by statement 2, whose snapshot starts after the lock was
+            // granted and so sees the previous toggle.
             let habit = try connection.queryOptional("""
-                WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz)
-                SELECT t.is_active, habit.local_date(t.activated_at, zone.tz) AS first_day,
-                       habit.local_date(now(), zone.tz) AS today
+                WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz)
+                SELECT habit.local_date(now(), zone.tz) AS today,
+                       habit.completion_refusal(false, \(date), habit.local_date(now(), zone.tz), true) AS removing_refusal,
+                       habit.completion_refusal(true, \(date), habit.local_date(now(), zone.tz),
+                                                habit.is_on_day(t.is_active, t.activated_at, \(date), zone.tz)) AS completing_refusal
                 FROM public.habit_templates t, zone
                 WHERE t.id = \(template) AND t.user_id = \(user)
                 FOR NO KEY UPDATE OF t
                 """)
             guard let habit else { throw StoreError.notFound }
-            let today = try habit.decode(CalendarDate.self, "today")
-            guard date <= today else { throw StoreError.futureDate(today: today) }
-            let mayComplete = try habit.decode(Bool.self, "is_active") && habit.decode(CalendarDate.self, "first_day") <= date
+            try Self.refuse(habit, "removing_refusal")
+            let mayComplete = try habit.decode(String?.self, "completing_refusal") == nil
             // A concurrent setCompletion (which takes no lock) may commit a row this
             // statement's snapshot cannot see: the insert then meets the conflict and does
             // nothing. Each retry is a new statement with a newer snapshot that sees the row.
@@ -268,44 +269,53 @@ public final class HabitRepository {
                     """)
                 if try row.decode(Bool.self, "added") { return true }
                 if try row.decode(Bool.self, "removed") { return false }
-                guard mayComplete else { throw StoreError.habitNotActive }
+                try Self.refuse(habit, "completing_refusal")
             }
             throw PostgresError(kind: .server, message: "toggle kept conflicting with concurrent writes", sqlState: .serializationFailure)
         }
     }
 
-    /// The seven days of the week containing `date`: per day, completions of habits active
-    /// that day and the number of such habits (the week strip's dots).
+    /// Throws the error for the refusal `habit.completion_refusal` returned in `column` (with
+    /// the row's `today`), or returns when it is NULL. The reasons are the SQL function's; this
+    /// is the one place that turns them into errors.
+    private static func refuse(_ row: Row, _ column: String) throws {
+        switch try row.decode(String?.self, column) {
+        case nil:
+            return
+        case "future_date":
+            throw StoreError.futureDate(today: try row.decode(CalendarDate.self, "today"))
+        case "habit_not_active":
+            throw StoreError.habitNotActive
+        case let other?:
+            throw PostgresError(kind: .decoding, message: "unknown completion refusal \"\(other)\"")
+        }
+    }
+
+    /// The seven days of the week containing `date`: per day, completions of habits on that
+    /// day and the number of such habits (the week strip's dots), by `habit.is_on_day`.
     public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart,
                            timeZone: String? = nil) throws -> [DayCount] {
-        try validateTimeZone(timeZone)
+        try Validation.timeZone(timeZone, using: connection)
         let first = weekStart.weekStart(containing: date)
         return try scope.query(as: user, """
             WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             days AS (SELECT \(first) + offset_days AS day FROM generate_series(0, 6) AS offset_days),
             habits AS (
-                SELECT h.id, habit.local_date(h.activated_at, zone.tz) AS first_day
+                SELECT h.id, h.is_active, h.activated_at, zone.tz
                 FROM public.habit_templates h, zone
-                WHERE h.user_id = \(user) AND h.is_active
+                WHERE h.user_id = \(user)
             )
             SELECT days.day,
                    (SELECT count(*) FROM public.habit_completions c JOIN habits ON habits.id = c.template_id
-                    WHERE c.user_id = \(user) AND c.completed_date = days.day AND habits.first_day <= days.day) AS completed,
-                   (SELECT count(*) FROM habits WHERE habits.first_day <= days.day) AS active
+                    WHERE c.user_id = \(user) AND c.completed_date = days.day
+                      AND habit.is_on_day(habits.is_active, habits.activated_at, days.day, habits.tz)) AS completed,
+                   (SELECT count(*) FROM habits
+                    WHERE habit.is_on_day(habits.is_active, habits.activated_at, days.day, habits.tz)) AS active
             FROM days ORDER BY days.day
             """).map { row in
             DayCount(date: try row.decode(CalendarDate.self, "day"),
                      completed: try row.decode(Int.self, "completed"),
                      active: try row.decode(Int.self, "active"))
-        }
-    }
-
-    // MARK: - Validation
-
-    func validateTimeZone(_ zone: String?) throws {
-        guard let zone else { return }
-        guard try TimeZoneNames.shared.isValid(zone, using: connection) else {
-            throw StoreError.invalidInput(field: "timezone", reason: "not a time zone PostgreSQL knows (pg_timezone_names)")
         }
     }
 }

@@ -12,6 +12,10 @@ import PostgresClient
 /// state the task is already in is a no-op (retries are safe); `uncompleteTask` refuses an
 /// active task with `invalidState`.
 ///
+/// Each method of one statement is one round trip (`UserScope.query`/`execute`, like
+/// `HabitRepository`); the four state changes lock the task, decide in Swift, then write (three
+/// round trips, two for a no-op). Default positions are `habit.next_task_position` (sql/0007).
+///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class TaskRepository {
     let scope: UserScope
@@ -27,34 +31,26 @@ public final class TaskRepository {
 
     public func createList(user: UUID, name: String) throws -> TaskList {
         let name = try Validation.listName(name)
-        return try scope.transaction(as: user) { connection in
-            try TaskList(row: connection.queryOne("""
-                INSERT INTO public.task_lists (user_id, name) VALUES (\(user), \(name))
-                RETURNING \(unsafeSQL: TaskList.columns)
-                """))
-        }
+        return try TaskList(row: scope.query(as: user, """
+            INSERT INTO public.task_lists (user_id, name) VALUES (\(user), \(name))
+            RETURNING \(unsafeSQL: TaskList.columns)
+            """).single())
     }
 
     public func renameList(user: UUID, id: UUID, name: String) throws -> TaskList {
         let name = try Validation.listName(name)
-        return try scope.transaction(as: user) { connection in
-            let row = try connection.queryOptional("""
-                UPDATE public.task_lists SET name = \(name)
-                WHERE id = \(id) AND user_id = \(user)
-                RETURNING \(unsafeSQL: TaskList.columns)
-                """)
-            guard let row else { throw StoreError.notFound }
-            return try TaskList(row: row)
-        }
+        return try TaskList(row: scope.query(as: user, """
+            UPDATE public.task_lists SET name = \(name)
+            WHERE id = \(id) AND user_id = \(user)
+            RETURNING \(unsafeSQL: TaskList.columns)
+            """).found())
     }
 
     /// Deletes a list. Its tasks stay, with no list (ON DELETE SET NULL (list_id)), and
     /// keep their dates, states and positions.
     public func deleteList(user: UUID, id: UUID) throws {
-        try scope.transaction(as: user) { connection in
-            let deleted = try connection.execute("DELETE FROM public.task_lists WHERE id = \(id) AND user_id = \(user)")
-            guard deleted == 1 else { throw StoreError.notFound }
-        }
+        let deleted = try scope.execute(as: user, "DELETE FROM public.task_lists WHERE id = \(id) AND user_id = \(user)")
+        guard deleted == 1 else { throw StoreError.notFound }
     }
 
     /// The user's lists in creation order.
@@ -78,16 +74,12 @@ public final class TaskRepository {
         let notes = try draft.notes.map(Validation.taskNotes)
         let position = try draft.position.map(Validation.taskPosition)
         let date = draft.scheduledDate
-        return try scope.transaction(as: user) { connection in
-            try TaskItem(row: connection.queryOne("""
-                INSERT INTO public.tasks (user_id, title, notes, list_id, scheduled_date, position)
-                VALUES (\(user), \(title), \(notes), \(draft.listID), \(date),
-                        coalesce(\(position), (SELECT least(coalesce(max(o.position), 0)::bigint + 1, 2147483647) FROM public.tasks o
-                                               WHERE o.user_id = \(user)
-                                                 AND (o.scheduled_date = \(date) OR (\(date) IS NULL AND o.scheduled_date IS NULL)))))
-                RETURNING \(unsafeSQL: TaskItem.columns)
-                """))
-        }
+        return try TaskItem(row: scope.query(as: user, """
+            INSERT INTO public.tasks (user_id, title, notes, list_id, scheduled_date, position)
+            VALUES (\(user), \(title), \(notes), \(draft.listID), \(date),
+                    coalesce(\(position), habit.next_task_position(\(user), \(date))))
+            RETURNING \(unsafeSQL: TaskItem.columns)
+            """).single())
     }
 
     /// Changes title, notes, list, date or position in one statement. Moving a task to
@@ -99,44 +91,31 @@ public final class TaskRepository {
         let position = try changes.position.map(Validation.taskPosition)
         let dateGiven = changes.scheduledDate != nil
         let date = changes.scheduledDate ?? nil
-        return try scope.transaction(as: user) { connection in
-            // A flag per clearable field says whether to replace it (possibly with NULL).
-            // On the right of SET, scheduled_date is still the row's old value.
-            let row = try connection.queryOptional("""
-                UPDATE public.tasks SET
-                    title = coalesce(\(title), title),
-                    notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
-                    list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
-                    scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
-                    position = coalesce(\(position), CASE
-                        WHEN \(dateGiven) AND \(date) IS DISTINCT FROM scheduled_date THEN
-                            (SELECT least(coalesce(max(o.position), 0)::bigint + 1, 2147483647) FROM public.tasks o
-                             WHERE o.user_id = \(user)
-                               AND (o.scheduled_date = \(date) OR (\(date) IS NULL AND o.scheduled_date IS NULL)))
-                        ELSE position END)
-                WHERE id = \(id) AND user_id = \(user)
-                RETURNING \(unsafeSQL: TaskItem.columns)
-                """)
-            guard let row else { throw StoreError.notFound }
-            return try TaskItem(row: row)
-        }
+        // A flag per clearable field says whether to replace it (possibly with NULL).
+        // On the right of SET, scheduled_date is still the row's old value.
+        return try TaskItem(row: scope.query(as: user, """
+            UPDATE public.tasks SET
+                title = coalesce(\(title), title),
+                notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
+                list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
+                scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
+                position = coalesce(\(position), CASE
+                    WHEN \(dateGiven) AND \(date) IS DISTINCT FROM scheduled_date THEN habit.next_task_position(\(user), \(date))
+                    ELSE position END)
+            WHERE id = \(id) AND user_id = \(user)
+            RETURNING \(unsafeSQL: TaskItem.columns)
+            """).found())
     }
 
     public func deleteTask(user: UUID, id: UUID) throws {
-        try scope.transaction(as: user) { connection in
-            let deleted = try connection.execute("DELETE FROM public.tasks WHERE id = \(id) AND user_id = \(user)")
-            guard deleted == 1 else { throw StoreError.notFound }
-        }
+        let deleted = try scope.execute(as: user, "DELETE FROM public.tasks WHERE id = \(id) AND user_id = \(user)")
+        guard deleted == 1 else { throw StoreError.notFound }
     }
 
     public func task(user: UUID, id: UUID) throws -> TaskItem {
-        try scope.transaction(as: user) { connection in
-            let row = try connection.queryOptional("""
-                SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks WHERE id = \(id) AND user_id = \(user)
-                """)
-            guard let row else { throw StoreError.notFound }
-            return try TaskItem(row: row)
-        }
+        try TaskItem(row: scope.query(as: user, """
+            SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks WHERE id = \(id) AND user_id = \(user)
+            """).found())
     }
 
     // MARK: - State
@@ -199,7 +178,7 @@ public final class TaskRepository {
     /// each by position. Earlier dates' unfinished tasks are not carried over.
     public func today(user: UUID, date: CalendarDate? = nil, timeZone: String? = nil,
                       page: PageRequest<TaskSortKey> = PageRequest()) throws -> TaskDay {
-        try validateTimeZone(timeZone)
+        try Validation.timeZone(timeZone, using: connection)
         let after = TaskSortKey.bounds(page.after)
         // One header row (the date and the day's counts) even when there are no tasks, like
         // HabitRepository.day.
@@ -240,7 +219,7 @@ public final class TaskRepository {
     /// one list. A list that is not the user's is `notFound`.
     public func listTasks(user: UUID, _ listing: TaskListing, timeZone: String? = nil,
                           page: PageRequest<TaskSortKey> = PageRequest()) throws -> Page<TaskItem> {
-        try validateTimeZone(timeZone)
+        try Validation.timeZone(timeZone, using: connection)
         let after = TaskSortKey.bounds(page.after)
         switch listing {
         case .inbox:
@@ -279,15 +258,6 @@ public final class TaskRepository {
                 """)
             guard let first = rows.first, try first.decode(Bool.self, "found") else { throw StoreError.notFound }
             return Page(fetched: try rows.filter { !$0.isNull(at: 1) }.map(TaskItem.init(row:)), request: page)
-        }
-    }
-
-    // MARK: - Validation
-
-    func validateTimeZone(_ zone: String?) throws {
-        guard let zone else { return }
-        guard try TimeZoneNames.shared.isValid(zone, using: connection) else {
-            throw StoreError.invalidInput(field: "timezone", reason: "not a time zone PostgreSQL knows (pg_timezone_names)")
         }
     }
 }

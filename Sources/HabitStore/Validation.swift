@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 /// Input rules shared by the repositories. The database enforces the same rules with CHECK
 /// constraints; checking here first gives a precise error naming the field.
@@ -39,6 +40,16 @@ enum Validation {
               bytes[1...].allSatisfy({ (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) })
         else { throw StoreError.invalidInput(field: "color", reason: "must be #RRGGBB") }
         return raw.uppercased()
+    }
+
+    /// A time-zone name (a per-request override or a profile's zone) must be one PostgreSQL
+    /// knows: habit.time_zones, read once per process (`TimeZoneNames`), so checking costs no
+    /// query. nil (no override) passes. Stored zones are also held by profiles_timezone_fkey.
+    static func timeZone(_ zone: String?, using connection: Connection) throws {
+        guard let zone else { return }
+        guard try TimeZoneNames.shared.isValid(zone, using: connection) else {
+            throw StoreError.invalidInput(field: "timezone", reason: "not a time zone PostgreSQL knows (pg_timezone_names)")
+        }
     }
 
     static func sortOrder(_ value: Int, field: String = "sort_order") throws -> Int {

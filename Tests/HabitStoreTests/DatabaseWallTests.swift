@@ -14,6 +14,7 @@ import Testing
     static let inlined = [
         "habit.local_date(timestamp with time zone,text)", "habit.week_start(date,integer)",
         "habit.weekly_counts(date,date,text,uuid)",
+        "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
@@ -32,7 +33,7 @@ import Testing
             let missing = functions.filter { !$0.1 && !Self.inlined.contains($0.0) }.map(\.0)
             #expect(missing.isEmpty, "functions without SET search_path = pg_catalog, pg_temp: \(missing)")
             // The exceptions are exactly the documented ones, and still without a SET clause.
-            #expect(functions.filter { Self.inlined.contains($0.0) }.map(\.1) == [false, false, false])
+            #expect(functions.filter { Self.inlined.contains($0.0) }.map(\.1) == Array(repeating: false, count: Self.inlined.count))
         }
     }
 
@@ -48,6 +49,9 @@ import Testing
                 CREATE FUNCTION hostile.plus(integer, integer) RETURNS integer LANGUAGE sql AS $$ SELECT 1000 $$;
                 CREATE OPERATOR hostile.+ (LEFTARG = integer, RIGHTARG = integer, FUNCTION = hostile.plus);
                 CREATE FUNCTION hostile.timezone(text, timestamptz) RETURNS timestamp LANGUAGE sql AS $$ SELECT timestamp '1900-01-01' $$;
+                CREATE FUNCTION hostile.always(date, date) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+                CREATE OPERATOR hostile.<= (LEFTARG = date, RIGHTARG = date, FUNCTION = hostile.always);
+                CREATE OPERATOR hostile.> (LEFTARG = date, RIGHTARG = date, FUNCTION = hostile.always);
                 GRANT USAGE ON SCHEMA hostile TO PUBLIC;
                 INSERT INTO public.habit_templates (id, user_id, name, activated_at)
                     VALUES ('10000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-00000000000a', 'Run', '2026-11-17 12:00Z');
@@ -67,14 +71,26 @@ import Testing
                 #expect(try row.decode(CalendarDate.self, at: 0) == date("2026-11-16"))
                 #expect(try row.decode(CalendarDate.self, at: 1) == date("2026-11-15"))
                 #expect(try row.decode(CalendarDate.self, at: 2) == date("2026-11-21"))
+                // The hostile <= and > say true for any two dates; the rules still compare.
+                #expect(try connection.queryOne("SELECT date '2026-11-20' > date '2026-11-21'").decode(Bool.self, at: 0))
+                let rules = try connection.queryOne("""
+                    SELECT habit.is_on_day(true, '2026-11-20 12:00Z', '2026-11-19', 'UTC'),
+                           habit.completion_refusal(true, '2026-11-19', '2026-11-20', true)
+                    """)
+                #expect(try rules.decode(Bool.self, at: 0) == false)
+                #expect(try rules.decode(String?.self, at: 1) == nil)
                 #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
             }
             // Inlined: the plan computes the expressions, it does not call the functions.
             let plan = try connection.query("""
                 EXPLAIN (VERBOSE, COSTS OFF)
-                SELECT habit.week_start(d::date, 1), habit.local_date(d, 'UTC') FROM generate_series(now(), now() + interval '3 days', interval '1 day') d
+                SELECT habit.week_start(d::date, 1), habit.local_date(d, 'UTC'),
+                       habit.completion_refusal(true, d::date, habit.local_date(now(), 'UTC'), habit.is_on_day(true, d, '2026-11-20', 'UTC'))
+                FROM generate_series(now(), now() + interval '3 days', interval '1 day') d
                 """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-            #expect(!plan.contains("week_start(") && !plan.contains("local_date("), "\(plan)")
+            for name in ["week_start(", "local_date(", "completion_refusal(", "is_on_day("] {
+                #expect(!plan.contains(name), "\(plan)")
+            }
             let weeklyPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + weekly)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             #expect(!weeklyPlan.contains("Function Scan on weekly_counts"), "\(weeklyPlan)")
         }
