@@ -14,8 +14,6 @@ public struct WeeklyCountsJob {
     public var weekStart: WeekStart = .monday
     public var user: UUID?
     public var format: Format = .csv
-    /// Store into weekly_completion_counts (replacing the run's rows) instead of printing rows.
-    public var store = false
 
     public init(from: CalendarDate, to: CalendarDate) {
         self.from = from
