@@ -20,7 +20,7 @@ public struct WeeklyCountsJob {
         self.to = to
     }
 
-    public static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days", "completion_rate"]
+    static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days", "completion_rate"]
 
     /// The job acts as the least-privileged batch role whatever the login role is.
     static let prelude: [Query] = ["SET LOCAL ROLE habit_batch"]
