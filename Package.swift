@@ -40,7 +40,9 @@ let package = Package(
         ]),
 
         // Load generator for the worker benchmark (scripts/bench-worker.sh); not part of the product.
-        .executableTarget(name: "HabitBench", path: "Sources/HabitBench", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "HabitBench", dependencies: [
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore"], path: "Tests/TestSupport"),
         // FailCases/ is read from disk by FailCasesTests (the fuzzers' regression corpus), not built.

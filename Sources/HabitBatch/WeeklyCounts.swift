@@ -14,15 +14,13 @@ public struct WeeklyCountsJob {
     public var weekStart: WeekStart = .monday
     public var user: UUID?
     public var format: Format = .csv
-    /// Store into weekly_completion_counts (replacing the run's rows) instead of printing rows.
-    public var store = false
 
     public init(from: CalendarDate, to: CalendarDate) {
         self.from = from
         self.to = to
     }
 
-    public static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days", "completion_rate"]
+    static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days", "completion_rate"]
 
     /// The job acts as the least-privileged batch role whatever the login role is.
     static let prelude: [Query] = ["SET LOCAL ROLE habit_batch"]

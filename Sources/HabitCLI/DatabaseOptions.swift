@@ -3,7 +3,9 @@ import Foundation
 import HabitStore
 import PostgresClient
 
-/// Where the database is: `--database-url`/`DATABASE_URL`, else the embedded server.
+/// Where the database is, shared by every command: `--database-url`/`DATABASE_URL`, else the
+/// embedded server in `--data-dir`. `validate()` resolves each setting once (`Setting`) and
+/// checks the URL with libpq's parser; the command then reads only the resolved values.
 struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("database-url"),
             help: ArgumentHelp("PostgreSQL URL or libpq conninfo (env DATABASE_URL). Without one, the embedded server in --data-dir is used.", valueName: "url"))
@@ -20,51 +22,61 @@ struct DatabaseOptions: ParsableArguments {
     @Option(help: ArgumentHelp("auto: prepare each statement once per connection, and switch that connection to unnamed statements for good when a transaction pooler loses them (26000/42P05); on: always named; off: always unnamed (env HABIT_PREPARED_STATEMENTS, default auto).", valueName: "auto|on|off"))
     var preparedStatements: PreparedStatementMode?
 
-    /// `--prepared-statements`, else `HABIT_PREPARED_STATEMENTS`, else `auto`.
-    func preparedStatementMode() throws -> PreparedStatementMode {
-        if let preparedStatements { return preparedStatements }
-        guard let text = Environment.string("HABIT_PREPARED_STATEMENTS") else { return .auto }
-        guard let mode = PreparedStatementMode(rawValue: text) else {
-            throw ValidationError("HABIT_PREPARED_STATEMENTS must be auto, on or off")
+    // Resolved by validate().
+
+    /// The configured server's URL, checked by libpq's parser; nil: the embedded server.
+    private(set) var configuredURL: String?
+    private(set) var preparedStatementMode = PreparedStatementMode.auto
+    private(set) var embeddedDirectory = ".habit"
+
+    /// Only the flags are parsed; the resolved values are filled in by `validate()`.
+    private enum CodingKeys: String, CodingKey {
+        case databaseURL, dataDirectory, migrationsDirectory, preparedStatements
+    }
+
+    mutating func validate() throws {
+        configuredURL = try Self.checkedURL(flagValue: databaseURL)
+        preparedStatementMode = try Setting.resolve(preparedStatements, flag: "--prepared-statements",
+                                                    variable: "HABIT_PREPARED_STATEMENTS", default: .auto)
+        embeddedDirectory = try Setting.resolve(dataDirectory, flag: "--data-dir", variable: "HABIT_DATA_DIR", default: ".habit")
+        // HABIT_MIGRATIONS_DIR and the default folders are MigrationSource.locateDirectory's
+        // (the library's search order, shared with the tests); the flag is passed to it.
+    }
+
+    /// `--database-url` (an empty one counts as unset), else `DATABASE_URL`, checked with
+    /// libpq's parser: a malformed one is refused saying which part is wrong, never quoting
+    /// it (it may hold a password).
+    private static func checkedURL(flagValue: String?) throws -> String? {
+        let url: String, source: String
+        if let flagValue, !flagValue.isEmpty {
+            (url, source) = (flagValue, "--database-url")
+        } else if let fromEnvironment = Environment.string("DATABASE_URL") {
+            (url, source) = (fromEnvironment, "DATABASE_URL")
+        } else {
+            return nil
         }
-        return mode
+        do {
+            try ConnectionString.validate(url)
+        } catch let error as PostgresError {
+            throw ValidationError("\(source): \(error.message)")
+        }
+        return url
     }
 
     /// A connection with the configured prepared-statement mode. A fallback to unnamed
     /// statements is said once on stderr, with how to silence it.
     func connect(_ url: String, applicationName: String) throws -> Connection {
-        let connection = try Connection(url, applicationName: applicationName, preparedStatements: try preparedStatementMode())
+        let connection = try Connection(url, applicationName: applicationName, preparedStatements: preparedStatementMode)
         connection.onPreparedStatementsDisabled = { error in
             FileHandle.standardError.write(Data("habit: warning: \(PreparedStatementMode.fallbackWarning(error))\n".utf8))
         }
         return connection
     }
 
-    /// The configured server's URL, if any, first checked with libpq's parser: a malformed
-    /// one fails here (exit 64) saying which part is wrong, never quoting it (a password).
-    var configuredURL: String? {
-        get throws {
-            let url: String, source: String
-            if let databaseURL, !databaseURL.isEmpty {
-                (url, source) = (databaseURL, "--database-url")
-            } else if let fromEnvironment = Environment.string("DATABASE_URL") {
-                (url, source) = (fromEnvironment, "DATABASE_URL")
-            } else {
-                return nil
-            }
-            do {
-                try ConnectionString.validate(url)
-            } catch let error as PostgresError {
-                throw CommandFailure("\(source): \(error.message)", code: 64)
-            }
-            return url
-        }
-    }
-
     /// The configured URL; without one, the embedded server is started (and migrated first
     /// when `migrating`) and its connection string for `role` is returned.
     func connectionURL(embedded role: KeyPath<EmbeddedServer, String>, migrating: Bool = false) throws -> String {
-        if let configured = try configuredURL { return configured }
+        if let configuredURL { return configuredURL }
         return try startEmbeddedServer(migrating: migrating)[keyPath: role]
     }
 
@@ -81,7 +93,7 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     func embeddedServer() throws -> EmbeddedServer {
-        try EmbeddedServer(directory: dataDirectory ?? Environment.string("HABIT_DATA_DIR") ?? ".habit")
+        try EmbeddedServer(directory: embeddedDirectory)
     }
 
     func migrator() throws -> Migrator {
@@ -90,64 +102,3 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 extension PreparedStatementMode: ExpressibleByArgument {}
-
-enum Environment {
-    static func string(_ name: String) -> String? {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
-        return value
-    }
-
-    /// A yes/no setting: 1/true/yes/on or 0/false/no/off; anything else is an error.
-    static func boolean(_ name: String) throws -> Bool? {
-        guard let text = string(name)?.lowercased() else { return nil }
-        switch text {
-        case "1", "true", "yes", "on": return true
-        case "0", "false", "no", "off": return false
-        default: throw ValidationError("\(name)=\(text) is not a yes/no value (1/true/yes/on or 0/false/no/off)")
-        }
-    }
-
-    /// An integer setting from the environment; a malformed value is an error, not a silent default.
-    static func integer(_ name: String) throws -> Int? {
-        guard let text = string(name) else { return nil }
-        guard let value = Int(text) else { throw ValidationError("\(name)=\(text) is not an integer") }
-        return value
-    }
-}
-
-/// Writes a message to stderr and exits with `code`: the CLI's way of failing clearly.
-struct CommandFailure: Error, CustomStringConvertible {
-    let message: String
-    let code: Int32
-    init(_ message: String, code: Int32 = 1) {
-        self.message = message
-        self.code = code
-    }
-    var description: String { message }
-}
-
-extension ParsableCommand {
-    /// Runs `body`, turning known errors into a one-line message and an exit code.
-    func reportingFailures(_ body: () throws -> Void) throws {
-        do {
-            try body()
-        } catch let error as ValidationError {
-            throw error
-        } catch let error as CommandFailure {
-            FileHandle.standardError.write(Data("habit: \(error.message)\n".utf8))
-            throw ExitCode(error.code)
-        } catch let error as ExitCode {
-            throw error
-        } catch {
-            FileHandle.standardError.write(Data("habit: \(error)\n".utf8))
-            throw ExitCode(Self.exitCode(for: error))
-        }
-    }
-
-    /// 3 = the database could not be reached or was lost; 1 = anything else.
-    static func exitCode(for error: Error) -> Int32 {
-        if let postgres = error as? PostgresError, postgres.isConnectionLost { return 3 }
-        if error is EmbeddedServerError { return 3 }
-        return 1
-    }
-}

@@ -5,6 +5,9 @@ import HabitWorker
 import Logging
 import PostgresClient
 
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension StderrLogHandler.Format: ExpressibleByArgument {}
+
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -56,74 +59,80 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
     var connectTimeout: Int?
 
-    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env HABIT_LOG_LEVEL, default info).", valueName: "level"))
-    var logLevel: String?
+    @Option(help: ArgumentHelp("Least severe log level written to stderr (env HABIT_LOG_LEVEL, default info).", valueName: "level"))
+    var logLevel: Logger.Level?
 
-    @Option(help: ArgumentHelp("json or text (env HABIT_LOG_FORMAT, default json).", valueName: "format"))
-    var logFormat: String?
+    @Option(help: ArgumentHelp("Log lines as one JSON object each, or as text (env HABIT_LOG_FORMAT, default json).", valueName: "format"))
+    var logFormat: StderrLogHandler.Format?
 
-    func validate() throws {
-        for (name, value) in [("--pool-size", poolSize), ("--max-in-flight", maxInFlight), ("--max-line-bytes", maxLineBytes), ("--max-batch", maxBatch),
-                             ("--max-response-bytes", maxResponseBytes),
-                             ("--max-per-round-trip", maxPerRoundTrip)] {
-            if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
-        }
-        if let statementTimeout, statementTimeout < 0 { throw ValidationError("--statement-timeout-ms must be 0 (none) or more") }
-        if let connectTimeout, connectTimeout < 1 { throw ValidationError("--connect-timeout must be at least 1") }
-        if let logLevel, Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level \(logLevel)") }
-        if let logFormat, StderrLogHandler.Format(rawValue: logFormat) == nil { throw ValidationError("--log-format must be json or text") }
+    /// Every setting, resolved by `validate()` from its flag, else its environment variable,
+    /// else its default (the defaults are `WorkerConfiguration`'s).
+    private(set) var settings = Settings()
+
+    struct Settings {
+        var migrate = false
+        var logLevel = Logger.Level.info
+        var logFormat = StderrLogHandler.Format.json
+        /// All the worker is told but its connection string, which `run()` learns (it may
+        /// first have to start the embedded server).
+        var worker = WorkerConfiguration(connectionString: "")
+    }
+
+    /// Only the flags are parsed; `settings` is filled in by `validate()`.
+    private enum CodingKeys: String, CodingKey {
+        case database, migrate, poolSize, maxInFlight, statementTimeout, maxLineBytes, maxBatch, maxResponseBytes,
+             maxPerRoundTrip, connectTimeout, logLevel, logFormat
+    }
+
+    mutating func validate() throws {
+        var worker = WorkerConfiguration(connectionString: "")
+        worker.poolSize = try Setting.number(poolSize, flag: "--pool-size", variable: "HABIT_POOL_SIZE", default: worker.poolSize)
+        worker.maxInFlight = try Setting.number(maxInFlight, flag: "--max-in-flight", variable: "HABIT_MAX_IN_FLIGHT",
+                                                default: worker.maxInFlight)
+        worker.statementTimeoutMilliseconds = try Setting.number(statementTimeout, flag: "--statement-timeout-ms",
+                                                                 variable: "HABIT_STATEMENT_TIMEOUT_MS",
+                                                                 default: worker.statementTimeoutMilliseconds, minimum: 0)
+        worker.maxLineBytes = try Setting.number(maxLineBytes, flag: "--max-line-bytes", variable: "HABIT_MAX_LINE_BYTES",
+                                                 default: worker.maxLineBytes)
+        worker.maxBatchElements = try Setting.number(maxBatch, flag: "--max-batch", variable: "HABIT_MAX_BATCH",
+                                                     default: worker.maxBatchElements)
+        worker.maxResponseBytes = try Setting.number(maxResponseBytes, flag: "--max-response-bytes", variable: "HABIT_MAX_RESPONSE_BYTES",
+                                                     default: worker.maxResponseBytes)
+        worker.maxRequestsPerRoundTrip = try Setting.number(maxPerRoundTrip, flag: "--max-per-round-trip",
+                                                            variable: "HABIT_MAX_PER_ROUND_TRIP", default: worker.maxRequestsPerRoundTrip)
+        worker.connectTimeoutSeconds = try Setting.number(connectTimeout, flag: "--connect-timeout", variable: "HABIT_CONNECT_TIMEOUT",
+                                                          default: worker.connectTimeoutSeconds)
+        worker.preparedStatements = database.preparedStatementMode
+        settings = Settings(
+            migrate: try migrate || Environment.boolean("HABIT_MIGRATE") == true,
+            logLevel: try Setting.resolve(logLevel, flag: "--log-level", variable: "HABIT_LOG_LEVEL", default: .info),
+            logFormat: try Setting.resolve(logFormat, flag: "--log-format", variable: "HABIT_LOG_FORMAT", default: .json),
+            worker: worker
+        )
     }
 
     func run() throws {
-        var logger: Logger!
         // Before anything slow (starting the embedded server, migrating): a SIGTERM during
         // start-up then ends the worker through the normal drain, with exit 0.
         let wake = WakePipe()
         ShutdownSignals.install(waking: wake)
+        let (level, format) = (settings.logLevel, settings.logFormat)
+        let logger = Logger(label: "habit.serve") { label in StderrLogHandler(label: label, level: level, format: format) }
         try reportingFailures {
-            let level = Logger.Level(rawValue: logLevel ?? Environment.string("HABIT_LOG_LEVEL") ?? "info")
-            guard let level else { throw ValidationError("HABIT_LOG_LEVEL must be a log level") }
-            guard let format = StderrLogHandler.Format(rawValue: logFormat ?? Environment.string("HABIT_LOG_FORMAT") ?? "json") else {
-                throw ValidationError("HABIT_LOG_FORMAT must be json or text")
-            }
-            logger = Logger(label: "habit.serve") { label in StderrLogHandler(label: label, level: level, format: format) }
-
-            let connectionString: String
-            if let configured = try database.configuredURL {
-                if try migrate || Environment.boolean("HABIT_MIGRATE") == true {
+            var configuration = settings.worker
+            if let configured = database.configuredURL {
+                if settings.migrate {
                     try applyMigrations(url: configured, logger: logger)
                 }
-                connectionString = configured
+                configuration.connectionString = configured
             } else {
                 let server = try database.embeddedServer()
                 try server.start()
                 try applyMigrations(url: server.adminConnectionString, logger: logger)
                 logger.info("embedded database ready", metadata: ["directory": "\(server.directory)"])
-                connectionString = server.workerConnectionString
+                configuration.connectionString = server.workerConnectionString
             }
-
-            var configuration = WorkerConfiguration(connectionString: connectionString)
-            configuration.poolSize = try poolSize ?? Environment.integer("HABIT_POOL_SIZE") ?? configuration.poolSize
-            configuration.maxInFlight = try maxInFlight ?? Environment.integer("HABIT_MAX_IN_FLIGHT") ?? configuration.maxInFlight
-            configuration.statementTimeoutMilliseconds = try statementTimeout ?? Environment.integer("HABIT_STATEMENT_TIMEOUT_MS")
-                ?? configuration.statementTimeoutMilliseconds
-            configuration.maxLineBytes = try maxLineBytes ?? Environment.integer("HABIT_MAX_LINE_BYTES") ?? configuration.maxLineBytes
-            configuration.maxBatchElements = try maxBatch ?? Environment.integer("HABIT_MAX_BATCH") ?? configuration.maxBatchElements
-            configuration.maxResponseBytes = try maxResponseBytes ?? Environment.integer("HABIT_MAX_RESPONSE_BYTES")
-                ?? configuration.maxResponseBytes
-            configuration.maxRequestsPerRoundTrip = try maxPerRoundTrip ?? Environment.integer("HABIT_MAX_PER_ROUND_TRIP")
-                ?? configuration.maxRequestsPerRoundTrip
-            configuration.connectTimeoutSeconds = try connectTimeout ?? Environment.integer("HABIT_CONNECT_TIMEOUT")
-                ?? configuration.connectTimeoutSeconds
-            configuration.preparedStatements = try database.preparedStatementMode()
-            guard configuration.poolSize >= 1, configuration.maxInFlight >= 1, configuration.maxLineBytes >= 1,
-                  configuration.maxBatchElements >= 1, configuration.maxRequestsPerRoundTrip >= 1, configuration.maxResponseBytes >= 1,
-                  configuration.statementTimeoutMilliseconds >= 0, configuration.connectTimeoutSeconds >= 1 else {
-                throw ValidationError("HABIT_* sizes must be positive")
-            }
-
-            let server = WorkerServer(configuration: configuration, wake: wake, logger: logger)
-            let status = server.run()
+            let status = WorkerServer(configuration: configuration, wake: wake, logger: logger).run()
             if status != 0 { throw ExitCode(status) }
         }
     }

@@ -78,8 +78,6 @@ public struct HabitChanges: Sendable {
         self.color = color
         self.sortOrder = sortOrder
     }
-
-    var isEmpty: Bool { name == nil && icon == nil && color == nil && sortOrder == nil }
 }
 
 /// Everything the daily habit view shows for one date.

@@ -19,8 +19,6 @@ import PostgresClient
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class TaskRepository {
     let scope: UserScope
-    /// The underlying connection (for inspection; every user statement goes through `scope`).
-    public var connectionForTesting: Connection { scope.connection }
     var connection: Connection { scope.connection }
 
     public init(connection: Connection, settings: StoreSettings = StoreSettings()) {

@@ -9,14 +9,18 @@ import Testing
 struct HabitFixture {
     let database: TestDatabase
     let repository: HabitRepository
+    /// The repository's own connection (habit_worker), for inspecting what its statements leave behind.
+    let workerConnection: Connection
     /// Superuser connection for arranging and inspecting rows behind the repository's back.
     let admin: Connection
 
     static func with(_ body: (HabitFixture) throws -> Void) throws {
         try TestDatabase.with { database in
+            let workerConnection = try database.connect(user: "habit_worker")
             let fixture = HabitFixture(
                 database: database,
-                repository: HabitRepository(connection: try database.connect(user: "habit_worker")),
+                repository: HabitRepository(connection: workerConnection),
+                workerConnection: workerConnection,
                 admin: try database.connect()
             )
             try body(fixture)

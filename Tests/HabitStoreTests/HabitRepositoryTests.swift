@@ -284,7 +284,7 @@ import Testing
         try HabitFixture.with { fixture throws in
             let user = UUID()
             _ = try fixture.repository.createHabit(user: user, HabitDraft(name: "X"))
-            let connection = fixture.repository.connectionForTesting
+            let connection = fixture.workerConnection
             let row = try connection.queryOne("""
                 SELECT current_user::text, coalesce(current_setting('request.jwt.claims', true), ''), current_setting('statement_timeout')
                 """)

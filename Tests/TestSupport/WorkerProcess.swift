@@ -21,6 +21,11 @@ import Darwin
 /// * `withServe(…)`/`forceStop()` kill and reap the child on every path; so does deinit.
 ///
 /// Not meant for concurrent use by several test threads at once (one test drives one worker).
+///
+/// This file spawns the process and owns its pipes, stdin and the captured stderr. Reading
+/// responses and matching them to requests: WorkerProcess+Responses.swift; the checks every
+/// response line must pass: WorkerResponse.swift; one-shot commands (`habit migrate`…):
+/// WorkerProcess+Commands.swift.
 public final class WorkerProcess: @unchecked Sendable {
     /// Default hang guard for reads and waits.
     public static let defaultTimeout: TimeInterval = 30
@@ -31,13 +36,15 @@ public final class WorkerProcess: @unchecked Sendable {
 
     private let inputLock = NSLock()
     private var inputFD: Int32
-    private let output = LineCollector()
-    private let errors = ByteCollector()
-    private let exit = ExitMonitor()
-    private let stateLock = NSLock()
+    private let stderrCapture = StderrCapture()
+    private let exitMonitor = ExitMonitor()
+
+    // Response collection (WorkerProcess+Responses.swift).
+    let stdoutLines = StdoutLines()
+    let stateLock = NSLock()
     /// Responses read while waiting for another id (see `response(id:)`), oldest first.
-    private var pending: [WorkerResponse] = []
-    private var nextAutomaticID = 1
+    var pending: [WorkerResponse] = []
+    var nextAutomaticID = 1
 
     // MARK: - Starting
 
@@ -109,16 +116,16 @@ public final class WorkerProcess: @unchecked Sendable {
         pid = child
         inputFD = stdinPipe[1]
 
-        let output = self.output
-        let errors = self.errors
+        let stdoutLines = self.stdoutLines
+        let stderrCapture = self.stderrCapture
         if closeOutput {
             close(stdoutPipe[0])
-            output.finish()
+            stdoutLines.finish()
         } else {
-            Self.startReader(fd: stdoutPipe[0], name: "worker-stdout-\(child)", onData: { output.append($0) }, onEnd: { output.finish() })
+            Self.startReader(fd: stdoutPipe[0], name: "worker-stdout-\(child)", onData: { stdoutLines.append($0) }, onEnd: { stdoutLines.finish() })
         }
-        Self.startReader(fd: stderrPipe[0], name: "worker-stderr-\(child)", onData: { errors.append($0) }, onEnd: { errors.finish() })
-        exit.startReaping(pid: child)
+        Self.startReader(fd: stderrPipe[0], name: "worker-stderr-\(child)", onData: { stderrCapture.append($0) }, onEnd: { stderrCapture.finish() })
+        exitMonitor.startReaping(pid: child)
     }
 
     /// Starts `habit serve --database-url <url> <arguments…>` from `binaryPath()`.
@@ -243,120 +250,14 @@ public final class WorkerProcess: @unchecked Sendable {
         }
     }
 
-    /// Sends `{"jsonrpc":"2.0","id":id,"method":method[,"params":params]}`.
-    public func sendRequest(_ method: String, params: WireJSON? = nil, id: WireJSON) throws {
-        try send(Self.envelope(method: method, params: params, id: id))
-    }
-
-    /// Sends a notification (a request without "id").
-    public func notify(_ method: String, params: WireJSON? = nil) throws {
-        try send(Self.envelope(method: method, params: params, id: nil))
-    }
-
-    public static func envelope(method: String, params: WireJSON?, id: WireJSON?) -> WireJSON {
-        var members: [WireJSON.Member] = [.init("jsonrpc", "2.0")]
-        if let id { members.append(.init("id", id)) }
-        members.append(.init("method", .string(method)))
-        if let params { members.append(.init("params", params)) }
-        return .object(members)
-    }
-
-    /// A fresh id ("auto-N") that no test writes by hand.
-    public func automaticID() -> WireJSON {
-        stateLock.withLock {
-            defer { nextAutomaticID += 1 }
-            return .string("auto-\(nextAutomaticID)")
-        }
-    }
-
-    // MARK: - Reading
-
-    public enum OutputEvent: Sendable, Equatable {
-        case line([UInt8])
-        /// stdout reached EOF (the worker closed it or exited) and every line was read.
-        case endOfOutput
-        /// The hang guard expired.
-        case timedOut
-    }
-
-    /// The next stdout line (without "\n"), bypassing the response buffer.
-    public func nextOutput(timeout: TimeInterval = WorkerProcess.defaultTimeout) -> OutputEvent {
-        output.next(deadline: Date(timeIntervalSinceNow: timeout))
-    }
-
-    /// The next stdout line as text, or nil at end of output or when the hang guard expires.
-    public func readLine(timeout: TimeInterval = WorkerProcess.defaultTimeout) -> String? {
-        if case .line(let bytes) = nextOutput(timeout: timeout) { return String(decoding: bytes, as: UTF8.self) }
-        return nil
-    }
-
-    /// Responses read ahead by `response(id:)` and not yet returned.
-    public var bufferedResponses: [WorkerResponse] { stateLock.withLock { pending } }
-
-    /// The next response: a buffered one first, else the next stdout line, which must be a
-    /// well-formed JSON-RPC response object or batch array (else this throws).
-    public func readResponse(timeout: TimeInterval = WorkerProcess.defaultTimeout) throws -> WorkerResponse {
-        if let buffered = stateLock.withLock({ pending.isEmpty ? nil : pending.removeFirst() }) { return buffered }
-        return try readLineResponse(timeout: timeout)
-    }
-
-    private func readLineResponse(timeout: TimeInterval) throws -> WorkerResponse {
-        switch nextOutput(timeout: timeout) {
-        case .line(let bytes):
-            return try WorkerResponse(line: bytes)
-        case .endOfOutput:
-            throw WorkerProcessError.endOfOutput("while waiting for a response", stderrTail: stderrTail())
-        case .timedOut:
-            throw WorkerProcessError.timedOut("no response within \(timeout) s", stderrTail: stderrTail())
-        }
-    }
-
-    /// The response (not a batch) with this id, buffering every other response read meanwhile.
-    public func response(id: WireJSON, timeout: TimeInterval = WorkerProcess.defaultTimeout) throws -> WorkerResponse {
-        let found: WorkerResponse? = stateLock.withLock {
-            guard let index = pending.firstIndex(where: { !$0.isBatch && $0.id == id }) else { return nil }
-            return pending.remove(at: index)
-        }
-        if let found { return found }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while true {
-            let response = try readLineResponse(timeout: max(0, deadline.timeIntervalSinceNow))
-            if !response.isBatch && response.id == id { return response }
-            stateLock.withLock { pending.append(response) }
-        }
-    }
-
-    /// Sends a request and waits for the response with its id (others are buffered).
-    /// Without `id`, a fresh automatic id is used.
-    @discardableResult
-    public func request(_ method: String, params: WireJSON? = nil, id: WireJSON? = nil,
-                        timeout: TimeInterval = WorkerProcess.defaultTimeout) throws -> WorkerResponse {
-        let id = id ?? automaticID()
-        try sendRequest(method, params: params, id: id)
-        return try response(id: id, timeout: timeout)
-    }
-
-    /// Reads until stdout ends; returns the lines seen on the way (none, if the worker said
-    /// nothing more). Throws if the hang guard expires first.
-    public func remainingOutput(timeout: TimeInterval = WorkerProcess.defaultTimeout) throws -> [String] {
-        var lines = bufferedResponses.map(\.raw)
-        stateLock.withLock { pending.removeAll() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while true {
-            switch nextOutput(timeout: max(0, deadline.timeIntervalSinceNow)) {
-            case .line(let bytes): lines.append(String(decoding: bytes, as: UTF8.self))
-            case .endOfOutput: return lines
-            case .timedOut: throw WorkerProcessError.timedOut("stdout did not end within \(timeout) s", stderrTail: stderrTail())
-            }
-        }
-    }
+    // MARK: - stderr
 
     /// Everything written to stderr so far.
-    public var stderrText: String { String(decoding: errors.bytes, as: UTF8.self) }
+    public var stderrText: String { String(decoding: stderrCapture.bytes, as: UTF8.self) }
 
     /// Whether stderr reached EOF (after the process exited, once the reader drained it).
     public func waitForStderrEnd(timeout: TimeInterval = WorkerProcess.defaultTimeout) -> Bool {
-        errors.waitForEnd(deadline: Date(timeIntervalSinceNow: timeout))
+        stderrCapture.waitForEnd(deadline: Date(timeIntervalSinceNow: timeout))
     }
 
     func stderrTail(_ count: Int = 2_000) -> String {
@@ -368,15 +269,15 @@ public final class WorkerProcess: @unchecked Sendable {
     /// Waits for the process to exit: its exit status, 128 + signal number if a signal
     /// killed it, or nil if the hang guard expired.
     public func waitForExit(timeout: TimeInterval = WorkerProcess.defaultTimeout) -> Int32? {
-        exit.wait(deadline: Date(timeIntervalSinceNow: timeout))
+        exitMonitor.wait(deadline: Date(timeIntervalSinceNow: timeout))
     }
 
-    public var isRunning: Bool { exit.status == nil }
+    public var isRunning: Bool { exitMonitor.status == nil }
 
     /// Sends `signal` unless the process was already reaped (never a recycled pid).
     @discardableResult
     public func terminate(signal: Int32 = SIGTERM) -> Bool {
-        exit.signalIfRunning(pid: pid, signal: signal)
+        exitMonitor.signalIfRunning(pid: pid, signal: signal)
     }
 
     /// Closes stdin, SIGKILLs the process if it still runs and waits for it. Idempotent.
@@ -386,43 +287,6 @@ public final class WorkerProcess: @unchecked Sendable {
             terminate(signal: SIGKILL)
             _ = waitForExit(timeout: 10)
         }
-    }
-
-    // MARK: - Commands
-
-    public struct CommandResult: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
-    }
-
-    /// `result` if the command exited 0; otherwise an error naming `what`, with its output.
-    @discardableResult
-    public static func checked(_ result: CommandResult, _ what: String) throws -> CommandResult {
-        guard result.status == 0 else { throw CommandFailed(what: what, status: result.status, output: result.stdout + result.stderr) }
-        return result
-    }
-
-    public struct CommandFailed: Error, CustomStringConvertible {
-        public let what: String
-        public let status: Int32
-        public let output: String
-        public var description: String { "\(what) exited \(status): \(output.suffix(2_000))" }
-    }
-
-    /// Runs a command to completion with stdin at EOF and returns its status and output.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                           timeout: TimeInterval = 120) throws -> CommandResult {
-        let process = try WorkerProcess(executable: executable, arguments: arguments,
-                                        environment: environment ?? ProcessInfo.processInfo.environment)
-        defer { process.forceStop() }
-        process.closeInput()
-        let lines = try process.remainingOutput(timeout: timeout)
-        guard let status = process.waitForExit(timeout: timeout) else {
-            throw WorkerProcessError.timedOut("\(executable) \(arguments.joined(separator: " ")) did not exit", stderrTail: process.stderrTail())
-        }
-        _ = process.waitForStderrEnd(timeout: 10)
-        return CommandResult(status: status, stdout: lines.joined(separator: "\n"), stderr: process.stderrText)
     }
 
     // MARK: - Threads
@@ -470,142 +334,10 @@ public enum WorkerProcessError: Error, CustomStringConvertible {
     }
 }
 
-// MARK: - Responses
-
-/// One stdout line of the worker, parsed and checked to be a JSON-RPC 2.0 response object
-/// (`{"jsonrpc":"2.0","id":…,"result"|"error":…}`) or a non-empty array of them.
-public struct WorkerResponse: Sendable, CustomStringConvertible {
-    /// The line exactly as written (without "\n").
-    public let raw: String
-    public let json: WireJSON
-
-    public init(line bytes: [UInt8]) throws {
-        let raw = String(decoding: bytes, as: UTF8.self)
-        let json: WireJSON
-        do {
-            json = try WireJSON.parse(bytes)
-        } catch {
-            throw WorkerProcessError.malformedOutput(line: raw, problem: "\(error)")
-        }
-        if let problem = WorkerResponse.shapeProblem(json) {
-            throw WorkerProcessError.malformedOutput(line: raw, problem: problem)
-        }
-        self.raw = raw
-        self.json = json
-    }
-
-    private init(raw: String, json: WireJSON) {
-        self.raw = raw
-        self.json = json
-    }
-
-    public var description: String { raw }
-
-    public var isBatch: Bool { json.arrayValue != nil }
-    /// The entries of a batch response (each with its JSON re-encoded as `raw`).
-    public var batch: [WorkerResponse] { json.arrayValue?.map { WorkerResponse(raw: $0.encoded, json: $0) } ?? [] }
-
-    public var id: WireJSON? { json["id"] }
-    public var result: WireJSON? { json["result"] }
-    public var error: WireJSON? { json["error"] }
-    public var isSuccess: Bool { result != nil }
-    public var code: Int? { error?["code"]?.intValue }
-    public var message: String? { error?["message"]?.stringValue }
-    public var data: WireJSON? { error?["data"] }
-    /// error.data.reason
-    public var reason: String? { data?["reason"]?.stringValue }
-    /// error.data.field
-    public var field: String? { data?["field"]?.stringValue }
-
-    /// Why `json` is not a valid JSON-RPC 2.0 response line, or nil if it is one.
-    public static func shapeProblem(_ json: WireJSON) -> String? {
-        if let elements = json.arrayValue {
-            if elements.isEmpty { return "empty batch response" }
-            for element in elements {
-                if let problem = singleProblem(element) { return "batch entry: \(problem)" }
-            }
-            return nil
-        }
-        return singleProblem(json)
-    }
-
-    private static func singleProblem(_ json: WireJSON) -> String? {
-        guard let keys = json.keys else { return "not an object" }
-        guard json["jsonrpc"] == .string("2.0") else { return "jsonrpc is not \"2.0\"" }
-        switch json["id"] {
-        case .string?, .number?, .null?: break
-        default: return "missing or invalid id"
-        }
-        let hasResult = json["result"] != nil
-        let hasError = json["error"] != nil
-        guard hasResult != hasError else { return "needs exactly one of result and error" }
-        guard Set(keys) == ["jsonrpc", "id", hasResult ? "result" : "error"] else { return "unexpected members \(keys)" }
-        if let error = json["error"] {
-            guard let errorKeys = error.keys else { return "error is not an object" }
-            guard error["code"]?.intValue != nil else { return "error.code is not an integer" }
-            guard error["message"]?.stringValue != nil else { return "error.message is not a string" }
-            guard Set(errorKeys).isSubset(of: ["code", "message", "data"]) else { return "unexpected error members \(errorKeys)" }
-        }
-        return nil
-    }
-}
-
-// MARK: - Collectors
-
-/// stdout split into lines, handed out in order.
-final class LineCollector: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var lines: [[UInt8]] = []
-    private var head = 0
-    private var partial: [UInt8] = []
-    private var finished = false
-
-    func append(_ bytes: UnsafeRawBufferPointer) {
-        condition.lock()
-        defer { condition.unlock() }
-        var start = 0
-        for index in 0..<bytes.count where bytes[index] == 0x0A {
-            partial.append(contentsOf: bytes[start..<index])
-            lines.append(partial)
-            partial = []
-            start = index + 1
-        }
-        partial.append(contentsOf: bytes[start..<bytes.count])
-        condition.broadcast()
-    }
-
-    func finish() {
-        condition.lock()
-        defer { condition.unlock() }
-        if !partial.isEmpty {
-            // A last line without "\n" is still output; the test sees it as a line.
-            lines.append(partial)
-            partial = []
-        }
-        finished = true
-        condition.broadcast()
-    }
-
-    func next(deadline: Date) -> WorkerProcess.OutputEvent {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if head < lines.count {
-                let line = lines[head]
-                head += 1
-                return .line(line)
-            }
-            if finished { return .endOfOutput }
-            if !condition.wait(until: deadline) {
-                if head < lines.count || finished { continue }
-                return .timedOut
-            }
-        }
-    }
-}
+// MARK: - Capture
 
 /// stderr, kept whole.
-final class ByteCollector: @unchecked Sendable {
+final class StderrCapture: @unchecked Sendable {
     private let condition = NSCondition()
     private var storage: [UInt8] = []
     private var finished = false

@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// habit-bench: drives a spawned `habit serve` through its pipes, keeping a fixed number of
+/// requests in flight, and prints requests/s and latency percentiles as one JSON line.
+///
+/// Users and habits must exist (scripts/bench/setup-worker.sql creates them): user n is
+/// md5('bench-user-n')::uuid with one habit md5('bench-habit-n')::uuid.
+@main
+struct HabitBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "habit-bench",
+        abstract: "Load generator for `habit serve` (scripts/bench-worker.sh, scripts/bench-scaling.sh).",
+        discussion: """
+            Spawns the worker with --database-url, --pool-size, --max-in-flight (the in-flight count) \
+            and --log-level warning, plus every argument habit-bench does not know itself, e.g. \
+            `--prepared-statements off`. Requests pick a random bench user; completions.set sets a \
+            random state. Prints {"method","in_flight","requests","errors","seconds","rps","p50_ms","p99_ms"}.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The habit executable.", valueName: "path"))
+    var binary = ".build/release/habit"
+
+    @Option(help: ArgumentHelp("Passed to the worker as --database-url.", valueName: "url"))
+    var databaseURL = ""
+
+    @Option(help: "day.get or completions.set (any other method is sent with empty params).")
+    var method = "day.get"
+
+    @Option(help: ArgumentHelp("Requests kept in flight.", valueName: "n"))
+    var inFlight = 1
+
+    @Option(help: "How long to send requests; the ones in flight are then answered.")
+    var seconds = 10.0
+
+    @Option(help: ArgumentHelp("Bench users requests are spread over (md5('bench-user-1') …).", valueName: "n"))
+    var users = 64
+
+    @Option(help: ArgumentHelp("Passed to the worker as --pool-size.", valueName: "n"))
+    var poolSize = 4
+
+    @Option(help: ArgumentHelp("The date of every request.", valueName: "YYYY-MM-DD"))
+    var date = "2026-11-02"
+
+    @Argument(parsing: .allUnrecognized, help: "Further worker arguments.")
+    var workerArguments: [String] = []
+
+    func validate() throws {
+        guard inFlight >= 1 else { throw ValidationError("--in-flight must be at least 1") }
+        guard users >= 1 else { throw ValidationError("--users must be at least 1") }
+        guard seconds > 0 else { throw ValidationError("--seconds must be more than 0") }
+    }
+
+    func run() throws {
+        let arguments = ["serve", "--database-url", databaseURL, "--pool-size", String(poolSize),
+                         "--max-in-flight", String(inFlight), "--log-level", "warning"] + workerArguments
+        let requests = RequestMaker(method: method, date: date, users: users)
+        let driver = try LoadDriver(binary: binary, arguments: arguments, inFlight: inFlight, requests: requests)
+        let result = driver.run(seconds: seconds)
+        print(String(format: #"{"method":"%@","in_flight":%d,"requests":%d,"errors":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f}"#,
+                     method, inFlight, result.latencies.count, result.errors, result.seconds,
+                     Double(result.latencies.count) / result.seconds, result.percentile(0.50), result.percentile(0.99)))
+    }
+}
+
+/// One request line per call, for a random bench user.
+struct RequestMaker {
+    let method: String
+    let date: String
+    let users: [String]
+    let habits: [String]
+
+    init(method: String, date: String, users count: Int) {
+        self.method = method
+        self.date = date
+        users = (1...count).map { md5UUID("bench-user-\($0)") }
+        habits = (1...count).map { md5UUID("bench-habit-\($0)") }
+    }
+
+    func line(id: Int) -> [UInt8] {
+        let index = Int.random(in: 0..<users.count)
+        let params: String
+        switch method {
+        case "completions.set":
+            params = #"{"user_id":"\#(users[index])","template_id":"\#(habits[index])","date":"\#(date)","completed":\#(Bool.random())}"#
+        case "day.get":
+            params = #"{"user_id":"\#(users[index])","date":"\#(date)"}"#
+        default:
+            params = "{}"
+        }
+        return Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":\#(params)}"#.utf8) + [10]
+    }
+}
+
+/// md5-based ids, as the SQL side computes them: md5('bench-user-n')::uuid.
+func md5UUID(_ text: String) -> String {
+    var digest = [UInt8](repeating: 0, count: 16)
+    MD5.hash(Array(text.utf8), into: &digest)
+    let hex = Array(digest.map { String(format: "%02x", $0) }.joined())
+    return "\(String(hex[0..<8]))-\(String(hex[8..<12]))-\(String(hex[12..<16]))-\(String(hex[16..<20]))-\(String(hex[20..<32]))"
+}
