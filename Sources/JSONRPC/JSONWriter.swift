@@ -1,7 +1,23 @@
-// Streaming JSON encoder for hot paths: results are written straight into bytes instead of
-// first being built as a tree of `JSONValue`s (one allocation per string, member list and
-// array) and then walked. The output is exactly what `JSONValue.write` produces for the
-// same members in the same order.
+// Streaming JSON encoder: results are written straight into bytes instead of first being
+// built as a tree of `JSONValue`s (one allocation per string, member list and array) and then
+// walked. The output is exactly what `JSONValue.write` produces for the same members in the
+// same order. Every method result goes out through it, as a `JSONWritable`.
+
+/// A value that writes itself as JSON through a `JSONWriter`.
+public protocol JSONWritable {
+    func write(to json: inout JSONWriter)
+    /// About how many bytes `write` produces: the writer's first allocation.
+    var estimatedJSONBytes: Int { get }
+}
+
+extension JSONWritable {
+    public var estimatedJSONBytes: Int { 256 }
+
+    /// The value as compact JSON text.
+    public var encodedJSON: EncodedJSON {
+        JSONWriter.encode(capacity: estimatedJSONBytes) { write(to: &$0) }
+    }
+}
 
 /// Compact JSON text, complete and valid, produced by `JSONWriter`. Embedded in a
 /// `JSONValue` as `.encoded`, it is written verbatim.
@@ -94,8 +110,70 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    public mutating func value<Value: JSONWritable>(_ value: Value) {
+        value.write(to: &self)
+    }
+
+    /// A member: `key` and then `value`.
+    public mutating func member<Value: JSONWritable>(_ key: StaticString, _ value: Value) {
+        self.key(key)
+        value.write(to: &self)
+    }
+
+    /// An object whose members `body` writes.
+    public mutating func object(_ body: (inout JSONWriter) -> Void) {
+        beginObject()
+        body(&self)
+        endObject()
+    }
+
+    /// An array of `elements`, each written by `element`.
+    public mutating func array<Elements: Sequence>(_ elements: Elements, _ element: (inout JSONWriter, Elements.Element) -> Void) {
+        beginArray()
+        for item in elements { element(&self, item) }
+        endArray()
+    }
+
     @inline(__always)
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
+    }
+}
+
+// MARK: - Values that write themselves
+
+extension JSONValue: JSONWritable {
+    public func write(to json: inout JSONWriter) { json.value(self) }
+}
+
+extension EncodedJSON: JSONWritable {
+    public func write(to json: inout JSONWriter) { json.value(.encoded(self)) }
+    public var estimatedJSONBytes: Int { bytes.count }
+}
+
+extension Bool: JSONWritable {
+    public func write(to json: inout JSONWriter) { json.bool(self) }
+}
+
+extension Int: JSONWritable {
+    public func write(to json: inout JSONWriter) { json.int(self) }
+}
+
+extension String: JSONWritable {
+    public func write(to json: inout JSONWriter) { json.string(self) }
+}
+
+extension Optional: JSONWritable where Wrapped: JSONWritable {
+    /// null when nil.
+    public func write(to json: inout JSONWriter) {
+        if let value = self { value.write(to: &json) } else { json.null() }
+    }
+}
+
+extension Array: JSONWritable where Element: JSONWritable {
+    public func write(to json: inout JSONWriter) {
+        json.beginArray()
+        for element in self { element.write(to: &json) }
+        json.endArray()
     }
 }
