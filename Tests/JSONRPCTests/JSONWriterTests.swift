@@ -46,4 +46,40 @@ import Testing
         #expect(JSONWriter.encode { $0.string("") }.bytes == Array("\"\"".utf8))
         #expect(JSONWriter.encode { $0.null() }.bytes == Array("null".utf8))
     }
+
+    private struct Point: JSONWritable {
+        var x: Int
+        var label: String?
+        func write(to json: inout JSONWriter) {
+            json.object { json in
+                json.member("x", x)
+                json.member("label", label)
+            }
+        }
+        var estimatedJSONBytes: Int { 32 }
+    }
+
+    /// Values that write themselves produce what the tree serializer produces for the same values.
+    @Test func writableValuesMatchTheTreeSerializer() {
+        let points = [Point(x: 1, label: "a\"b"), Point(x: -2, label: nil)]
+        let written = JSONWriter.encode { json in
+            json.object { json in
+                json.member("points", points)
+                json.member("none", [Point]())
+                json.member("flag", false)
+                json.member("tree", JSONValue(["k": [1, .null]]))
+                json.member("encoded", Point(x: 3, label: nil).encodedJSON)
+                json.key("mapped"); json.array([3, 4]) { $0.int($1 * 2) }
+            }
+        }
+        let tree: JSONValue = [
+            "points": [["x": 1, "label": "a\"b"], ["x": -2, "label": .null]],
+            "none": [], "flag": false, "tree": ["k": [1, .null]],
+            "encoded": ["x": 3, "label": .null],
+            "mapped": [6, 8],
+        ]
+        #expect(written.bytes == tree.jsonBytes)
+        #expect(Optional<Int>.none.encodedJSON.bytes == Array("null".utf8))
+        #expect("é".encodedJSON.bytes == JSONValue.string("é").jsonBytes)
+    }
 }
