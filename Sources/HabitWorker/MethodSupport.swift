@@ -41,8 +41,10 @@ extension MethodDeclaration {
     static var errors: [DomainErrorCode] { [] }
 }
 
-/// A method's result: how it writes itself and its JSON Schema, declared together.
-protocol MethodResult: JSONWritable {
+/// A method's result: how it writes itself and its JSON Schema, declared together. It is
+/// written when the response is (`JSONValue.writable`): straight into the response line, and
+/// never past `--max-response-bytes`.
+protocol MethodResult: JSONWritable, Sendable {
     static var schema: JSONValue { get }
 }
 
@@ -111,19 +113,19 @@ struct MethodRegistry: Sendable {
 
     mutating func register<Method: DatabaseMethod>(_: Method.Type) {
         add(Method.self, result: Method.Result.schema, errors: Self.databaseErrors) { params in
-            .database({ context in .encoded(try Method.run(params, in: context).encodedJSON) }, statement: nil)
+            .database({ context in .writable(try Method.run(params, in: context)) }, statement: nil)
         }
     }
 
     mutating func register<Method: SingleStatementMethod>(_: Method.Type) {
         add(Method.self, result: Method.Result.schema, errors: Self.databaseErrors) { params in
-            .database({ context in .encoded(try Method.run(params, in: context).encodedJSON) },
-                      statement: { context in try Method.statement(params, in: context).map { .encoded($0.encodedJSON) } })
+            .database({ context in .writable(try Method.run(params, in: context)) },
+                      statement: { context in try Method.statement(params, in: context).map { .writable($0) } })
         }
     }
 
     mutating func register<Method: LocalMethod>(_: Method.Type) {
-        add(Method.self, result: Method.Result.schema, errors: []) { params in .immediate(.encoded(try Method.run(params).encodedJSON)) }
+        add(Method.self, result: Method.Result.schema, errors: []) { params in .immediate(.writable(try Method.run(params))) }
     }
 
     /// Describes the method by running its `decode` once against a describing reader. A

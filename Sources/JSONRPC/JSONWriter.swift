@@ -29,11 +29,29 @@ public struct EncodedJSON: Sendable, Equatable {
 /// Writes one JSON value. Commas are placed by the writer: a value or key after a
 /// complete value gets one. Keys are `StaticString`s from our own code; in debug builds
 /// they are checked to need no escaping.
+///
+/// A writer can have a byte limit (when it writes a `JSONValue.writable` into a response):
+/// once its output is longer than the limit it writes nothing more, so a result too large to
+/// send is never built in full (the output stops past the limit by at most one string).
 public struct JSONWriter {
     private var bytes: [UInt8] = []
     private var needsComma = false
+    private var limit = Int.max
 
     public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    /// Appends to `buffer`, which it takes over until `giveBack(to:)`.
+    init(continuing buffer: inout [UInt8], limit: Int, reserving: Int) {
+        swap(&bytes, &buffer)
+        self.limit = limit
+        bytes.reserveCapacity(bytes.count + min(reserving, max(limit - bytes.count, 0)))
+    }
+
+    /// Returns the buffer taken by `init(continuing:…)`; false if the output went past the limit.
+    mutating func giveBack(to buffer: inout [UInt8]) -> Bool {
+        swap(&bytes, &buffer)
+        return buffer.count <= limit
+    }
 
     /// Encodes one value with `body`.
     public static func encode(capacity: Int = 256, _ body: (inout JSONWriter) -> Void) -> EncodedJSON {
@@ -44,15 +62,36 @@ public struct JSONWriter {
 
     public consuming func finish() -> EncodedJSON { EncodedJSON(bytes: bytes) }
 
+    /// Past the limit: every write is skipped.
+    private var isFull: Bool {
+        @inline(__always) get { bytes.count > limit }
+    }
+
     // MARK: Structure
 
-    public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
-    public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+    public mutating func beginObject() {
+        if isFull { return }
+        separate(); bytes.append(UInt8(ascii: "{")); needsComma = false
+    }
+
+    public mutating func endObject() {
+        if isFull { return }
+        bytes.append(UInt8(ascii: "}")); needsComma = true
+    }
+
+    public mutating func beginArray() {
+        if isFull { return }
+        separate(); bytes.append(UInt8(ascii: "[")); needsComma = false
+    }
+
+    public mutating func endArray() {
+        if isFull { return }
+        bytes.append(UInt8(ascii: "]")); needsComma = true
+    }
 
     /// A member's key; the next value written is its value.
     public mutating func key(_ key: StaticString) {
+        if isFull { return }
         separate()
         bytes.append(UInt8(ascii: "\""))
         key.withUTF8Buffer { key in
@@ -65,15 +104,20 @@ public struct JSONWriter {
 
     // MARK: Values
 
-    public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8); needsComma = true }
+    public mutating func null() {
+        if isFull { return }
+        separate(); bytes.append(contentsOf: "null".utf8); needsComma = true
+    }
 
     public mutating func bool(_ value: Bool) {
+        if isFull { return }
         separate()
         bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
         needsComma = true
     }
 
     public mutating func int<T: BinaryInteger>(_ value: T) {
+        if isFull { return }
         separate()
         bytes.append(contentsOf: String(value).utf8)
         needsComma = true
@@ -81,6 +125,7 @@ public struct JSONWriter {
 
     /// Any string, escaped as `JSONValue.writeString` does.
     public mutating func string(_ value: String) {
+        if isFull { return }
         separate()
         JSONValue.writeString(value, into: &bytes)
         needsComma = true
@@ -93,6 +138,7 @@ public struct JSONWriter {
     /// A string whose characters `appendContents` appends itself. They must be printable
     /// ASCII other than `"` and `\` (dates, timestamps, UUIDs): nothing is escaped.
     public mutating func asciiString(_ appendContents: (inout [UInt8]) -> Void) {
+        if isFull { return }
         separate()
         bytes.append(UInt8(ascii: "\""))
         let start = bytes.count
@@ -103,10 +149,11 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    /// Any `JSONValue`, written as `JSONValue.write` writes it.
+    /// Any `JSONValue`, written as `JSONValue.write` writes it (within the limit).
     public mutating func value(_ value: JSONValue) {
+        if isFull { return }
         separate()
-        value.write(into: &bytes)
+        _ = value.write(into: &bytes, limit: limit)
         needsComma = true
     }
 
@@ -130,7 +177,10 @@ public struct JSONWriter {
     /// An array of `elements`, each written by `element`.
     public mutating func array<Elements: Sequence>(_ elements: Elements, _ element: (inout JSONWriter, Elements.Element) -> Void) {
         beginArray()
-        for item in elements { element(&self, item) }
+        for item in elements {
+            if isFull { return }
+            element(&self, item)
+        }
         endArray()
     }
 
@@ -172,8 +222,6 @@ extension Optional: JSONWritable where Wrapped: JSONWritable {
 
 extension Array: JSONWritable where Element: JSONWritable {
     public func write(to json: inout JSONWriter) {
-        json.beginArray()
-        for element in self { element.write(to: &json) }
-        json.endArray()
+        json.array(self) { $1.write(to: &$0) }
     }
 }

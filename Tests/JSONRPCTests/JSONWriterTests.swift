@@ -82,4 +82,30 @@ import Testing
         #expect(Optional<Int>.none.encodedJSON.bytes == Array("null".utf8))
         #expect("é".encodedJSON.bytes == JSONValue.string("é").jsonBytes)
     }
+
+    /// A `.writable` result is written straight into the response and never built past the
+    /// limit: the output stops past it by at most one string.
+    @Test func writableValuesStopAtTheLimit() {
+        let strings = (0..<1_000).map { String(repeating: "\u{1}", count: 10 + $0 % 7) } // 6 bytes each when escaped
+        let value = JSONValue.writable(strings)
+        var whole: [UInt8] = Array("x".utf8)
+        #expect(value.write(into: &whole, limit: .max))
+        #expect(whole == Array("x".utf8) + strings.encodedJSON.bytes)
+
+        var partial: [UInt8] = Array("x".utf8)
+        #expect(!value.write(into: &partial, limit: 500))
+        #expect(partial.count > 500 && partial.count <= 500 + 2 + 6 * 16, "\(partial.count)")
+        #expect(Array(partial.prefix(300)) == Array(whole.prefix(300)))
+
+        var exact = [UInt8]()
+        #expect(value.write(into: &exact, limit: whole.count - 1))
+        #expect(!value.write(into: &exact, limit: whole.count - 1), "past the limit with what was there before")
+
+        // Inside a tree and a response.
+        let response = OutgoingResponse.result(id: .int(1), result: ["items": .writable([1, 2]), "after": .writable(Optional<Int>.none)])
+        #expect(response.encodedString == #"{"jsonrpc":"2.0","id":1,"result":{"items":[1,2],"after":null}}"#)
+        #expect(JSONValue.writable([1, 2]) == .writable([1, 2]))
+        #expect(JSONValue.writable([1, 2]) != .writable([2, 1]))
+        #expect(JSONValue.writable([1, 2]) != [1, 2], "never equal to a parsed value")
+    }
 }
