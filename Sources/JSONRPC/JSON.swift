@@ -23,9 +23,10 @@ public enum JSONValue: Sendable, Equatable {
     /// parser never produces it, and it never equals the parsed form of the same text.
     case encoded(EncodedJSON)
     /// A value that writes itself through a `JSONWriter` when it is written: straight into
-    /// the response, never copied, and never past `write(into:limit:)`'s limit. Only results
-    /// use it; it equals another `.writable` that writes the same bytes, nothing else.
-    case writable(any JSONWritable & Sendable)
+    /// the response, never copied, and never past `write(into:limit:)`'s limit. Made by
+    /// `JSONValue.writable(_:)`; only results use it. It equals another `.deferred` that
+    /// writes the same bytes, nothing else.
+    case deferred(DeferredJSON)
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -36,7 +37,7 @@ public enum JSONValue: Sendable, Equatable {
         case (.array(let l), .array(let r)): l == r
         case (.object(let l), .object(let r)): l == r
         case (.encoded(let l), .encoded(let r)): l == r
-        case (.writable(let l), .writable(let r)): l.encodedJSON == r.encodedJSON
+        case (.deferred(let l), .deferred(let r)): l.encodedJSON == r.encodedJSON
         default: false
         }
     }
@@ -678,7 +679,7 @@ extension JSONValue {
         case .encoded(let json):
             guard out.count + json.bytes.count <= limit else { return false }
             out.append(contentsOf: json.bytes)
-        case .writable(let value):
+        case .deferred(let value):
             var writer = JSONWriter(continuing: &out, limit: limit, reserving: value.estimatedJSONBytes)
             value.write(to: &writer)
             guard writer.giveBack(to: &out) else { return false }

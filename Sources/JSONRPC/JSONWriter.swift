@@ -19,6 +19,37 @@ extension JSONWritable {
     }
 }
 
+/// A `JSONWritable` value held for writing later (`JSONValue.deferred`). A class, so that
+/// `JSONValue` stays as small as a string: an existential payload would make every
+/// `JSONValue` (and every member of every parsed request) several words larger and slower to
+/// copy. One allocation, holding the value itself.
+public class DeferredJSON: JSONWritable, @unchecked Sendable { // immutable; its only subclass holds a Sendable value
+    @usableFromInline init() {}
+    public func write(to json: inout JSONWriter) { preconditionFailure("DeferredJSON is abstract") }
+    public var estimatedJSONBytes: Int { 256 }
+}
+
+// Inlinable (and so usable from inline code), so that a caller's `.writable(value)` is
+// specialized and does not look up `DeferredValue<Value>`'s metadata at run time.
+@usableFromInline
+final class DeferredValue<Value: JSONWritable & Sendable>: DeferredJSON, @unchecked Sendable {
+    @usableFromInline let value: Value
+    @inlinable init(_ value: Value) {
+        self.value = value
+        super.init()
+    }
+    @usableFromInline override func write(to json: inout JSONWriter) { value.write(to: &json) }
+    @usableFromInline override var estimatedJSONBytes: Int { value.estimatedJSONBytes }
+}
+
+extension JSONValue {
+    /// `value`, written when the `JSONValue` is (see `deferred`).
+    @inlinable
+    public static func writable<Value: JSONWritable & Sendable>(_ value: Value) -> JSONValue {
+        .deferred(DeferredValue(value))
+    }
+}
+
 /// Compact JSON text, complete and valid, produced by `JSONWriter`. Embedded in a
 /// `JSONValue` as `.encoded`, it is written verbatim.
 public struct EncodedJSON: Sendable, Equatable {
@@ -98,7 +129,8 @@ public struct JSONWriter {
             assert(key.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }, "key needs escaping")
             bytes.append(contentsOf: key)
         }
-        bytes.append(contentsOf: "\":".utf8)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
@@ -106,13 +138,13 @@ public struct JSONWriter {
 
     public mutating func null() {
         if isFull { return }
-        separate(); bytes.append(contentsOf: "null".utf8); needsComma = true
+        separate(); append("null"); needsComma = true
     }
 
     public mutating func bool(_ value: Bool) {
         if isFull { return }
         separate()
-        bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+        append(value ? "true" : "false")
         needsComma = true
     }
 
@@ -157,36 +189,46 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    // Inlinable, so that callers get them specialized to their own value types: these wrap
+    // the calls above and cost nothing extra.
+
+    @inlinable
     public mutating func value<Value: JSONWritable>(_ value: Value) {
         value.write(to: &self)
     }
 
     /// A member: `key` and then `value`.
+    @inlinable
     public mutating func member<Value: JSONWritable>(_ key: StaticString, _ value: Value) {
         self.key(key)
         value.write(to: &self)
     }
 
     /// An object whose members `body` writes.
+    @inlinable
     public mutating func object(_ body: (inout JSONWriter) -> Void) {
         beginObject()
         body(&self)
         endObject()
     }
 
-    /// An array of `elements`, each written by `element`.
+    /// An array of `elements`, each written by `element` (past the limit, writing nothing).
+    @inlinable
     public mutating func array<Elements: Sequence>(_ elements: Elements, _ element: (inout JSONWriter, Elements.Element) -> Void) {
         beginArray()
-        for item in elements {
-            if isFull { return }
-            element(&self, item)
-        }
+        for item in elements { element(&self, item) }
         endArray()
     }
 
     @inline(__always)
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    /// A literal's bytes (a copy of a static buffer; `String.utf8` would go through String).
+    @inline(__always)
+    private mutating func append(_ literal: StaticString) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 }
 
@@ -202,26 +244,26 @@ extension EncodedJSON: JSONWritable {
 }
 
 extension Bool: JSONWritable {
-    public func write(to json: inout JSONWriter) { json.bool(self) }
+    @inlinable public func write(to json: inout JSONWriter) { json.bool(self) }
 }
 
 extension Int: JSONWritable {
-    public func write(to json: inout JSONWriter) { json.int(self) }
+    @inlinable public func write(to json: inout JSONWriter) { json.int(self) }
 }
 
 extension String: JSONWritable {
-    public func write(to json: inout JSONWriter) { json.string(self) }
+    @inlinable public func write(to json: inout JSONWriter) { json.string(self) }
 }
 
 extension Optional: JSONWritable where Wrapped: JSONWritable {
     /// null when nil.
-    public func write(to json: inout JSONWriter) {
+    @inlinable public func write(to json: inout JSONWriter) {
         if let value = self { value.write(to: &json) } else { json.null() }
     }
 }
 
 extension Array: JSONWritable where Element: JSONWritable {
-    public func write(to json: inout JSONWriter) {
+    @inlinable public func write(to json: inout JSONWriter) {
         json.array(self) { $1.write(to: &$0) }
     }
 }

@@ -33,12 +33,18 @@ public struct ParamDeclaration: Sendable, Equatable {
 public struct ParamsReader: Sendable {
     public let object: JSONObject
     /// Non-nil only for a describing reader (see `declarations(of:)`).
-    private let recorder: Recorder?
+    @usableFromInline let recorder: Recorder?
 
     /// The declarations of a describing reader, in the order read. Only the thread running
     /// `declarations(of:)` touches it.
-    private final class Recorder: @unchecked Sendable {
+    @usableFromInline final class Recorder: @unchecked Sendable {
         var declarations: [ParamDeclaration] = []
+
+        @usableFromInline func record(_ key: String, schema: JSONValue, required: Bool, description: String?) {
+            if !declarations.contains(where: { $0.name == key }) {
+                declarations.append(ParamDeclaration(name: key, schema: schema, required: required, description: description))
+            }
+        }
     }
 
     /// Absent params read as an empty object. Duplicate keys are rejected here as well
@@ -77,12 +83,12 @@ public struct ParamsReader: Sendable {
 
     /// Whether this reader only describes: then the param is recorded and the caller returns a
     /// placeholder without reading (see `declarations(of:)`). Always false for a reader of
-    /// real params; `schema` is then not evaluated.
+    /// real params; `schema` is then not evaluated. Inlinable: on every read of every request
+    /// it is one test of a nil.
+    @inlinable
     public func declares(_ key: String, schema: @autoclosure () -> JSONValue, required: Bool, description: String? = nil) -> Bool {
         guard let recorder else { return false }
-        if !recorder.declarations.contains(where: { $0.name == key }) {
-            recorder.declarations.append(ParamDeclaration(name: key, schema: schema(), required: required, description: description))
-        }
+        recorder.record(key, schema: schema(), required: required, description: description)
         return true
     }
 
