@@ -31,9 +31,11 @@ protocol MethodDeclaration: SendableMetatype {
     /// method) can answer (`MethodRegistry.databaseErrors`, `.anyMethodErrors`).
     static var errors: [DomainErrorCode] { get }
     /// Reads the params, and so declares them: run against a describing reader
-    /// (`ParamsReader.declarations(of:)`) it yields the method's params and accepted keys. Read
-    /// every param unconditionally before checking how they combine; any key not read is
-    /// -32602 "unknown key" before `decode` runs.
+    /// (`ParamsReader.declarations(of:)`) it yields the method's params and accepted keys; any
+    /// other key is -32602 "unknown key" before `decode` runs. So every param must be read on
+    /// every path: a describing reader returns placeholders (nil for an optional param, the
+    /// first choice of an enumeration), and a check that refuses them before a later read is a
+    /// bug the registry reports when the worker starts.
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params
 }
 
