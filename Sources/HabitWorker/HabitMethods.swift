@@ -3,166 +3,210 @@ import HabitStore
 import JSONRPC
 import PostgresClient
 
-// The JSON-RPC methods of the habit domain. docs/protocol.md documents each one.
+// The JSON-RPC methods of the habit domain. docs/protocol.md documents each one; each method's
+// `decode` is the one declaration of its params (see `MethodDeclaration`).
 
 let sortOrderRange = Int(Int32.min)...Int(Int32.max)
 
 enum SystemPing: LocalMethod {
     static let name = "system.ping"
-    static let keys: Set<String> = []
-    static func run(_ params: ParamsReader) throws(RPCError) -> JSONValue { ["ok": true] }
+    static let summary = "Answers {\"ok\": true} without the database."
+    static func decode(_ params: ParamsReader) throws(RPCError) {}
+    static func run(_ params: Void) throws(RPCError) -> Pong { Pong() }
+
+    struct Pong: MethodResult {
+        static let schema = JSONSchema.object([("ok", JSONSchema.boolean)])
+        func write(to json: inout JSONWriter) { json.object { $0.member("ok", true) } }
+    }
 }
 
 enum SystemHealth: DatabaseMethod {
     static let name = "system.health"
-    static let keys: Set<String> = []
+    static let summary = "Checks the database with one query and returns the schema version."
     static func decode(_ params: ParamsReader) throws(RPCError) {}
-    static func run(_ params: Void, in context: MethodContext) throws -> JSONValue {
-        ["database": "ok", "schema_version": .int(try Migrator.schemaVersion(context.connection))]
+    static func run(_ params: Void, in context: MethodContext) throws -> Health {
+        Health(schemaVersion: try Migrator.schemaVersion(context.connection))
+    }
+
+    struct Health: MethodResult {
+        let schemaVersion: Int
+        static let schema = JSONSchema.object([
+            ("database", JSONSchema.string(oneOf: ["ok"])),
+            ("schema_version", JSONSchema.described(JSONSchema.integer(), "The highest applied migration.")),
+        ])
+        func write(to json: inout JSONWriter) {
+            json.object { json in
+                json.member("database", "ok")
+                json.member("schema_version", schemaVersion)
+            }
+        }
     }
 }
 
 enum ProfileGet: DatabaseMethod {
     static let name = "profile.get"
-    static let keys: Set<String> = ["user_id"]
+    static let summary = "The user's profile (time zone); UTC for a user without one."
     static func decode(_ params: ParamsReader) throws(RPCError) -> UUID { try params.userID() }
-    static func run(_ user: UUID, in context: MethodContext) throws -> JSONValue {
-        JSONValue(profile: try context.habits.profile(user: user))
+    static func run(_ user: UUID, in context: MethodContext) throws -> Profile {
+        try context.habits.profile(user: user)
     }
 }
 
 enum ProfileSet: DatabaseMethod {
     static let name = "profile.set"
-    static let keys: Set<String> = ["user_id", "timezone"]
+    static let summary = "Creates or replaces the user's profile."
     struct Params: Sendable { let user: UUID; let timeZone: String }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        guard let zone = try params.timeZone() else { throw .invalidParams(field: "timezone", reason: "missing") }
+        let zone = try params.requiredTimeZone()
         return Params(user: try params.userID(), timeZone: zone)
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        JSONValue(profile: try context.habits.setTimeZone(user: params.user, timeZone: params.timeZone))
+    static func run(_ params: Params, in context: MethodContext) throws -> Profile {
+        try context.habits.setTimeZone(user: params.user, timeZone: params.timeZone)
     }
 }
 
 enum HabitsCreate: DatabaseMethod {
     static let name = "habits.create"
-    static let keys: Set<String> = ["user_id", "name", "icon", "color", "activated_at", "sort_order"]
+    static let summary = "Creates a habit."
+    static let errors: [DomainErrorCode] = [.limitExceeded]
     struct Params: Sendable { let user: UUID; let draft: HabitDraft }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), draft: HabitDraft(
-            name: try params.requiredString("name"),
-            icon: try params.optionalString("icon"),
-            color: try params.optionalString("color"),
-            activatedAt: try params.optionalTimestamp("activated_at"),
-            sortOrder: try params.optionalInt("sort_order", range: sortOrderRange)
+            name: try params.requiredString("name", description: "Trimmed, then 1–100 characters, no control characters."),
+            icon: try params.optionalString("icon", description: "SF Symbol name: lowercase dot-separated words."),
+            color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),
+            activatedAt: try params.optionalTimestamp("activated_at", description: "When the habit starts; default now."),
+            sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest.")
         ))
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        JSONValue(habit: try context.habits.createHabit(user: params.user, params.draft))
+    static func run(_ params: Params, in context: MethodContext) throws -> Habit {
+        try context.habits.createHabit(user: params.user, params.draft)
     }
 }
 
 enum HabitsUpdate: DatabaseMethod {
     static let name = "habits.update"
-    static let keys: Set<String> = ["user_id", "id", "name", "icon", "color", "sort_order"]
+    static let summary = "Changes a habit's name, icon, color or sort order."
+    static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: HabitChanges }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), id: try params.uuid("id"), changes: HabitChanges(
-            name: try params.optionalString("name"),
+            name: try params.optionalString("name", description: "Absent or null: keep."),
             icon: try params.clearableString("icon"),
             color: try params.clearableString("color"),
             sortOrder: try params.clearableInt("sort_order", range: sortOrderRange)
         ))
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        JSONValue(habit: try context.habits.updateHabit(user: params.user, id: params.id, params.changes))
-    }
-}
-
-struct HabitReference: Sendable { let user: UUID; let id: UUID }
-
-extension ParamsReader {
-    func habitReference() throws(RPCError) -> HabitReference {
-        HabitReference(user: try userID(), id: try uuid("id"))
+    static func run(_ params: Params, in context: MethodContext) throws -> Habit {
+        try context.habits.updateHabit(user: params.user, id: params.id, params.changes)
     }
 }
 
 enum HabitsDeactivate: DatabaseMethod {
     static let name = "habits.deactivate"
-    static let keys: Set<String> = ["user_id", "id"]
-    static func decode(_ params: ParamsReader) throws(RPCError) -> HabitReference { try params.habitReference() }
-    static func run(_ params: HabitReference, in context: MethodContext) throws -> JSONValue {
-        JSONValue(habit: try context.habits.deactivateHabit(user: params.user, id: params.id))
+    static let summary = "Deactivates a habit (idempotent); its completions are kept."
+    static let errors: [DomainErrorCode] = [.notFound]
+    static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
+    static func run(_ params: OwnedID, in context: MethodContext) throws -> Habit {
+        try context.habits.deactivateHabit(user: params.user, id: params.id)
     }
 }
 
 enum HabitsActivate: DatabaseMethod {
     static let name = "habits.activate"
-    static let keys: Set<String> = ["user_id", "id"]
-    static func decode(_ params: ParamsReader) throws(RPCError) -> HabitReference { try params.habitReference() }
-    static func run(_ params: HabitReference, in context: MethodContext) throws -> JSONValue {
-        JSONValue(habit: try context.habits.activateHabit(user: params.user, id: params.id))
+    static let summary = "Activates a habit again (idempotent); activated_at keeps its value."
+    static let errors: [DomainErrorCode] = [.notFound]
+    static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
+    static func run(_ params: OwnedID, in context: MethodContext) throws -> Habit {
+        try context.habits.activateHabit(user: params.user, id: params.id)
     }
 }
 
 enum HabitsDelete: DatabaseMethod {
     static let name = "habits.delete"
-    static let keys: Set<String> = ["user_id", "id"]
-    static func decode(_ params: ParamsReader) throws(RPCError) -> HabitReference { try params.habitReference() }
-    static func run(_ params: HabitReference, in context: MethodContext) throws -> JSONValue {
+    static let summary = "Deletes a habit and its completions."
+    static let errors: [DomainErrorCode] = [.notFound]
+    static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
+    static func run(_ params: OwnedID, in context: MethodContext) throws -> Deleted {
         try context.habits.deleteHabit(user: params.user, id: params.id)
-        return ["deleted": true]
+        return Deleted()
     }
 }
 
 enum HabitsList: DatabaseMethod {
     static let name = "habits.list"
-    static let keys = Set<String>(["user_id", "include_inactive"]).union(PageCursor.keys)
+    static let summary = "A page of the user's habits in display order."
     struct Params: Sendable { let user: UUID; let includeInactive: Bool; let page: PageRequest<HabitSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), includeInactive: try params.optionalBool("include_inactive") ?? false,
+        Params(user: try params.userID(),
+               includeInactive: try params.optionalBool("include_inactive", description: "Default false.") ?? false,
                page: try params.habitPage())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
+    static func run(_ params: Params, in context: MethodContext) throws -> HabitPage {
         let habits = try context.habits.listHabits(user: params.user, includeInactive: params.includeInactive, page: params.page)
-        let next = habits.nextCursor(kind: HabitSortKey.cursorKind) { HabitSortKey($0).cursorFields }
-        return .encoded(JSONWriter.encode(capacity: 128 + 320 * habits.count) { json in
+        return HabitPage(habits: habits, nextCursor: habits.nextCursor(kind: HabitSortKey.cursorKind) { HabitSortKey($0).cursorFields })
+    }
+
+    struct HabitPage: MethodResult {
+        let habits: Page<Habit>
+        let nextCursor: String?
+
+        static let schema = JSONSchema.object([
+            ("habits", JSONSchema.array(of: Habit.schema)),
+            ("next_cursor", nextCursorSchema),
+        ])
+        func write(to json: inout JSONWriter) {
             json.beginObject()
             json.key("habits"); json.beginArray()
             for habit in habits { json.habit(habit) }
             json.endArray()
-            json.key("next_cursor"); json.string(next)
+            json.key("next_cursor"); json.string(nextCursor)
             json.endObject()
-        })
+        }
+        var estimatedJSONBytes: Int { 128 + 320 * habits.count }
     }
+}
+
+extension DayView: MethodResult {
+    static let schema = JSONSchema.object([
+        ("date", ValueSchema.date),
+        ("today", JSONSchema.described(ValueSchema.date, "Today in the zone used.")),
+        ("is_future", JSONSchema.boolean),
+        ("habits", JSONSchema.described(JSONSchema.array(of: Habit.schema),
+                                        "The active habits whose activation day is on or before date, in display order.")),
+        ("completed", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
+                                           "Ids (sorted) of all the user's completions dated date, of listed habits or not.")),
+    ])
+
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("date"); json.date(date)
+        json.key("today"); json.date(today)
+        json.key("is_future"); json.bool(isFuture)
+        json.key("habits"); json.beginArray()
+        for habit in habits { json.habit(habit) }
+        json.endArray()
+        // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
+        json.key("completed"); json.beginArray()
+        for id in completed.sorted(by: UUID.textOrder) { json.uuid(id) }
+        json.endArray()
+        json.endObject()
+    }
+
+    public var estimatedJSONBytes: Int { 256 + 320 * habits.count + 40 * completed.count }
 }
 
 enum DayGet: SingleStatementMethod {
     static let name = "day.get"
-    static let keys: Set<String> = ["user_id", "date", "timezone"]
+    static let summary = "One day: the habits active on it and the completions dated it."
+    typealias Result = DayView
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), date: try params.date("date"), timeZone: try params.timeZone())
+        Params(user: try params.userID(), date: try params.date("date", description: "Any date, past or future."),
+               timeZone: try params.timeZone())
     }
-    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue> {
-        try context.habits.dayStatement(user: params.user, date: params.date, timeZone: params.timeZone).map(encode)
-    }
-
-    static func encode(_ day: DayView) -> JSONValue {
-        .encoded(JSONWriter.encode(capacity: 256 + 320 * day.habits.count + 40 * day.completed.count) { json in
-            json.beginObject()
-            json.key("date"); json.date(day.date)
-            json.key("today"); json.date(day.today)
-            json.key("is_future"); json.bool(day.isFuture)
-            json.key("habits"); json.beginArray()
-            for habit in day.habits { json.habit(habit) }
-            json.endArray()
-            // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
-            json.key("completed"); json.beginArray()
-            for id in day.completed.sorted(by: UUID.textOrder) { json.uuid(id) }
-            json.endArray()
-            json.endObject()
-        })
+    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<DayView> {
+        try context.habits.dayStatement(user: params.user, date: params.date, timeZone: params.timeZone)
     }
 }
 
@@ -170,61 +214,101 @@ enum DayGet: SingleStatementMethod {
 // transaction) up to the statement timeout, and would hold up every request sharing its round trip.
 enum CompletionsSet: DatabaseMethod {
     static let name = "completions.set"
-    static let keys: Set<String> = ["user_id", "template_id", "date", "completed", "timezone"]
+    static let summary = "Sets whether a habit is completed on a date (idempotent)."
+    static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let completed: Bool; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), template: try params.uuid("template_id"), date: try params.date("date"),
+        Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
+               date: try params.date("date", description: "On or before today in the zone used."),
                completed: try params.requiredBool("completed"), timeZone: try params.timeZone())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let change = try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
-                                                      completed: params.completed, timeZone: params.timeZone)
-        return ["completed": .bool(change.completed), "changed": .bool(change.changed)]
+    static func run(_ params: Params, in context: MethodContext) throws -> CompletionChange {
+        try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
+                                         completed: params.completed, timeZone: params.timeZone)
+    }
+}
+
+extension CompletionChange: MethodResult {
+    static let schema = JSONSchema.object([
+        ("completed", JSONSchema.boolean),
+        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the completion already was in that state.")),
+    ])
+
+    public func write(to json: inout JSONWriter) {
+        json.object { json in
+            json.member("completed", completed)
+            json.member("changed", changed)
+        }
     }
 }
 
 enum CompletionsToggle: DatabaseMethod {
     static let name = "completions.toggle"
-    static let keys: Set<String> = ["user_id", "template_id", "date", "timezone"]
+    static let summary = "Flips whether a habit is completed on a date (not idempotent)."
+    static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), template: try params.uuid("template_id"), date: try params.date("date"),
+        Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
+               date: try params.date("date", description: "On or before today in the zone used."),
                timeZone: try params.timeZone())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
-        let completed = try context.habits.toggleCompletion(user: params.user, template: params.template, date: params.date,
-                                                            timeZone: params.timeZone)
-        return ["completed": .bool(completed)]
+    static func run(_ params: Params, in context: MethodContext) throws -> Toggled {
+        Toggled(completed: try context.habits.toggleCompletion(user: params.user, template: params.template, date: params.date,
+                                                               timeZone: params.timeZone))
+    }
+
+    struct Toggled: MethodResult {
+        let completed: Bool
+        static let schema = JSONSchema.object([("completed", JSONSchema.described(JSONSchema.boolean, "The new state."))])
+        func write(to json: inout JSONWriter) { json.object { $0.member("completed", completed) } }
     }
 }
 
 enum WeekCounts: DatabaseMethod {
     static let name = "week.counts"
-    static let keys: Set<String> = ["user_id", "date", "week_start", "timezone"]
+    static let summary = "Per day of one week: the active habits and their completions."
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        let weekStart: WeekStart
-        if let text = try params.optionalString("week_start") {
-            guard let parsed = WeekStart(rawValue: text) else {
-                throw .invalidParams(field: "week_start", reason: "expected \"monday\" or \"sunday\"")
-            }
-            weekStart = parsed
-        } else {
-            weekStart = .monday
-        }
-        let date = try params.date("date")
+        let weekStart = try params.optionalOneOf("week_start", WeekStart.self) ?? .monday
+        let date = try params.date("date", description: "Any day of the week; the whole week must lie in 0001-01-01…9999-12-31.")
+        // The placeholders a describing reader returns pass this check, so the reads after it still declare.
         let first = weekStart.weekStart(containing: date)
         guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
             throw .invalidParams(field: "date", reason: "its week must lie between 0001-01-01 and 9999-12-31")
         }
         return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
+    static func run(_ params: Params, in context: MethodContext) throws -> Week {
         let days = try context.habits.weekCounts(user: params.user, containing: params.date, weekStart: params.weekStart,
                                                  timeZone: params.timeZone)
-        return [
-            "week_start": JSONValue(params.weekStart.weekStart(containing: params.date)),
-            "days": .array(days.map { ["date": JSONValue($0.date), "completed": .int($0.completed), "active": .int($0.active)] }),
-        ]
+        return Week(start: params.weekStart.weekStart(containing: params.date), days: days)
+    }
+
+    struct Week: MethodResult {
+        let start: CalendarDate
+        let days: [DayCount]
+
+        static let schema = JSONSchema.object([
+            ("week_start", ValueSchema.date),
+            ("days", JSONSchema.array(of: JSONSchema.object([
+                ("date", ValueSchema.date),
+                ("completed", JSONSchema.integer(0...Int.max)),
+                ("active", JSONSchema.integer(0...Int.max)),
+            ]))),
+        ])
+        func write(to json: inout JSONWriter) {
+            json.beginObject()
+            json.key("week_start"); json.date(start)
+            json.key("days"); json.beginArray()
+            for day in days {
+                json.beginObject()
+                json.key("date"); json.date(day.date)
+                json.key("completed"); json.int(day.completed)
+                json.key("active"); json.int(day.active)
+                json.endObject()
+            }
+            json.endArray()
+            json.endObject()
+        }
     }
 }

@@ -19,15 +19,42 @@ public final class MethodContext {
     }
 }
 
-/// A method that needs PostgreSQL. Params are decoded (and rejected) by the thread reading stdin,
-/// before the request takes an in-flight place; `run` executes with one of the pool's connections.
-protocol DatabaseMethod: SendableMetatype {
+/// What every method declares, once, next to its implementation. The registry derives the
+/// rest from it: the accepted keys, the handler, and the method's entry in the OpenRPC
+/// document (`rpc.discover`, docs/openrpc.json).
+protocol MethodDeclaration: SendableMetatype {
     associatedtype Params: Sendable
     static var name: String { get }
-    /// Every accepted key; any other key is -32602 naming it.
-    static var keys: Set<String> { get }
+    /// One line for the OpenRPC document; docs/protocol.md has the prose.
+    static var summary: String { get }
+    /// The domain errors this method answers besides those every database method (or every
+    /// method) can answer (`MethodRegistry.databaseErrors`, `.anyMethodErrors`).
+    static var errors: [DomainErrorCode] { get }
+    /// Reads the params, and so declares them: run against a describing reader
+    /// (`ParamsReader.declarations(of:)`) it yields the method's params and accepted keys; any
+    /// other key is -32602 "unknown key" before `decode` runs. So every param must be read on
+    /// every path: a describing reader returns placeholders (nil for an optional param, the
+    /// first choice of an enumeration), and a check that refuses them before a later read is a
+    /// bug the registry reports when the worker starts.
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue
+}
+
+extension MethodDeclaration {
+    static var errors: [DomainErrorCode] { [] }
+}
+
+/// A method's result: how it writes itself and its JSON Schema, declared together. It is
+/// written when the response is (`JSONValue.writable`): straight into the response line, and
+/// never past `--max-response-bytes`.
+protocol MethodResult: JSONWritable, Sendable {
+    static var schema: JSONValue { get }
+}
+
+/// A method that needs PostgreSQL. Params are decoded (and rejected) by the thread reading stdin,
+/// before the request takes an in-flight place; `run` executes with one of the pool's connections.
+protocol DatabaseMethod: MethodDeclaration {
+    associatedtype Result: MethodResult
+    static func run(_ params: Params, in context: MethodContext) throws -> Result
 }
 
 /// A database method that is one statement as one user and never waits for a lock (reads:
@@ -35,20 +62,19 @@ protocol DatabaseMethod: SendableMetatype {
 /// thread that takes them sends all their transactions in one round trip (see `Scheduler` and
 /// `UserScope.queries`). A statement that could wait for a row lock would hold up all the others.
 protocol SingleStatementMethod: DatabaseMethod {
-    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<JSONValue>
+    static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<Result>
 }
 
 extension SingleStatementMethod {
-    static func run(_ params: Params, in context: MethodContext) throws -> JSONValue {
+    static func run(_ params: Params, in context: MethodContext) throws -> Result {
         try context.scope.run(statement(params, in: context))
     }
 }
 
 /// A method answered without the database.
-protocol LocalMethod: SendableMetatype {
-    static var name: String { get }
-    static var keys: Set<String> { get }
-    static func run(_ params: ParamsReader) throws(RPCError) -> JSONValue
+protocol LocalMethod: MethodDeclaration {
+    associatedtype Result: MethodResult
+    static func run(_ params: Params) throws(RPCError) -> Result
 }
 
 /// Method name → typed handler. Handlers never see request ids, framing or file descriptors.
@@ -61,47 +87,79 @@ struct MethodRegistry: Sendable {
                       statement: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?)
     }
 
-    private var handlers: [String: @Sendable (ParamsReader) throws -> Prepared] = [:]
+    /// One method as the OpenRPC document describes it.
+    struct Description: Sendable {
+        let name: String
+        let summary: String
+        let params: [ParamDeclaration]
+        let result: JSONValue
+        /// Ordered by code, from -32001 down.
+        let errors: [DomainErrorCode]
+    }
+
+    /// What any database method can answer: the database unreachable, the statement timeout, a
+    /// concurrent transaction (docs/protocol.md, "Errors").
+    static let databaseErrors: [DomainErrorCode] = [.databaseUnavailable, .timeout, .conflict]
+    /// What any method can answer: its result past `--max-response-bytes`.
+    static let anyMethodErrors: [DomainErrorCode] = [.responseTooLarge]
+
+    private struct Entry: Sendable {
+        /// The params `decode` reads; any other key is refused before it runs.
+        let keys: Set<String>
+        let prepare: @Sendable (ParamsReader) throws -> Prepared
+    }
+
+    private var entries: [String: Entry] = [:]
+    /// In registration order.
+    private(set) var descriptions: [Description] = []
 
     mutating func register<Method: DatabaseMethod>(_: Method.Type) {
-        handlers[Method.name] = Self.databaseHandler(Method.self)
+        add(Method.self, result: Method.Result.schema, errors: Self.databaseErrors) { params in
+            .database({ context in .writable(try Method.run(params, in: context)) }, statement: nil)
+        }
     }
 
     mutating func register<Method: SingleStatementMethod>(_: Method.Type) {
-        handlers[Method.name] = Self.databaseHandler(Method.self, statement: Method.statement(_:in:))
+        add(Method.self, result: Method.Result.schema, errors: Self.databaseErrors) { params in
+            .database({ context in .writable(try Method.run(params, in: context)) },
+                      statement: { context in try Method.statement(params, in: context).map { .writable($0) } })
+        }
     }
 
     mutating func register<Method: LocalMethod>(_: Method.Type) {
-        handlers[Method.name] = Self.localHandler(Method.self)
+        add(Method.self, result: Method.Result.schema, errors: []) { params in .immediate(.writable(try Method.run(params))) }
     }
 
-    private static func databaseHandler<Method: DatabaseMethod>(
-        _: Method.Type,
-        statement: (@Sendable (Method.Params, MethodContext) throws -> UserStatement<JSONValue>)? = nil
-    ) -> @Sendable (ParamsReader) throws -> Prepared {
-        { reader in
-            try reader.rejectUnknownKeys(allowed: Method.keys)
-            let params = try Method.decode(reader)
-            var shareable: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?
-            if let statement { shareable = { context in try statement(params, context) } }
-            return .database({ context in try Method.run(params, in: context) }, statement: shareable)
-        }
-    }
-
-    private static func localHandler<Method: LocalMethod>(_: Method.Type) -> @Sendable (ParamsReader) throws -> Prepared {
-        { reader in
-            try reader.rejectUnknownKeys(allowed: Method.keys)
-            return .immediate(try Method.run(reader))
-        }
-    }
-
-    var methodNames: [String] { handlers.keys.sorted() }
-
-    /// Resolves and decodes a request: unknown method → -32601, bad params → -32602.
-    func prepare(_ request: IncomingRequest) throws(RPCError) -> Prepared {
-        guard let handler = handlers[request.method] else { throw RPCError.methodNotFound(request.method) }
+    /// Describes the method by running its `decode` once against a describing reader. A
+    /// `decode` that throws there validates before reading every param: a bug, found when the
+    /// worker starts.
+    private mutating func add<Method: MethodDeclaration>(
+        _: Method.Type, result: JSONValue, errors implied: [DomainErrorCode],
+        prepare: @escaping @Sendable (Method.Params) throws -> Prepared
+    ) {
+        precondition(entries[Method.name] == nil, "\(Method.name) registered twice")
+        let params: [ParamDeclaration]
         do {
-            return try handler(try ParamsReader(request))
+            params = try ParamsReader.declarations { reader throws(RPCError) in _ = try Method.decode(reader) }
+        } catch {
+            preconditionFailure("\(Method.name): decode threw \(error) while declaring its params; read every param before validating them")
+        }
+        entries[Method.name] = Entry(keys: Set(params.map(\.name))) { reader in try prepare(try Method.decode(reader)) }
+        let errors = Set(Method.errors + implied + Self.anyMethodErrors).sorted { $0.rawValue > $1.rawValue }
+        descriptions.append(Description(name: Method.name, summary: Method.summary, params: params,
+                                        result: result, errors: errors))
+    }
+
+    var methodNames: [String] { entries.keys.sorted() }
+
+    /// Resolves and decodes a request: unknown method → -32601, bad params → -32602 (an unknown
+    /// key first, then what `decode` refuses).
+    func prepare(_ request: IncomingRequest) throws(RPCError) -> Prepared {
+        guard let entry = entries[request.method] else { throw RPCError.methodNotFound(request.method) }
+        do {
+            let reader = try ParamsReader(request)
+            try reader.rejectUnknownKeys(allowed: entry.keys)
+            return try entry.prepare(reader)
         } catch let error as RPCError {
             throw error
         } catch {
@@ -112,11 +170,28 @@ struct MethodRegistry: Sendable {
 
 // MARK: - Reading the service's value types from params
 
+/// The JSON Schemas of the service's value types, in params and results alike.
+enum ValueSchema {
+    static let uuid = JSONSchema.string(format: "uuid")
+    static let date = JSONSchema.string(format: "date")
+    static let timestamp = JSONSchema.string(format: "date-time")
+    static let int32 = JSONSchema.integer(Int(Int32.min)...Int(Int32.max))
+    static let timeZone = JSONSchema.string(minLength: 1)
+}
+
+/// What a describing reader's UUID and date accessors return.
+private let placeholderUUID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+private let placeholderDate = CalendarDate(year: 2000, month: 1, day: 1)!
+
+/// For the params an update can clear.
+private let clearableNote = "Absent: keep; null: clear."
+
 extension ParamsReader {
     static let instantRange = PostgresTimestamp(rfc3339: "0001-01-01T00:00:00Z")!...PostgresTimestamp(rfc3339: "9999-12-31T23:59:59.999999Z")!
     static let dateRange = CalendarDate(year: 1, month: 1, day: 1)!...CalendarDate(year: 9999, month: 12, day: 31)!
 
-    func uuid(_ key: String) throws(RPCError) -> UUID {
+    func uuid(_ key: String, description: String? = nil) throws(RPCError) -> UUID {
+        if declares(key, schema: ValueSchema.uuid, required: true, description: description) { return placeholderUUID }
         let text = try requiredString(key)
         guard let id = UUID(canonical: text) else {
             throw .invalidParams(field: key, reason: "expected a UUID")
@@ -124,9 +199,35 @@ extension ParamsReader {
         return id
     }
 
-    func userID() throws(RPCError) -> UUID { try uuid("user_id") }
+    func userID() throws(RPCError) -> UUID {
+        try uuid("user_id", description: "The user the request acts for; the gateway authenticates it.")
+    }
 
-    func date(_ key: String) throws(RPCError) -> CalendarDate {
+    /// `user_id` and `id`: one of the user's rows.
+    func ownedID() throws(RPCError) -> OwnedID {
+        OwnedID(user: try userID(), id: try uuid("id"))
+    }
+
+    /// Absent or null → nil.
+    func optionalUUID(_ key: String, description: String? = nil) throws(RPCError) -> UUID? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.uuid), required: false, description: description) { return nil }
+        guard try optionalString(key) != nil else { return nil }
+        return try uuid(key)
+    }
+
+    /// Absent → keep (nil), null → clear (.some(nil)).
+    func clearableUUID(_ key: String) throws(RPCError) -> UUID?? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.uuid), required: false, description: clearableNote) { return nil }
+        switch optionalValue(key) {
+        case nil: return nil
+        case .null?: return .some(nil)
+        case .string?: return .some(try uuid(key))
+        default: throw .invalidParams(field: key, reason: "expected a UUID or null")
+        }
+    }
+
+    func date(_ key: String, description: String? = nil) throws(RPCError) -> CalendarDate {
+        if declares(key, schema: ValueSchema.date, required: true, description: description) { return placeholderDate }
         let text = try requiredString(key)
         guard let date = CalendarDate(iso8601: text) else {
             throw .invalidParams(field: key, reason: "expected a calendar date YYYY-MM-DD")
@@ -134,7 +235,27 @@ extension ParamsReader {
         return date
     }
 
-    func optionalTimestamp(_ key: String) throws(RPCError) -> PostgresTimestamp? {
+    /// Absent or null → nil.
+    func optionalDate(_ key: String, description: String? = nil) throws(RPCError) -> CalendarDate? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.date), required: false, description: description) { return nil }
+        guard try optionalString(key) != nil else { return nil }
+        return try date(key)
+    }
+
+    /// Absent → keep (nil), null → clear (.some(nil)).
+    func clearableDate(_ key: String, description: String? = nil) throws(RPCError) -> CalendarDate?? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.date), required: false,
+                    description: description.map { $0 + " " + clearableNote } ?? clearableNote) { return nil }
+        switch optionalValue(key) {
+        case nil: return nil
+        case .null?: return .some(nil)
+        case .string?: return .some(try date(key))
+        default: throw .invalidParams(field: key, reason: "expected a calendar date YYYY-MM-DD or null")
+        }
+    }
+
+    func optionalTimestamp(_ key: String, description: String? = nil) throws(RPCError) -> PostgresTimestamp? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.timestamp), required: false, description: description) { return nil }
         guard let text = try optionalString(key) else { return nil }
         guard let timestamp = PostgresTimestamp(rfc3339: text) else {
             throw .invalidParams(field: key, reason: "expected an RFC 3339 timestamp with offset")
@@ -146,15 +267,41 @@ extension ParamsReader {
         return timestamp
     }
 
-    /// An optional IANA zone name; its validity is checked against PostgreSQL later.
+    /// The optional `timezone` override, an IANA zone name; its validity is checked against
+    /// PostgreSQL later.
     func timeZone() throws(RPCError) -> String? {
-        guard let zone = try optionalString("timezone") else { return nil }
+        if declares("timezone", schema: JSONSchema.nullable(ValueSchema.timeZone), required: false,
+                    description: "IANA zone name (pg_timezone_names) for this request's today; default the profile's zone, else UTC.") { return nil }
+        return try checkedTimeZone(try optionalString("timezone"))
+    }
+
+    /// `timezone` where it is required; null counts as missing.
+    func requiredTimeZone() throws(RPCError) -> String {
+        if declares("timezone", schema: ValueSchema.timeZone, required: true, description: "IANA zone name (pg_timezone_names).") { return "UTC" }
+        guard let zone = try checkedTimeZone(try optionalString("timezone")) else { throw .invalidParams(field: "timezone", reason: "missing") }
+        return zone
+    }
+
+    private func checkedTimeZone(_ zone: String?) throws(RPCError) -> String? {
+        guard let zone else { return nil }
         guard !zone.isEmpty, zone.utf8.count <= 64 else { throw .invalidParams(field: "timezone", reason: "expected an IANA time zone name") }
         return zone
     }
 
+    /// One of an enumeration's raw values.
+    func oneOf<Value: RawRepresentable & CaseIterable>(_ key: String, _: Value.Type) throws(RPCError) -> Value where Value.RawValue == String {
+        let text = try requiredString(key, oneOf: Value.allCases.map(\.rawValue))
+        return Value(rawValue: text)!
+    }
+
+    /// As `oneOf`, absent or null → nil.
+    func optionalOneOf<Value: RawRepresentable & CaseIterable>(_ key: String, _: Value.Type) throws(RPCError) -> Value? where Value.RawValue == String {
+        try optionalString(key, oneOf: Value.allCases.map(\.rawValue)).flatMap(Value.init(rawValue:))
+    }
+
     /// For fields that can be cleared: absent → keep (nil), null → clear (.some(nil)).
     func clearableString(_ key: String) throws(RPCError) -> String?? {
+        if declares(key, schema: JSONSchema.nullable(JSONSchema.string()), required: false, description: clearableNote) { return nil }
         switch optionalValue(key) {
         case nil: return nil
         case .null?: return .some(nil)
@@ -164,6 +311,7 @@ extension ParamsReader {
     }
 
     func clearableInt(_ key: String, range: ClosedRange<Int>) throws(RPCError) -> Int?? {
+        if declares(key, schema: JSONSchema.nullable(JSONSchema.integer(range)), required: false, description: clearableNote) { return nil }
         switch optionalValue(key) {
         case nil: return nil
         case .null?: return .some(nil)
@@ -172,52 +320,8 @@ extension ParamsReader {
     }
 }
 
-// MARK: - Encoding results
-
-extension JSONValue {
-    init(_ date: CalendarDate) { self = .string(date.description) }
-    init(_ timestamp: PostgresTimestamp) { self = .string(timestamp.rfc3339) }
-    init(_ id: UUID) { self = .string(id.lowercaseString) }
-
-    init<Wrapped>(optional value: Wrapped?, _ encode: (Wrapped) -> JSONValue) {
-        self = value.map(encode) ?? .null
-    }
-
-    init(habit: Habit) {
-        self = .encoded(JSONWriter.encode(capacity: 320) { $0.habit(habit) })
-    }
-
-    init(profile: Profile) {
-        self = .object(["user_id": JSONValue(profile.userID), "timezone": .string(profile.timeZone)])
-    }
-}
-
-// The value types straight into a writer: habits are the bulk of `habits.list` and `day.get`
-// responses, and building them as `JSONValue` trees first cost a third of the worker's time
-// per `day.get` (see docs/performance.md).
-extension JSONWriter {
-    mutating func uuid(_ id: UUID) { asciiString { id.appendLowercase(to: &$0) } }
-    mutating func date(_ date: CalendarDate) { asciiString { date.appendISO8601(to: &$0) } }
-    mutating func timestamp(_ timestamp: PostgresTimestamp) { asciiString { timestamp.appendRFC3339(to: &$0) } }
-
-    mutating func timestamp(_ timestamp: PostgresTimestamp?) {
-        if let timestamp { self.timestamp(timestamp) } else { null() }
-    }
-
-    /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
-    /// created_at, updated_at}` (docs/protocol.md, "Habit").
-    mutating func habit(_ habit: Habit) {
-        beginObject()
-        key("id"); uuid(habit.id)
-        key("name"); string(habit.name)
-        key("icon"); string(habit.icon)
-        key("color"); string(habit.color)
-        key("is_active"); bool(habit.isActive)
-        key("activated_at"); timestamp(habit.activatedAt)
-        key("deactivated_at"); timestamp(habit.deactivatedAt)
-        key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
-        key("created_at"); timestamp(habit.createdAt)
-        key("updated_at"); timestamp(habit.updatedAt)
-        endObject()
-    }
+/// One of a user's rows (a habit, task or list): `user_id` and `id`.
+struct OwnedID: Sendable {
+    let user: UUID
+    let id: UUID
 }

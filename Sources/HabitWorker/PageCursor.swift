@@ -11,7 +11,6 @@ import PostgresClient
 /// -32602 on `cursor` instead of silently starting elsewhere. It holds the sort key of the
 /// page's last row (keyset pagination), never an offset.
 enum PageCursor {
-    static let keys: Set<String> = ["limit", "cursor"]
     static let limitRange = 1...PageRequest<HabitSortKey>.maxLimit
 
     static func encode(kind: String, _ fields: [String]) -> String {
@@ -23,7 +22,7 @@ enum PageCursor {
 
     /// The fields of a cursor of `kind`; nil when the params hold no cursor (first page).
     static func fields(_ params: ParamsReader, kind: String, count: Int) throws(RPCError) -> [String]? {
-        guard let text = try params.optionalString("cursor") else { return nil }
+        guard let text = try params.optionalString("cursor", description: "The next_cursor of the previous page, unchanged; absent or null: the first page.") else { return nil }
         guard text.utf8.count <= 512, text.utf8.allSatisfy({ $0.isBase64URL }) else { throw invalid() }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
@@ -34,7 +33,8 @@ enum PageCursor {
     }
 
     static func limit(_ params: ParamsReader) throws(RPCError) -> Int {
-        try params.optionalInt("limit", range: limitRange) ?? PageRequest<HabitSortKey>.defaultLimit
+        try params.optionalInt("limit", range: limitRange, description: "Rows per page; default \(PageRequest<HabitSortKey>.defaultLimit).")
+            ?? PageRequest<HabitSortKey>.defaultLimit
     }
 
     // MARK: - Sort keys as fields

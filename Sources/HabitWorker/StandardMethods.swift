@@ -1,7 +1,7 @@
 import JSONRPC
 
 extension MethodRegistry {
-    /// Every method the worker serves.
+    /// Every method the worker serves, in the order of the OpenRPC document.
     static let standard: MethodRegistry = {
         var registry = MethodRegistry()
         registry.register(SystemPing.self)
@@ -31,6 +31,7 @@ extension MethodRegistry {
         registry.register(TasksSetState.self)
         registry.register(TasksToday.self)
         registry.register(TasksList.self)
+        registry.register(RPCDiscover.self)
         return registry
     }()
 }

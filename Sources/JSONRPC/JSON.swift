@@ -22,6 +22,25 @@ public enum JSONValue: Sendable, Equatable {
     /// Already-encoded JSON (from `JSONWriter`), written verbatim. Only results use it; the
     /// parser never produces it, and it never equals the parsed form of the same text.
     case encoded(EncodedJSON)
+    /// A value that writes itself through a `JSONWriter` when it is written: straight into
+    /// the response, never copied, and never past `write(into:limit:)`'s limit. Made by
+    /// `JSONValue.writable(_:)`; only results use it. It equals another `.deferred` that
+    /// writes the same bytes, nothing else.
+    case deferred(DeferredJSON)
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let l), .bool(let r)): l == r
+        case (.number(let l), .number(let r)): l == r
+        case (.string(let l), .string(let r)): l == r
+        case (.array(let l), .array(let r)): l == r
+        case (.object(let l), .object(let r)): l == r
+        case (.encoded(let l), .encoded(let r)): l == r
+        case (.deferred(let l), .deferred(let r)): l.encodedJSON == r.encodedJSON
+        default: false
+        }
+    }
 }
 
 /// A JSON object's members in wire order. Duplicates are kept (not merged) so callers
@@ -660,6 +679,10 @@ extension JSONValue {
         case .encoded(let json):
             guard out.count + json.bytes.count <= limit else { return false }
             out.append(contentsOf: json.bytes)
+        case .deferred(let value):
+            var writer = JSONWriter(continuing: &out, limit: limit, reserving: value.estimatedJSONBytes)
+            value.write(to: &writer)
+            guard writer.giveBack(to: &out) else { return false }
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {

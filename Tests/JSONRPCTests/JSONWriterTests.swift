@@ -46,4 +46,66 @@ import Testing
         #expect(JSONWriter.encode { $0.string("") }.bytes == Array("\"\"".utf8))
         #expect(JSONWriter.encode { $0.null() }.bytes == Array("null".utf8))
     }
+
+    private struct Point: JSONWritable {
+        var x: Int
+        var label: String?
+        func write(to json: inout JSONWriter) {
+            json.object { json in
+                json.member("x", x)
+                json.member("label", label)
+            }
+        }
+        var estimatedJSONBytes: Int { 32 }
+    }
+
+    /// Values that write themselves produce what the tree serializer produces for the same values.
+    @Test func writableValuesMatchTheTreeSerializer() {
+        let points = [Point(x: 1, label: "a\"b"), Point(x: -2, label: nil)]
+        let written = JSONWriter.encode { json in
+            json.object { json in
+                json.member("points", points)
+                json.member("none", [Point]())
+                json.member("flag", false)
+                json.member("tree", JSONValue(["k": [1, .null]]))
+                json.member("encoded", Point(x: 3, label: nil).encodedJSON)
+                json.key("mapped"); json.array([3, 4]) { $0.int($1 * 2) }
+            }
+        }
+        let tree: JSONValue = [
+            "points": [["x": 1, "label": "a\"b"], ["x": -2, "label": .null]],
+            "none": [], "flag": false, "tree": ["k": [1, .null]],
+            "encoded": ["x": 3, "label": .null],
+            "mapped": [6, 8],
+        ]
+        #expect(written.bytes == tree.jsonBytes)
+        #expect(Optional<Int>.none.encodedJSON.bytes == Array("null".utf8))
+        #expect("é".encodedJSON.bytes == JSONValue.string("é").jsonBytes)
+    }
+
+    /// A `.writable` result is written straight into the response and never built past the
+    /// limit: the output stops past it by at most one string.
+    @Test func writableValuesStopAtTheLimit() {
+        let strings = (0..<1_000).map { String(repeating: "\u{1}", count: 10 + $0 % 7) } // 6 bytes each when escaped
+        let value = JSONValue.writable(strings)
+        var whole: [UInt8] = Array("x".utf8)
+        #expect(value.write(into: &whole, limit: .max))
+        #expect(whole == Array("x".utf8) + strings.encodedJSON.bytes)
+
+        var partial: [UInt8] = Array("x".utf8)
+        #expect(!value.write(into: &partial, limit: 500))
+        #expect(partial.count > 500 && partial.count <= 500 + 2 + 6 * 16, "\(partial.count)")
+        #expect(Array(partial.prefix(300)) == Array(whole.prefix(300)))
+
+        var exact = [UInt8]()
+        #expect(value.write(into: &exact, limit: whole.count - 1))
+        #expect(!value.write(into: &exact, limit: whole.count - 1), "past the limit with what was there before")
+
+        // Inside a tree and a response.
+        let response = OutgoingResponse.result(id: .int(1), result: ["items": .writable([1, 2]), "after": .writable(Optional<Int>.none)])
+        #expect(response.encodedString == #"{"jsonrpc":"2.0","id":1,"result":{"items":[1,2],"after":null}}"#)
+        #expect(JSONValue.writable([1, 2]) == .writable([1, 2]))
+        #expect(JSONValue.writable([1, 2]) != .writable([2, 1]))
+        #expect(JSONValue.writable([1, 2]) != [1, 2], "never equal to a parsed value")
+    }
 }

@@ -120,4 +120,56 @@ private func expectInvalid(
         #expect(try absent.optionalString("k") == nil)
         expectInvalid("k", "missing") { _ = try absent.requiredString("k") }
     }
+
+    // MARK: - Describe mode: the reads are the declaration
+
+    @Test func describingRecordsEveryReadInOrderAndReturnsPlaceholders() throws {
+        var seen: [String] = []
+        let declarations = try ParamsReader.declarations { p throws(RPCError) in
+            seen.append(try p.requiredString("name", description: "The name."))
+            seen.append(String(describing: try p.optionalInt("limit", range: 1...1000)))
+            seen.append(String(try p.requiredInt("count", range: 5...10)))
+            seen.append(String(try p.requiredInt("offset", range: -10 ... -2)))
+            seen.append(try p.requiredString("view", oneOf: ["inbox", "list"]))
+            seen.append(String(describing: try p.optionalString("week", oneOf: ["monday", "sunday"])))
+            seen.append(String(try p.requiredBool("flag")))
+            seen.append(String(describing: p.optionalValue("raw")))
+            _ = try p.requiredString("name") // read twice: declared once, as first read
+        }
+        #expect(seen == ["", "nil", "5", "-2", "inbox", "nil", "false", "nil"])
+        #expect(declarations.map(\.name) == ["name", "limit", "count", "offset", "view", "week", "flag", "raw"])
+        #expect(declarations.map(\.required) == [true, false, true, true, true, false, true, false])
+        #expect(declarations[0] == ParamDeclaration(name: "name", schema: ["type": "string"], required: true, description: "The name."))
+        #expect(declarations[1].schema == ["type": ["integer", "null"], "minimum": 1, "maximum": 1000])
+        #expect(declarations[4].schema == ["type": "string", "enum": ["inbox", "list"]])
+        #expect(declarations[5].schema == ["type": ["string", "null"], "enum": ["monday", "sunday", .null]])
+        #expect(declarations[7].schema == .object(JSONObject()))
+    }
+
+    @Test func declaresIsFalseForRealParams() throws {
+        let p = try reader(#"{"a":1}"#)
+        #expect(!p.declares("a", schema: JSONSchema.any, required: true))
+        #expect(try !ParamsReader(nil).declares("a", schema: JSONSchema.any, required: false))
+    }
+
+    @Test func describingPassesOnWhatDecodeThrows() {
+        expectInvalid("x", "bad") {
+            _ = try ParamsReader.declarations { p throws(RPCError) in
+                _ = try p.requiredString("a")
+                throw .invalidParams(field: "x", reason: "bad")
+            }
+        }
+    }
+
+    @Test func oneOfNamesEveryChoice() throws {
+        let p = try reader(#"{"v":"nope","n":null,"ok":"b","i":1}"#)
+        #expect(try p.requiredString("ok", oneOf: ["a", "b"]) == "b")
+        #expect(try p.optionalString("n", oneOf: ["a"]) == nil)
+        #expect(try p.optionalString("missing", oneOf: ["a"]) == nil)
+        expectInvalid("v", "expected \"a\"") { _ = try p.requiredString("v", oneOf: ["a"]) }
+        expectInvalid("v", "expected \"a\" or \"b\"") { _ = try p.requiredString("v", oneOf: ["a", "b"]) }
+        expectInvalid("v", "expected \"a\", \"b\" or \"c\"") { _ = try p.optionalString("v", oneOf: ["a", "b", "c"]) }
+        expectInvalid("i", "expected a string") { _ = try p.requiredString("i", oneOf: ["a"]) }
+        expectInvalid("n", "must not be null") { _ = try p.requiredString("n", oneOf: ["a"]) }
+    }
 }

@@ -1,0 +1,161 @@
+import Foundation
+import HabitStore
+import JSONRPC
+import PostgresClient
+
+// The objects results are made of (docs/protocol.md, "Objects"): each one's writer and its JSON
+// Schema, side by side. The document names each once, under components/schemas; results refer
+// to it. Tests validate real results against these schemas (OpenRPCTests).
+
+/// An object type the OpenRPC document defines once under `components/schemas/<componentName>`.
+protocol SchemaComponent: MethodResult {
+    static var componentName: String { get }
+    static var objectSchema: JSONValue { get }
+}
+
+extension SchemaComponent {
+    static var schema: JSONValue { OpenRPCDocument.reference(componentName) }
+}
+
+// The value types straight into a writer: habits are the bulk of `habits.list` and `day.get`
+// responses, and building them as `JSONValue` trees first cost a third of the worker's time
+// per `day.get` (see docs/performance.md).
+extension JSONWriter {
+    mutating func uuid(_ id: UUID) { asciiString { id.appendLowercase(to: &$0) } }
+    mutating func date(_ date: CalendarDate) { asciiString { date.appendISO8601(to: &$0) } }
+    mutating func timestamp(_ timestamp: PostgresTimestamp) { asciiString { timestamp.appendRFC3339(to: &$0) } }
+
+    mutating func uuid(_ id: UUID?) {
+        if let id { uuid(id) } else { null() }
+    }
+
+    mutating func date(_ date: CalendarDate?) {
+        if let date { self.date(date) } else { null() }
+    }
+
+    mutating func timestamp(_ timestamp: PostgresTimestamp?) {
+        if let timestamp { self.timestamp(timestamp) } else { null() }
+    }
+
+    /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
+    /// created_at, updated_at}` (docs/protocol.md, "Habit").
+    mutating func habit(_ habit: Habit) {
+        beginObject()
+        key("id"); uuid(habit.id)
+        key("name"); string(habit.name)
+        key("icon"); string(habit.icon)
+        key("color"); string(habit.color)
+        key("is_active"); bool(habit.isActive)
+        key("activated_at"); timestamp(habit.activatedAt)
+        key("deactivated_at"); timestamp(habit.deactivatedAt)
+        key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
+        key("created_at"); timestamp(habit.createdAt)
+        key("updated_at"); timestamp(habit.updatedAt)
+        endObject()
+    }
+
+    /// docs/protocol.md, "Task".
+    mutating func task(_ task: TaskItem) {
+        beginObject()
+        key("id"); uuid(task.id)
+        key("title"); string(task.title)
+        key("notes"); string(task.notes)
+        key("list_id"); uuid(task.listID)
+        key("state"); string(task.state.rawValue)
+        key("scheduled_date"); date(task.scheduledDate)
+        key("position"); int(task.position)
+        key("completed_at"); timestamp(task.completedAt)
+        key("created_at"); timestamp(task.createdAt)
+        key("updated_at"); timestamp(task.updatedAt)
+        endObject()
+    }
+
+    /// docs/protocol.md, "List".
+    mutating func taskList(_ list: TaskList) {
+        beginObject()
+        key("id"); uuid(list.id)
+        key("name"); string(list.name)
+        key("created_at"); timestamp(list.createdAt)
+        key("updated_at"); timestamp(list.updatedAt)
+        endObject()
+    }
+}
+
+extension Habit: SchemaComponent {
+    static let componentName = "Habit"
+    static let objectSchema = JSONSchema.object([
+        ("id", ValueSchema.uuid),
+        ("name", JSONSchema.string()),
+        ("icon", JSONSchema.nullable(JSONSchema.string())),
+        ("color", JSONSchema.nullable(JSONSchema.string())),
+        ("is_active", JSONSchema.boolean),
+        ("activated_at", ValueSchema.timestamp),
+        ("deactivated_at", JSONSchema.nullable(ValueSchema.timestamp)),
+        ("sort_order", JSONSchema.nullable(ValueSchema.int32)),
+        ("created_at", ValueSchema.timestamp),
+        ("updated_at", ValueSchema.timestamp),
+    ])
+
+    public func write(to json: inout JSONWriter) { json.habit(self) }
+    public var estimatedJSONBytes: Int { 320 }
+}
+
+extension TaskItem: SchemaComponent {
+    static let componentName = "Task"
+    static let objectSchema = JSONSchema.object([
+        ("id", ValueSchema.uuid),
+        ("title", JSONSchema.string()),
+        ("notes", JSONSchema.nullable(JSONSchema.string())),
+        ("list_id", JSONSchema.nullable(ValueSchema.uuid)),
+        ("state", JSONSchema.string(oneOf: TaskState.allCases.map(\.rawValue))),
+        ("scheduled_date", JSONSchema.nullable(ValueSchema.date)),
+        ("position", ValueSchema.int32),
+        ("completed_at", JSONSchema.nullable(ValueSchema.timestamp)),
+        ("created_at", ValueSchema.timestamp),
+        ("updated_at", ValueSchema.timestamp),
+    ])
+
+    public func write(to json: inout JSONWriter) { json.task(self) }
+    public var estimatedJSONBytes: Int { 360 }
+}
+
+extension TaskList: SchemaComponent {
+    static let componentName = "List"
+    static let objectSchema = JSONSchema.object([
+        ("id", ValueSchema.uuid),
+        ("name", JSONSchema.string()),
+        ("created_at", ValueSchema.timestamp),
+        ("updated_at", ValueSchema.timestamp),
+    ])
+
+    public func write(to json: inout JSONWriter) { json.taskList(self) }
+    public var estimatedJSONBytes: Int { 160 }
+}
+
+extension Profile: SchemaComponent {
+    static let componentName = "Profile"
+    static let objectSchema = JSONSchema.object([
+        ("user_id", ValueSchema.uuid),
+        ("timezone", JSONSchema.string()),
+    ])
+
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("user_id"); json.uuid(userID)
+        json.key("timezone"); json.string(timeZone)
+        json.endObject()
+    }
+}
+
+/// `{"deleted": true}`, the result of every delete.
+struct Deleted: MethodResult {
+    static let schema = JSONSchema.object([("deleted", JSONSchema.described(JSONSchema.boolean, "Always true."))])
+
+    func write(to json: inout JSONWriter) {
+        json.object { $0.member("deleted", true) }
+    }
+}
+
+/// `next_cursor` of a page (docs/protocol.md, "Pagination").
+let nextCursorSchema = JSONSchema.described(JSONSchema.nullable(JSONSchema.string()),
+                                            "Pass back as cursor for the next page; null on the last page.")

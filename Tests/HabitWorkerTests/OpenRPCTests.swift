@@ -1,0 +1,186 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The OpenRPC document: what `rpc.discover` answers, docs/openrpc.json (equal to it, valid
+/// against the OpenRPC meta-schema), docs/protocol.md (the same methods) and the worker's real
+/// results (valid against the document's result schemas).
+@Suite("OpenRPC: rpc.discover, docs/openrpc.json and the methods it describes")
+struct OpenRPCTests {
+    static let root = TestDatabase.repositoryRoot
+    static let documentPath = root.appendingPathComponent("docs/openrpc.json").path
+    static let checker = root.appendingPathComponent("scripts/check-openrpc").path
+
+    static func fileDocument() throws -> WireJSON {
+        try WireJSON.parse(try String(contentsOfFile: documentPath, encoding: .utf8))
+    }
+
+    static func methodNames(_ document: WireJSON) -> [String] {
+        (document["methods"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+    }
+
+    /// A python3 that has jsonschema: Debian's (scripts/pg-tmp ensure-packages --tests installs
+    /// python3-jsonschema), else the first on PATH.
+    static let python: [String] = {
+        let debian = (try? WorkerProcess.run("/usr/bin/python3", ["-c", "import jsonschema"], timeout: 60))?.status == 0
+        return debian ? ["/usr/bin/python3"] : ["/usr/bin/env", "python3"]
+    }()
+
+    /// Runs scripts/check-openrpc with `arguments`.
+    static func check(_ arguments: [String]) throws -> WorkerProcess.CommandResult {
+        try WorkerProcess.run(python[0], Array(python.dropFirst()) + [checker] + arguments, timeout: 120)
+    }
+
+    static func temporaryFile(_ name: String, _ contents: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("habit-openrpc-\(UUID().uuidString)-\(name)")
+        try contents.write(to: url, atomically: true, encoding: .utf8)
+        return url
+    }
+
+    @Test("rpc.discover answers exactly docs/openrpc.json (regenerate it with scripts/openrpc)")
+    func discoverEqualsTheFile() throws {
+        let file = try Self.fileDocument()
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let discovered = try worker.call("rpc.discover")
+            #expect(discovered == file, "docs/openrpc.json is stale: run scripts/openrpc")
+            // Without the database as well, and with the OpenRPC convention's empty params.
+            #expect(try worker.call("rpc.discover", .object([])) == file)
+            expectError(try worker.request("rpc.discover", params: ["x": 1]), code: Code.invalidParams, id: nil, reason: "unknown key", field: "x")
+            expectError(try worker.request("rpc.discover", params: [1]), code: Code.invalidParams, id: nil, field: "params")
+        }
+    }
+
+    @Test("docs/openrpc.json is a valid OpenRPC document, and the check refuses a broken one")
+    func fileIsValidOpenRPC() throws {
+        let valid = try Self.check([Self.documentPath])
+        #expect(valid.status == 0, "scripts/check-openrpc docs/openrpc.json:\n\(valid.stdout)\n\(valid.stderr.suffix(2_000))")
+        #expect(valid.stdout.isEmpty, "\(valid.stdout)")
+
+        // The same document with a misspelt member and a dangling reference is refused.
+        var text = try String(contentsOfFile: Self.documentPath, encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"paramStructure\": \"by-name\"", with: "\"paramStruture\": \"by-name\"")
+        text = text.replacingOccurrences(of: "#/components/schemas/Habit\"", with: "#/components/schemas/Habbit\"")
+        let broken = try Self.temporaryFile("broken.json", text)
+        defer { try? FileManager.default.removeItem(at: broken) }
+        let refused = try Self.check([broken.path])
+        #expect(refused.status == 1, "\(refused.stdout)\n\(refused.stderr.suffix(2_000))")
+        #expect(refused.stdout.contains("paramStruture") && refused.stdout.contains("Habbit"), "\(refused.stdout)")
+    }
+
+    @Test("the document lists the methods of docs/protocol.md, and the worker serves each one")
+    func methodsMatchProtocolDocAndWorker() throws {
+        let names = Self.methodNames(try Self.fileDocument())
+        #expect(names.count == Set(names).count, "\(names)")
+        #expect(names.contains("rpc.discover"))
+        // protocol.md gives each method a section headed by its name alone.
+        let protocolText = try String(contentsOf: Self.root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let headed = protocolText.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("## ") else { return nil }
+            let name = line.dropFirst(3)
+            return name.wholeMatch(of: /[a-z_]+(\.[a-z_]+)+/) != nil ? String(name) : nil
+        }
+        #expect(headed.count > 20, "protocol.md's method sections not found")
+        #expect(Set(names) == Set(headed), "only in docs/openrpc.json: \(Set(names).subtracting(headed).sorted()); only in docs/protocol.md: \(Set(headed).subtracting(names).sorted())")
+
+        try WorkerSession.with { session in
+            let worker = session.worker
+            for name in names {
+                let response = try worker.request(name)
+                #expect(response.code != Code.methodNotFound, "\(name) is in the document but not served: \(response.raw)")
+            }
+            expectError(try worker.request("rpc.discoverx"), code: Code.methodNotFound, id: nil)
+        }
+    }
+
+    @Test("every method accepts exactly the params the document lists")
+    func documentedParamsAreTheAcceptedKeys() throws {
+        let document = try Self.fileDocument()
+        try WorkerSession.with { session in
+            let worker = session.worker
+            for method in document["methods"]?.arrayValue ?? [] {
+                let name = try #require(method["name"]?.stringValue)
+                let params = (method["params"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+                // Every listed param present (as null): whatever is refused, it is not an unknown key…
+                let listed = WireJSON.object(params.map { WireJSON.Member($0, .null) })
+                let answer = try worker.request(name, params: listed)
+                #expect(answer.reason != "unknown key", "\(name) refused a documented param: \(answer.raw)")
+                // …and one more key is.
+                let extra = WireJSON.object(params.map { WireJSON.Member($0, .null) } + [WireJSON.Member("zz_not_a_param", 1)])
+                expectError(try worker.request(name, params: extra), code: Code.invalidParams, id: nil, reason: "unknown key", field: "zz_not_a_param")
+            }
+        }
+    }
+
+    @Test("real results of every method validate against the document's result schemas")
+    func resultsMatchTheirSchemas() throws {
+        let document = try Self.fileDocument()
+        var lines: [String] = []
+        var covered = Set<String>()
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            @discardableResult
+            func record(_ method: String, _ params: WireJSON? = nil) throws -> WireJSON {
+                let result = try worker.call(method, params)
+                lines.append(WireJSON.object([.init("method", .string(method)), .init("result", result)]).encoded)
+                covered.insert(method)
+                return result
+            }
+            try record("system.ping")
+            try record("system.health")
+            try record("profile.get", params(user))
+            try record("profile.set", params(user, ["timezone": "Asia/Tokyo"]))
+            let full = try record("habits.create", params(user, ["name": "Run", "icon": "figure.run", "color": "#ff8800",
+                                                                  "activated_at": "2020-01-01T07:00:00Z", "sort_order": 1]))
+            let bare = try record("habits.create", params(user, ["name": "Read", "activated_at": "2020-01-01T00:00:00Z"]))
+            let habit = try #require(full["id"]), other = try #require(bare["id"])
+            try record("habits.update", params(user, ["id": habit, "icon": .null, "sort_order": .null]))
+            try record("habits.deactivate", params(user, ["id": other]))
+            try record("habits.activate", params(user, ["id": other]))
+            let page = try record("habits.list", params(user, ["include_inactive": true, "limit": 1]))
+            try record("habits.list", params(user, ["cursor": try #require(page["next_cursor"])]))
+            try record("completions.set", params(user, ["template_id": habit, "date": "2020-06-01", "completed": true]))
+            try record("completions.toggle", params(user, ["template_id": other, "date": "2020-06-01", "timezone": "UTC"]))
+            try record("day.get", params(user, ["date": "2020-06-01", "timezone": "UTC"]))
+            try record("week.counts", params(user, ["date": "2020-06-01", "week_start": "sunday"]))
+            try record("habits.delete", params(user, ["id": other]))
+            let list = try #require(try record("lists.create", params(user, ["name": "Home"]))["id"])
+            try record("lists.create", params(user, ["name": "Work"]))
+            try record("lists.update", params(user, ["id": list, "name": "House"]))
+            try record("lists.list", params(user, ["limit": 1]))
+            let task = try #require(try record("tasks.create", params(user, ["title": "Milk", "notes": "2%", "list_id": list,
+                                                                              "scheduled_date": "2020-06-01", "position": 3]))["id"])
+            let inbox = try #require(try record("tasks.create", params(user, ["title": "Someday"]))["id"])
+            try record("tasks.create", params(user, ["title": "Later", "scheduled_date": "9999-01-01"]))
+            try record("tasks.update", params(user, ["id": inbox, "notes": "n", "list_id": list]))
+            try record("tasks.cycle", params(user, ["id": task]))
+            try record("tasks.complete", params(user, ["id": task]))
+            try record("tasks.uncomplete", params(user, ["id": task]))
+            try record("tasks.set_state", params(user, ["id": task, "state": "completed"]))
+            try record("tasks.today", params(user, ["date": "2020-06-01", "limit": 1]))
+            try record("tasks.today", params(user))
+            for view in ["inbox", "upcoming"] { try record("tasks.list", params(user, ["view": .string(view)])) }
+            try record("tasks.list", params(user, ["view": "list", "list_id": list]))
+            try record("tasks.delete", params(user, ["id": inbox]))
+            try record("lists.delete", params(user, ["id": list]))
+            try record("rpc.discover")
+        }
+        #expect(covered == Set(Self.methodNames(document)), "methods without a checked result: \(Set(Self.methodNames(document)).subtracting(covered).sorted())")
+
+        let results = try Self.temporaryFile("results.jsonl", lines.joined(separator: "\n") + "\n")
+        defer { try? FileManager.default.removeItem(at: results) }
+        let checked = try Self.check(["--results", results.path, Self.documentPath])
+        #expect(checked.status == 0, "results that do not match their schemas:\n\(checked.stdout)\n\(checked.stderr.suffix(2_000))")
+
+        // A result that breaks its schema is caught: a habit without its name, a UUID that is not one.
+        let broken = lines.first { $0.hasPrefix(#"{"method":"habits.create""#) }!
+            .replacingOccurrences(of: #""name":"Run","#, with: "")
+            .replacingOccurrences(of: #""id":""#, with: #""id":"x"#)
+        let wrong = try Self.temporaryFile("wrong.jsonl", broken + "\n")
+        defer { try? FileManager.default.removeItem(at: wrong) }
+        let refused = try Self.check(["--results", wrong.path, Self.documentPath])
+        #expect(refused.status == 1 && refused.stdout.contains("'name' is a required property") && refused.stdout.contains("uuid"),
+                "\(refused.stdout)\n\(refused.stderr.suffix(2_000))")
+    }
+}
