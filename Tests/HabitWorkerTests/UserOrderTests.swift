@@ -114,6 +114,31 @@ struct UserOrderTests {
         }
     }
 
+    /// Every element but the first waits for the one before it while holding a place: with
+    /// two places and one connection, the batch must still run to its end.
+    @Test("a batch of one user's writes with two places and one connection: all run, in element order")
+    func batchWithFewPlaces() throws {
+        try WorkerSession.with(arguments: ["--pool-size", "1", "--max-in-flight", "2"]) { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Batched").habitID)
+            let today = try session.today().description
+            for last in [true, false, true] {
+                let elements: [WireJSON] = (0..<50).map { index in
+                    WorkerProcess.envelope(method: "completions.set", params: params(user, [
+                        "template_id": .uuid(habit), "date": .string(today), "completed": .bool((49 - index) % 2 == 0 ? last : !last),
+                    ]), id: .int(index))
+                }
+                try worker.send(.array(elements))
+                let batch = try worker.readResponse().batch
+                #expect(batch.count == 50 && batch.allSatisfy { $0.isSuccess }, "\(batch.map(\.raw))")
+                // In element order, each set changes what the one before left.
+                #expect(batch.dropFirst().allSatisfy { $0.result?["changed"] == true }, "\(batch.map(\.raw))")
+                #expect(try completion(session, user: user, habit: habit, date: today) == last)
+            }
+        }
+    }
+
     /// User A's update waits for a row lock the test holds; A's next request waits behind it,
     /// while user B's requests (on the other connections) are answered.
     @Test("one user's blocked request holds back only that user's later requests")
