@@ -13,7 +13,7 @@ final class WorkerTransport: @unchecked Sendable {
     private let wake: WakePipe
     private let logger: Logger
     private let maxLineBytes: Int
-    let maxResponseBytes: Int
+    private let maxResponseBytes: Int
     private let outputBroken = LockedFlag()
     private let inputFailed = LockedFlag()
 
@@ -91,7 +91,7 @@ final class WorkerTransport: @unchecked Sendable {
     /// The response's bytes; a result past `limit` becomes the `response_too_large` error for
     /// its id instead (the result is never encoded beyond the limit). Errors are short and
     /// always go out as they are.
-    func encode(_ response: OutgoingResponse, limit: Int) -> [UInt8] {
+    private func encode(_ response: OutgoingResponse, limit: Int) -> [UInt8] {
         guard case .result = response else { return response.encoded }
         var bytes: [UInt8] = []
         if case .result(_, .encoded(let json)) = response { bytes.reserveCapacity(min(json.bytes.count + 64, max(limit, 0) + 64)) }
