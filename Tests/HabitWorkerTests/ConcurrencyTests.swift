@@ -14,10 +14,12 @@ struct ConcurrencyTests {
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
             let today = try session.today().description
+            // Another user's: the blocked user's own later requests wait for it (UserOrderTests).
+            let other = UUID()
             try session.whileUpdateWaits(user: user, habit: habit, renamingTo: "Unblocked", id: "slow") {
                 let quick: [(String, WireJSON?)] = [
-                    ("system.ping", nil), ("habits.list", params(user)), ("day.get", params(user, ["date": .string(today)])),
-                    ("profile.get", params(user)), ("week.counts", params(user, ["date": .string(today)])), ("system.health", nil),
+                    ("system.ping", nil), ("habits.list", params(other)), ("day.get", params(other, ["date": .string(today)])),
+                    ("profile.get", params(other)), ("week.counts", params(other, ["date": .string(today)])), ("system.health", nil),
                 ]
                 for (index, (method, parameters)) in quick.enumerated() {
                     try worker.sendRequest(method, params: parameters, id: .int(index))
@@ -57,7 +59,8 @@ struct ConcurrencyTests {
                     usleep(5_000)
                 }
                 try worker.sendRequest("system.ping", params: nil, id: "ping")
-                try worker.sendRequest("habits.list", params: params(user), id: "list")
+                // Another user's: the blocked user's own later requests wait for it (UserOrderTests).
+                try worker.sendRequest("habits.list", params: params(UUID()), id: "list")
                 #expect(try worker.response(id: "ping").result?["ok"] == true)
                 #expect(try worker.response(id: "list").isSuccess)
                 #expect(!worker.bufferedResponses.contains { $0.id == "slow" })

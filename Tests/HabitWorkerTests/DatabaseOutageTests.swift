@@ -122,7 +122,7 @@ struct DatabaseOutageTests {
                 // The one connection is open and idle; the server goes away and comes back.
                 try server.stop()
                 try server.start()
-                // WorkerServer.usableContext() promises to reconnect "when it broke while idle":
+                // ConnectionPool.context(_:) promises to reconnect "when it broke while idle":
                 // no request should see the outage that ended before it was sent.
                 let first = try worker.request("habits.list", params: params(user))
                 #expect(first.isSuccess, "first request after an idle restart: \(first.raw)\nstderr:\n\(worker.stderrText)")

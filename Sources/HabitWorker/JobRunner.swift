@@ -1,0 +1,136 @@
+import Foundation
+import HabitStore
+import JSONRPC
+import Logging
+import PostgresClient
+
+/// Runs jobs on the pool's connections and answers them: one job alone, or queued
+/// single-statement jobs in one round trip. Logs each request as the log level asks, and each
+/// failure as its kind deserves.
+final class JobRunner: @unchecked Sendable {
+    private let pool: ConnectionPool
+    private let transport: WorkerTransport
+    private let logger: Logger
+
+    init(pool: ConnectionPool, transport: WorkerTransport, logger: Logger) {
+        self.pool = pool
+        self.transport = transport
+        self.logger = logger
+    }
+
+    /// Connects `slot` if it is not yet; a failure is retried by the next request.
+    func connect(_ slot: ConnectionSlot) {
+        _ = try? pool.context(slot)
+    }
+
+    /// Runs `job` on `slot` and answers it. `handOver`, when this thread still leads: called
+    /// once input arrives while the job waits for PostgreSQL, before a wait that cannot watch
+    /// stdin (connecting, libpq's synchronous calls), or before writing the answer might block.
+    func run(_ job: Job, on slot: ConnectionSlot, handOver: LeadHandOver?) {
+        finish(job, execute(job, on: slot, handOver: handOver), handOver: handOver)
+    }
+
+    /// Runs queued single-statement jobs in one round trip on `slot` and answers each.
+    func runTogether(_ jobs: [Job], on slot: ConnectionSlot) {
+        for (job, result) in zip(jobs, executeTogether(jobs, on: slot)) { finish(job, result, handOver: nil) }
+    }
+
+    private func finish(_ job: Job, _ result: Result<JSONValue, RPCError>, handOver: LeadHandOver?) {
+        if logger.logLevel <= .debug { logRequest(job, result) } // skip the formatting otherwise
+        job.complete(result, handOver)
+    }
+
+    private func execute(_ job: Job, on slot: ConnectionSlot, handOver: LeadHandOver?) -> Result<JSONValue, RPCError> {
+        if let unheard = unheardFailure(job) { return .failure(unheard) }
+        do {
+            let context = try pool.context(slot, beforeConnecting: handOver?.callAsFunction)
+            guard let handOver, !handOver.done else { return .success(try job.run(context)) }
+            return .success(try run(job, on: context, watchingInput: handOver))
+        } catch {
+            return .failure(failure(of: job, error, on: slot))
+        }
+    }
+
+    /// `job.run` while stdin is watched: the first time input is waiting during the job's waits
+    /// for PostgreSQL (or before a wait that cannot watch), the lead is handed over.
+    private func run(_ job: Job, on context: MethodContext, watchingInput handOver: LeadHandOver) throws -> JSONValue {
+        try context.connection.waiting(with: InputWatchingWait(descriptors: transport.inputDescriptors, onReadable: handOver.callAsFunction)) { try job.run(context) }
+    }
+
+    /// Non-nil when nobody can read `job`'s answer any more (stdout broke): it is not run. A
+    /// batch's answer is written only after its last element, so for a batch element the
+    /// output is asked directly (one poll); a broken stdout is then noticed before the rest runs.
+    private func unheardFailure(_ job: Job) -> RPCError? {
+        guard transport.isUnheard(checkNow: job.inBatch) else { return nil }
+        return RPCError(code: .internalError, message: "Internal error", data: ["reason": "not run: stdout is closed"])
+    }
+
+    /// Queued single-statement jobs, all their transactions in one round trip on `slot`'s
+    /// connection; one result per job, in order.
+    private func executeTogether(_ jobs: [Job], on slot: ConnectionSlot) -> [Result<JSONValue, RPCError>] {
+        let context: MethodContext
+        do {
+            context = try pool.context(slot)
+        } catch {
+            return jobs.map { .failure(failure(of: $0, error, on: slot)) }
+        }
+        var results = [Result<JSONValue, RPCError>](repeating: .failure(.internalError()), count: jobs.count)
+        var statements: [(job: Int, statement: UserStatement<JSONValue>)] = []
+        for (index, job) in jobs.enumerated() {
+            if let unheard = unheardFailure(job) {
+                results[index] = .failure(unheard)
+                continue
+            }
+            do {
+                guard let statement = job.statement else { throw PostgresError(kind: .misuse, message: "job without a statement") }
+                statements.append((index, try statement(context)))
+            } catch {
+                results[index] = .failure(failure(of: job, error, on: slot))
+            }
+        }
+        if logger.logLevel <= .debug { logger.debug("one round trip", metadata: ["requests": "\(statements.count)"]) }
+        do {
+            let outcomes = try context.scope.queries(statements.map { (user: $0.statement.user, statement: $0.statement.statement) })
+            for ((index, statement), outcome) in zip(statements, outcomes) {
+                do {
+                    results[index] = .success(try statement.decode(outcome.get()))
+                } catch {
+                    results[index] = .failure(failure(of: jobs[index], error, on: slot))
+                }
+            }
+        } catch {
+            for (index, _) in statements { results[index] = .failure(failure(of: jobs[index], error, on: slot)) }
+        }
+        return results
+    }
+
+    /// Logs a failed job as its kind deserves, drops a connection that cannot be trusted, and
+    /// answers with the error's JSON-RPC form.
+    private func failure(of job: Job, _ error: Error, on slot: ConnectionSlot) -> RPCError {
+        if let postgres = error as? PostgresError {
+            if pool.dropIfUntrusted(slot, after: postgres, method: job.method) {
+                // logged by the pool
+            } else if postgres.isTransactionConflict {
+                logger.warning("conflict with a concurrent transaction", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+            } else if postgres.sqlState != .queryCanceled {
+                logger.error("database error", metadata: ["method": "\(job.method)", "error": "\(postgres)"])
+            }
+        } else if !(error is StoreError) && !(error is RPCError) {
+            logger.error("internal error", metadata: ["method": "\(job.method)", "error": "\(error)"])
+        }
+        return ErrorMapping.rpcError(for: error)
+    }
+
+    private func logRequest(_ job: Job, _ result: Result<JSONValue, RPCError>) {
+        let microseconds = (DispatchTime.now().uptimeNanoseconds - job.accepted.uptimeNanoseconds) / 1_000
+        var metadata: Logger.Metadata = [
+            "method": "\(job.method)",
+            "duration_ms": "\(microseconds / 1_000).\(String(microseconds % 1_000 + 1_000).dropFirst())",
+        ]
+        if case .failure(let error) = result {
+            metadata["code"] = "\(error.code.rawValue)"
+            if let reason = error.data?["reason"]?.stringValue, error.code.isServerError { metadata["reason"] = "\(reason)" }
+        }
+        logger.debug("request", metadata: metadata)
+    }
+}
