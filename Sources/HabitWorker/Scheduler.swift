@@ -279,7 +279,9 @@ final class Scheduler<Job, Slot: AnyObject>: @unchecked Sendable {
     }
 
     /// Under the lock: the jobs at the head of the FIFO of `job`'s user that can share its
-    /// round trip, released with it.
+    /// round trip, released with it. Only statements that commute may be grouped so (today:
+    /// reads): `Connection.transactions` re-runs a transaction that failed on a lost prepared
+    /// statement name after the ones sent behind it, so a user's grouped writes could swap.
     private func takeWaiting(behind job: Job, into jobs: inout [Job], limit: Int) {
         guard jobs.count < limit, let user = userOf(job), let index = users.index(forKey: user) else { return }
         while jobs.count < limit, let next = users.values[index].waiting.first, canShareRoundTrip(next.job) {

@@ -76,13 +76,17 @@ final class WorkerTransport: @unchecked Sendable {
 
     /// Writes one line. A leader writing its own job's response passes its `handOver`: a
     /// leader blocked on a full stdout would read no stdin, and a gateway that writes before it
-    /// reads would deadlock. A line of at most PIPE_BUF (4,096) bytes into a writable pipe (a
-    /// free page) does not block; before anything else the lead is handed over.
+    /// reads would deadlock. A line below PIPE_BUF (4,096) bytes into a writable pipe (a free
+    /// page) that no other thread is writing to does not block; before anything else the lead
+    /// is handed over (`LineWriter.writeLine(_:beforeBlocking:)` decides under its lock).
     func write(line bytes: [UInt8], beforeBlocking handOver: LeadHandOver?) {
         guard !outputBroken.isSet else { return }
-        if let handOver, !handOver.done, !(bytes.count < 4_096 && writer.isWritableNow) { handOver() }
         do {
-            try writer.writeLine(bytes)
+            if let handOver, !handOver.done {
+                try writer.writeLine(bytes, beforeBlocking: handOver.callAsFunction)
+            } else {
+                try writer.writeLine(bytes)
+            }
         } catch {
             outputBroke(because: "\(error)")
         }

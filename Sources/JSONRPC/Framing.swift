@@ -265,11 +265,28 @@ public final class LineWriter: Sendable {
     /// Throws (never traps) on EPIPE, EBADF and other errors; a failed line may have been
     /// partly written.
     public func writeLine(_ bytes: [UInt8]) throws(FramingError) {
+        try writeLine(bytes, beforeBlocking: nil)
+    }
+
+    /// `writeLine`, calling `beforeBlocking` (once) first if the write might block: when
+    /// another thread holds the writer (it may itself be blocked on a full pipe), or when the
+    /// line is not below PIPE_BUF (4,096) bytes or the pipe has no free page right now. Decided
+    /// under the writer's lock, so no other writer can fill the pipe between check and write.
+    public func writeLine(_ bytes: [UInt8], beforeBlocking: (() -> Void)?) throws(FramingError) {
         let hasNewline = bytes.withUnsafeBytes { p in
             p.baseAddress.map { memchr($0, 0x0A, p.count) != nil } ?? false
         }
         if hasNewline { throw .lineContainsNewline }
-        lock.lock()
+        if let beforeBlocking {
+            if !lock.try() {
+                beforeBlocking()
+                lock.lock()
+            } else if !(bytes.count < 4_096 && isWritableNow) {
+                beforeBlocking()
+            }
+        } else {
+            lock.lock()
+        }
         defer { lock.unlock() }
         let result = bytes.withUnsafeBytes { p in
             Result { () throws(FramingError) in try writeLocked(p) }

@@ -225,6 +225,39 @@ private func line(_ s: String) -> LineEvent { .line(Array(s.utf8)) }
         #expect(throws: FramingError.writeFailed(errno: EBADF)) { try LineWriter(fileDescriptor: -1).writeLine("x") }
     }
 
+    /// The hand-over hook runs exactly when the write might block: a line of PIPE_BUF or more,
+    /// a pipe without a free page, or another thread holding the writer (blocked on a full
+    /// pipe, as a follower writing a large page would be) — never for a short line into an
+    /// empty pipe.
+    @Test func beforeBlockingRunsOnlyWhenTheWriteMightBlock() throws {
+        let p = Pipe()
+        let writer = LineWriter(fileDescriptor: p.writeEnd)
+        var calls = 0
+        try writer.writeLine(Array(repeating: UInt8(ascii: "s"), count: 100), beforeBlocking: { calls += 1 })
+        #expect(calls == 0)
+        try writer.writeLine(Array(repeating: UInt8(ascii: "b"), count: 4_096), beforeBlocking: { calls += 1 })
+        #expect(calls == 1)
+
+        // Another thread holds the writer, blocked on a pipe nobody reads yet.
+        let big = Array(repeating: UInt8(ascii: "x"), count: 1 << 20)
+        let bigDone = DispatchSemaphore(value: 0)
+        Thread { try! writer.writeLine(big); bigDone.signal() }.start()
+        while writer.isWritableNow { usleep(1_000) } // until the pipe is full: the thread is inside writeLine
+        let handedOver = DispatchSemaphore(value: 0)
+        let smallDone = DispatchSemaphore(value: 0)
+        Thread {
+            try! writer.writeLine(Array("small".utf8), beforeBlocking: { handedOver.signal() })
+            smallDone.signal()
+        }.start()
+        handedOver.wait() // hangs (the test times out) if the hook is never called
+        let reader = LineReader(fileDescriptor: p.readEnd, maxLineBytes: 2 << 20)
+        var lines: [[UInt8]] = []
+        while lines.count < 4, case .line(let bytes) = try reader.next() { lines.append(bytes) }
+        bigDone.wait()
+        smallDone.wait()
+        #expect(lines.map(\.count) == [100, 4_096, 1 << 20, 5])
+    }
+
     /// Lines far larger than PIPE_BUF from several threads: only the lock keeps them whole.
     @Test func concurrentWritersNeverInterleave() throws {
         let p = Pipe()
