@@ -48,6 +48,8 @@ public struct Habit: Sendable, Equatable {
 
 /// A new habit. Name, icon and color are validated (and normalized) by the repository.
 public struct HabitDraft: Sendable {
+    /// The client's id for the new habit, which makes the create safe to retry; nil: generated.
+    public var id: UUID?
     public var name: String
     public var icon: String?
     public var color: String?
@@ -56,7 +58,9 @@ public struct HabitDraft: Sendable {
     /// Position in the list; default after the user's last habit.
     public var sortOrder: Int?
 
-    public init(name: String, icon: String? = nil, color: String? = nil, activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil) {
+    public init(id: UUID? = nil, name: String, icon: String? = nil, color: String? = nil,
+                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil) {
+        self.id = id
         self.name = name
         self.icon = icon
         self.color = color

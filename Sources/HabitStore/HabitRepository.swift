@@ -40,16 +40,17 @@ public final class HabitRepository {
 
     // MARK: - Habits
 
+    /// Creates a habit. With `draft.id`, safe to retry: when the user already has a habit with
+    /// that id and the same fields, that habit is returned as it is now; other fields, or an id
+    /// of another user's row, is `idConflict` (the rule is `habit.create_habit`, sql/0009).
     public func createHabit(user: UUID, _ draft: HabitDraft) throws -> Habit {
         let name = try Validation.habitName(draft.name)
         let icon = try draft.icon.map(Validation.icon)
         let color = try draft.color.map(Validation.color)
-        let sortOrder = try draft.sortOrder.map { try Validation.sortOrder($0) }
+        let sortOrder = try draft.sortOrder.map { Int32(try Validation.sortOrder($0)) }
         return try Habit(row: scope.query(as: user, """
-            INSERT INTO public.habit_templates (user_id, name, icon, color, activated_at, sort_order)
-            VALUES (\(user), \(name), \(icon), \(color), coalesce(\(draft.activatedAt), now()),
-                    coalesce(\(sortOrder), habit.next_habit_sort_order(\(user))))
-            RETURNING \(unsafeSQL: Habit.columns)
+            SELECT \(unsafeSQL: Habit.columns)
+            FROM habit.create_habit(\(user), \(draft.id), \(name), \(icon), \(color), \(draft.activatedAt), \(sortOrder))
             """).single())
     }
 

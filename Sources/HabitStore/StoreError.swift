@@ -16,6 +16,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidInput(field: String, reason: String)
     /// The user already has `habit.row_limits`' most rows in `table` (SQLSTATE HB001).
     case limitExceeded(table: String)
+    /// A create's client-supplied id is taken: the user's row with that id has other fields,
+    /// or the id is another user's row — deliberately the same error (SQLSTATE HB002, sql/0009).
+    case idConflict
 
     public var description: String {
         switch self {
@@ -25,6 +28,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidState(let reason): "invalid state: \(reason)"
         case .invalidInput(let field, let reason): "invalid \(field): \(reason)"
         case .limitExceeded(let table): "row limit of \(table) reached"
+        case .idConflict: "id is taken"
         }
     }
 }
@@ -46,6 +50,8 @@ extension StoreError {
             return StoreError.invalidInput(field: "timezone", reason: "unknown time zone")
         case .rowLimitExceeded:
             return StoreError.limitExceeded(table: postgres.table ?? "")
+        case .idConflict:
+            return StoreError.idConflict
         default:
             break
         }

@@ -55,6 +55,8 @@ public struct TaskItem: Sendable, Equatable {
 
 /// A new task: always not_started. Title and notes are validated by the repository.
 public struct TaskDraft: Sendable {
+    /// The client's id for the new task, which makes the create safe to retry; nil: generated.
+    public var id: UUID?
     public var title: String
     public var notes: String?
     public var listID: UUID?
@@ -63,7 +65,9 @@ public struct TaskDraft: Sendable {
     /// Default: after the last task with the same scheduled date (or the last inbox task).
     public var position: Int?
 
-    public init(title: String, notes: String? = nil, listID: UUID? = nil, scheduledDate: CalendarDate? = nil, position: Int? = nil) {
+    public init(id: UUID? = nil, title: String, notes: String? = nil, listID: UUID? = nil,
+                scheduledDate: CalendarDate? = nil, position: Int? = nil) {
+        self.id = id
         self.title = title
         self.notes = notes
         self.listID = listID

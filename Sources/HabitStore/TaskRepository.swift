@@ -27,11 +27,13 @@ public final class TaskRepository {
 
     // MARK: - Lists
 
-    public func createList(user: UUID, name: String) throws -> TaskList {
+    /// Creates a list. With `id`, safe to retry: the user's list with that id and the same
+    /// name is returned; another name, or an id of another user's row, is `idConflict`
+    /// (`habit.create_list`, sql/0009).
+    public func createList(user: UUID, name: String, id: UUID? = nil) throws -> TaskList {
         let name = try Validation.listName(name)
         return try TaskList(row: scope.query(as: user, """
-            INSERT INTO public.task_lists (user_id, name) VALUES (\(user), \(name))
-            RETURNING \(unsafeSQL: TaskList.columns)
+            SELECT \(unsafeSQL: TaskList.columns) FROM habit.create_list(\(user), \(id), \(name))
             """).single())
     }
 
@@ -66,17 +68,16 @@ public final class TaskRepository {
 
     /// Creates a not-started task. Without a position it goes after the last task with the
     /// same scheduled date (the inbox, when undated). A list of another user is `notFound`
-    /// (the composite foreign key refuses it).
+    /// (the composite foreign key refuses it). With `draft.id`, safe to retry like
+    /// `createHabit` (`habit.create_task`, sql/0009): the same fields return the user's task
+    /// with that id as it is now, in whatever state; otherwise `idConflict`.
     public func createTask(user: UUID, _ draft: TaskDraft) throws -> TaskItem {
         let title = try Validation.taskTitle(draft.title)
         let notes = try draft.notes.map(Validation.taskNotes)
         let position = try draft.position.map(Validation.taskPosition)
-        let date = draft.scheduledDate
         return try TaskItem(row: scope.query(as: user, """
-            INSERT INTO public.tasks (user_id, title, notes, list_id, scheduled_date, position)
-            VALUES (\(user), \(title), \(notes), \(draft.listID), \(date),
-                    coalesce(\(position), habit.next_task_position(\(user), \(date))))
-            RETURNING \(unsafeSQL: TaskItem.columns)
+            SELECT \(unsafeSQL: TaskItem.columns)
+            FROM habit.create_task(\(user), \(draft.id), \(title), \(notes), \(draft.listID), \(draft.scheduledDate), \(position))
             """).single())
     }
 

@@ -8,6 +8,13 @@ import PostgresClient
 
 let sortOrderRange = Int(Int32.min)...Int(Int32.max)
 
+extension ParamsReader {
+    /// The optional `id` of the creates (`habits.create`, `lists.create`, `tasks.create`).
+    func clientID() throws(RPCError) -> UUID? {
+        try optionalUUID("id", description: "The client's id for the new row: a retry with the same id and fields returns the existing row (docs/protocol.md, \"Retries and unknown outcomes\"). Absent or null: generated.")
+    }
+}
+
 enum SystemPing: LocalMethod {
     static let name = "system.ping"
     static let summary = "Answers {\"ok\": true} without the database."
@@ -67,11 +74,12 @@ enum ProfileSet: DatabaseMethod {
 
 enum HabitsCreate: DatabaseMethod {
     static let name = "habits.create"
-    static let summary = "Creates a habit."
-    static let errors: [DomainErrorCode] = [.limitExceeded]
+    static let summary = "Creates a habit; with a client id, safe to retry."
+    static let errors: [DomainErrorCode] = [.limitExceeded, .idConflict]
     struct Params: Sendable { let user: UUID; let draft: HabitDraft }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), draft: HabitDraft(
+            id: try params.clientID(),
             name: try params.requiredString("name", description: "Trimmed, then 1–100 characters, no control characters."),
             icon: try params.optionalString("icon", description: "SF Symbol name: lowercase dot-separated words."),
             color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),

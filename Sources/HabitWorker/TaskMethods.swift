@@ -12,14 +12,15 @@ private let positionRange = Int(Int32.min)...Int(Int32.max)
 
 enum ListsCreate: DatabaseMethod {
     static let name = "lists.create"
-    static let summary = "Creates a list."
-    static let errors: [DomainErrorCode] = [.limitExceeded]
-    struct Params: Sendable { let user: UUID; let name: String }
+    static let summary = "Creates a list; with a client id, safe to retry."
+    static let errors: [DomainErrorCode] = [.limitExceeded, .idConflict]
+    struct Params: Sendable { let user: UUID; let id: UUID?; let name: String }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), name: try params.requiredString("name", description: "Trimmed, then 1–100 characters."))
+        Params(user: try params.userID(), id: try params.clientID(),
+               name: try params.requiredString("name", description: "Trimmed, then 1–100 characters."))
     }
     static func run(_ params: Params, in context: MethodContext) throws -> TaskList {
-        try context.tasks.createList(user: params.user, name: params.name)
+        try context.tasks.createList(user: params.user, name: params.name, id: params.id)
     }
 }
 
@@ -81,11 +82,12 @@ enum ListsList: DatabaseMethod {
 
 enum TasksCreate: DatabaseMethod {
     static let name = "tasks.create"
-    static let summary = "Creates a task, not started."
-    static let errors: [DomainErrorCode] = [.notFound, .limitExceeded]
+    static let summary = "Creates a task, not started; with a client id, safe to retry."
+    static let errors: [DomainErrorCode] = [.notFound, .limitExceeded, .idConflict]
     struct Params: Sendable { let user: UUID; let draft: TaskDraft }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), draft: TaskDraft(
+            id: try params.clientID(),
             title: try params.requiredString("title", description: "Trimmed, then 1–500 characters, no control characters."),
             notes: try params.optionalString("notes"),
             listID: try params.optionalUUID("list_id", description: "One of the user's lists."),

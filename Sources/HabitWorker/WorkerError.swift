@@ -17,6 +17,9 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case limitExceeded = -32013
     /// The result would exceed `--max-response-bytes`; nothing of it was sent.
     case responseTooLarge = -32014
+    /// A create's client-supplied id is taken: by the user's row with other fields, or by another
+    /// user's row (the same answer, so another user's id is never confirmed).
+    case idConflict = -32015
 
     public var reason: String {
         switch self {
@@ -29,6 +32,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .conflict: "conflict"
         case .limitExceeded: "limit_exceeded"
         case .responseTooLarge: "response_too_large"
+        case .idConflict: "id_conflict"
         }
     }
 
@@ -43,6 +47,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .conflict: "Conflict with a concurrent transaction"
         case .limitExceeded: "Row limit exceeded"
         case .responseTooLarge: "Response too large"
+        case .idConflict: "Id already used"
         }
     }
 
@@ -68,6 +73,7 @@ enum ErrorMapping {
             case .invalidState(let reason): return DomainErrorCode.invalidState.error(extra: [("detail", .string(reason))])
             case .invalidInput(let field, let reason): return .invalidParams(field: field, reason: reason)
             case .limitExceeded(let table): return DomainErrorCode.limitExceeded.error(extra: [("table", .string(table))])
+            case .idConflict: return DomainErrorCode.idConflict.error()
             }
         case let postgres as PostgresError:
             if postgres.isConnectionLost || postgres.sqlState == .tooManyConnections {

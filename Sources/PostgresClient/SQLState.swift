@@ -63,6 +63,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     // Class HB — the habit service's own (sql/, documented in docs/schema.md)
     /// A user already has `habit.row_limits`' most rows in a table (sql/0006).
     public static let rowLimitExceeded: SQLState = "HB001"
+    /// A create's client-supplied id is another row's: other fields, or another user's (sql/0009).
+    public static let idConflict: SQLState = "HB002"
     // Class P0 — PL/pgSQL
     public static let raiseException: SQLState = "P0001"
 }

@@ -1,0 +1,127 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// Creates with a client id over the pipes (issue 15, finding 1): a retry answers the row the
+/// first attempt made, a taken id answers -32015 `id_conflict` — the same error whether the id
+/// is the user's row with other fields or another user's row.
+@Suite("habit serve: retry-safe creates")
+struct RetrySafeCreatesTests {
+    @Test("habits.create, lists.create, tasks.create with an id: the retry's answer is the first answer")
+    func retriesAnswerTheSameRow() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            let list = UUID(), habit = UUID(), task = UUID()
+            let requests: [(String, [String: WireJSON])] = [
+                ("lists.create", ["id": .uuid(list), "name": "Errands"]),
+                ("habits.create", ["id": .uuid(habit), "name": "Walk", "color": "#aabbcc"]),
+                ("tasks.create", ["id": .uuid(task), "title": "Milk", "list_id": .uuid(list), "scheduled_date": "2026-05-04"]),
+            ]
+            for (method, members) in requests {
+                let first = try worker.call(method, params(user, members))
+                #expect(first["id"] == members["id"], "\(method): \(first)")
+                // Another row in between, so a recomputed default position would differ.
+                var other = members
+                other["id"] = nil
+                _ = try worker.call(method, params(user, other))
+                #expect(try worker.call(method, params(user, members)) == first, "\(method)")
+            }
+            #expect(try session.admin.queryOne("SELECT count(*) FROM habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0) == 2)
+            #expect(try session.admin.queryOne("SELECT count(*) FROM task_lists WHERE user_id = \(user)").decode(Int.self, at: 0) == 2)
+            #expect(try session.admin.queryOne("SELECT count(*) FROM tasks WHERE user_id = \(user)").decode(Int.self, at: 0) == 2)
+        }
+    }
+
+    @Test("-32015 id_conflict: other fields, or another user's id, answer the same error and change nothing")
+    func idConflict() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let owner = UUID(), intruder = UUID()
+            let habit = UUID(), list = UUID(), task = UUID()
+            _ = try worker.call("habits.create", params(owner, ["id": .uuid(habit), "name": "Walk"]))
+            _ = try worker.call("lists.create", params(owner, ["id": .uuid(list), "name": "Errands"]))
+            _ = try worker.call("tasks.create", params(owner, ["id": .uuid(task), "title": "Milk"]))
+            let rowsBefore = try session.admin.query("""
+                SELECT row_to_json(h)::text FROM habit_templates h UNION ALL SELECT row_to_json(l)::text FROM task_lists l
+                UNION ALL SELECT row_to_json(t)::text FROM tasks t ORDER BY 1
+                """).map { try $0.decode(String.self, at: 0) }
+            let conflicts: [(String, WireJSON)] = [
+                ("habits.create", params(owner, ["id": .uuid(habit), "name": "Run"])),
+                ("habits.create", params(intruder, ["id": .uuid(habit), "name": "Walk"])),
+                ("lists.create", params(owner, ["id": .uuid(list), "name": "Chores"])),
+                ("lists.create", params(intruder, ["id": .uuid(list), "name": "Errands"])),
+                ("tasks.create", params(owner, ["id": .uuid(task), "title": "Milk", "scheduled_date": "2026-05-04"])),
+                ("tasks.create", params(intruder, ["id": .uuid(task), "title": "Milk"])),
+            ]
+            var errors: [WireJSON] = []
+            for (index, (method, parameters)) in conflicts.enumerated() {
+                let response = try worker.request(method, params: parameters, id: .int(index))
+                expectError(response, code: -32015, id: .int(index), reason: "id_conflict")
+                errors.append(try #require(response.error, "\(response.raw)"))
+            }
+            // Byte for byte the same error object: nothing tells another user's id from one's own.
+            #expect(Set(errors.map(\.encoded)).count == 1, "\(errors)")
+            let rowsAfter = try session.admin.query("""
+                SELECT row_to_json(h)::text FROM habit_templates h UNION ALL SELECT row_to_json(l)::text FROM task_lists l
+                UNION ALL SELECT row_to_json(t)::text FROM tasks t ORDER BY 1
+                """).map { try $0.decode(String.self, at: 0) }
+            #expect(rowsAfter == rowsBefore)
+            // A malformed id is the params' fault.
+            let malformed = try worker.request("habits.create", params: params(owner, ["id": "not-a-uuid", "name": "Walk"]), id: "bad")
+            expectError(malformed, code: Code.invalidParams, id: "bad")
+            #expect(malformed.field == "id", "\(malformed.raw)")
+        }
+    }
+
+    /// The finding itself: a create waiting on a lock when its worker is SIGKILLed still commits
+    /// (its whole transaction, COMMIT included, was already sent), so the gateway sees no answer
+    /// for a row that exists. Retried with the same id on a new worker, it answers that row, and
+    /// exactly one habit exists.
+    @Test("a habits.create whose worker was killed mid-wait commits anyway; the retry on a new worker returns that habit")
+    func killedWorkerThenRetry() throws {
+        try WorkerSession.with(arguments: ["--statement-timeout-ms", "25000"]) { session in
+            let user = UUID(), id = UUID()
+            let request = params(user, ["id": .uuid(id), "name": "Walk", "icon": "figure.walk"])
+            let watcher = try session.database.connect()
+            defer { watcher.close() }
+            // Hold the per-user lock habit.next_habit_sort_order takes (sql/0008): the create waits for it.
+            let blocker = try session.database.connect()
+            defer { blocker.close() }
+            try blocker.execute("BEGIN")
+            try blocker.execute("SELECT pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || \(user)::text, 0))")
+            try session.worker.sendRequest("habits.create", params: request, id: "lost")
+            var backend: Int32?
+            for _ in 0..<1_000 where backend == nil {
+                backend = try watcher.queryOptional("""
+                    SELECT pid FROM pg_stat_activity
+                    WHERE datname = current_database() AND application_name = 'habit-serve'
+                      AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+                    """)?.decode(Int32.self, at: 0)
+                if backend == nil { usleep(10_000) }
+            }
+            let waiting = try #require(backend, "the create never waited for the advisory lock")
+            #expect(session.worker.terminate(signal: SIGKILL))
+            #expect(session.worker.waitForExit() != nil)
+            try blocker.execute("ROLLBACK")
+            // The orphaned backend runs on to its COMMIT, then finds its client gone and exits.
+            var gone = false
+            for _ in 0..<3_000 where !gone {
+                gone = try watcher.queryOne("SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = \(waiting))").decode(Bool.self, at: 0)
+                if !gone { usleep(10_000) }
+            }
+            try #require(gone, "the killed worker's backend never ended")
+            #expect(try watcher.queryOne("SELECT count(*) FROM habit_templates WHERE id = \(id)").decode(Int.self, at: 0) == 1,
+                    "the unanswered create committed")
+
+            try session.withAnotherWorker { worker in
+                let retried = try worker.call("habits.create", request)
+                #expect(retried["id"] == .uuid(id))
+                #expect(retried["name"] == "Walk" && retried["sort_order"] == 1, "\(retried)")
+            }
+            #expect(try watcher.queryOne("SELECT count(*) FROM habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0) == 1)
+        }
+    }
+}
