@@ -123,6 +123,19 @@ import Testing
         }
     }
 
+    @Test("a retry at the row limit answers the row (nothing is inserted, nothing counted)")
+    func retryAtTheRowLimit() throws {
+        try HabitFixture.with { fixture in
+            let user = UUID(), id = UUID()
+            try fixture.admin.execute("UPDATE habit.row_limits SET max_rows = 1 WHERE table_name = 'habit_templates'")
+            let habit = try fixture.repository.createHabit(user: user, HabitDraft(id: id, name: "Only"))
+            #expect(try fixture.repository.createHabit(user: user, HabitDraft(id: id, name: "Only")) == habit)
+            #expect(throws: StoreError.limitExceeded(table: "habit_templates")) {
+                try fixture.repository.createHabit(user: user, HabitDraft(name: "Second"))
+            }
+        }
+    }
+
     @Test("a row the seed apps inserted with their own id: the create with that id and fields returns it")
     func directInsertsKeepWorking() throws {
         try HabitFixture.with { fixture in
