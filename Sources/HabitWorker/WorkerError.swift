@@ -85,9 +85,11 @@ enum ErrorCatalog {
     static var entries: [ErrorCatalogEntry] {
         func predefined(_ name: String, _ code: RPCErrorCode, _ message: String, _ extra: [String] = [],
                         members: [(String, JSONValue)], optional: Set<String> = [], hasMessage: Bool = true) -> ErrorCatalogEntry {
-            ErrorCatalogEntry(name: name, code: code, message: message,
-                              reasons: RPCReason.reasons(for: code).map(\.rawValue) + extra,
-                              members: members, optional: optional, hasMessage: hasMessage)
+            let own = RPCReason.reasons(for: code).map(\.rawValue)
+            // `out_of_range` is both RPCReason's and InputFailure's: one code, listed once.
+            return ErrorCatalogEntry(name: name, code: code, message: message,
+                                     reasons: own + extra.filter { !own.contains($0) },
+                                     members: members, optional: optional, hasMessage: hasMessage)
         }
         let string = JSONSchema.string(), integer = JSONSchema.integer(0...Int.max)
         return [
