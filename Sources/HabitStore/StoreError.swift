@@ -12,8 +12,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case habitNotActive
     /// A transition the state machine refuses.
     case invalidState(String)
-    /// A bad value; `field` names the input field.
-    case invalidInput(field: String, reason: String)
+    /// A bad value: `field` names the input field, `reason` says what is wrong (a stable code),
+    /// `message` says it in prose.
+    case invalidInput(field: String, reason: InputFailure, message: String)
     /// The user already has `habit.row_limits`' most rows in `table` (SQLSTATE HB001).
     case limitExceeded(table: String)
     /// A create's client-supplied id is taken: the user's row with that id has other fields,
@@ -26,11 +27,44 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .futureDate(let today): "date is in the future (today is \(today) in the user's time zone)"
         case .habitNotActive: "habit is not active on that date"
         case .invalidState(let reason): "invalid state: \(reason)"
-        case .invalidInput(let field, let reason): "invalid \(field): \(reason)"
+        case .invalidInput(let field, let reason, let message): "invalid \(field) (\(reason.rawValue)): \(message)"
         case .limitExceeded(let table): "row limit of \(table) reached"
         case .idConflict: "id is taken"
         }
     }
+}
+
+/// What is wrong with an input value: the stable `data.reason` of -32602 (the worker sends
+/// `rawValue`; docs/protocol.md, "Reasons"), shared by the repositories' validation, the
+/// constraints they map, and the worker's reading of the service's value types. `field` says
+/// where; the message says it in prose.
+public enum InputFailure: String, CaseIterable, Sendable {
+    /// Not a UUID (`8-4-4-4-12` hex digits).
+    case invalidUUID = "invalid_uuid"
+    /// Not a calendar date `YYYY-MM-DD` (a real day, years 0001–9999).
+    case invalidDate = "invalid_date"
+    /// Not an RFC 3339 timestamp with an offset.
+    case invalidTimestamp = "invalid_timestamp"
+    /// Not a time-zone name PostgreSQL knows.
+    case invalidTimeZone = "invalid_timezone"
+    /// Not `#RRGGBB`.
+    case invalidColor = "invalid_color"
+    /// Not an SF Symbol name (`figure.run`).
+    case invalidIcon = "invalid_icon"
+    /// Text that is empty (or only white space) where some is required.
+    case empty
+    /// Text longer than the field allows.
+    case tooLong = "too_long"
+    /// Text with characters the field cannot hold (control characters, NUL).
+    case invalidCharacters = "invalid_characters"
+    /// Text the database's CHECK constraint refused (length or surrounding white space).
+    case invalidText = "invalid_text"
+    /// A number (or a week) outside what the field can hold.
+    case outOfRange = "out_of_range"
+    /// A page cursor that is not this listing's `next_cursor`.
+    case invalidCursor = "invalid_cursor"
+    /// A param that is not allowed together with the others (e.g. `list_id` with view `inbox`).
+    case notAllowed = "not_allowed"
 }
 
 extension StoreError {
@@ -38,8 +72,8 @@ extension StoreError {
     /// (connection loss, timeouts and bugs are the caller's to classify).
     static func mapping(_ error: Error) -> Error {
         guard let postgres = error as? PostgresError, let code = postgres.sqlState else { return error }
-        if code.isInClass("23"), let field = constraintFields[postgres.constraint ?? ""] {
-            return StoreError.invalidInput(field: field, reason: "violates \(postgres.constraint ?? "a constraint")")
+        if code.isInClass("23"), let constraint = postgres.constraint, case let (field, reason)? = constraintFields[constraint] {
+            return StoreError.invalidInput(field: field, reason: reason, message: "violates \(constraint)")
         }
         switch code {
         case .foreignKeyViolation:
@@ -47,7 +81,7 @@ extension StoreError {
             return StoreError.notFound
         case .invalidParameterValue:
             // AT TIME ZONE with an unknown zone (only reachable if validation was skipped).
-            return StoreError.invalidInput(field: "timezone", reason: "unknown time zone")
+            return StoreError.invalidInput(field: "timezone", reason: .invalidTimeZone, message: "unknown time zone")
         case .rowLimitExceeded:
             return StoreError.limitExceeded(table: postgres.table ?? "")
         case .idConflict:
@@ -58,14 +92,15 @@ extension StoreError {
         return error
     }
 
-    /// Constraints that guard an input field (CHECK, or the time-zone foreign key).
-    static let constraintFields: [String: String] = [
-        "habit_templates_name_check": "name",
-        "habit_templates_icon_check": "icon",
-        "habit_templates_color_check": "color",
-        "profiles_timezone_fkey": "timezone",
-        "tasks_title_check": "title",
-        "tasks_notes_check": "notes",
-        "task_lists_name_check": "name",
+    /// Constraints that guard an input field (CHECK, or the time-zone foreign key): the field and
+    /// what the constraint refuses. Validation usually refuses the value first, more precisely.
+    static let constraintFields: [String: (field: String, reason: InputFailure)] = [
+        "habit_templates_name_check": ("name", .invalidText),
+        "habit_templates_icon_check": ("icon", .invalidIcon),
+        "habit_templates_color_check": ("color", .invalidColor),
+        "profiles_timezone_fkey": ("timezone", .invalidTimeZone),
+        "tasks_title_check": ("title", .invalidText),
+        "tasks_notes_check": ("notes", .tooLong),
+        "task_lists_name_check": ("name", .invalidText),
     ]
 }

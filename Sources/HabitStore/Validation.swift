@@ -10,13 +10,13 @@ enum Validation {
 
     static func trimmedText(_ raw: String, field: String, maxLength: Int) throws -> String {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { throw StoreError.invalidInput(field: field, reason: "must not be empty") }
+        guard !text.isEmpty else { throw StoreError.invalidInput(field: field, reason: .empty, message: "must not be empty") }
         // PostgreSQL's char_length counts code points; so does this.
         guard text.unicodeScalars.count <= maxLength else {
-            throw StoreError.invalidInput(field: field, reason: "must be at most \(maxLength) characters")
+            throw StoreError.invalidInput(field: field, reason: .tooLong, message: "must be at most \(maxLength) characters")
         }
         guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw StoreError.invalidInput(field: field, reason: "must not contain control characters")
+            throw StoreError.invalidInput(field: field, reason: .invalidCharacters, message: "must not contain control characters")
         }
         return text
     }
@@ -28,7 +28,7 @@ enum Validation {
             !part.isEmpty && part.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) }
         }
         guard valid else {
-            throw StoreError.invalidInput(field: "icon", reason: "must be an SF Symbol name such as figure.run")
+            throw StoreError.invalidInput(field: "icon", reason: .invalidIcon, message: "must be an SF Symbol name such as figure.run")
         }
         return raw
     }
@@ -38,7 +38,7 @@ enum Validation {
         let bytes = Array(raw.utf8)
         guard bytes.count == 7, bytes[0] == UInt8(ascii: "#"),
               bytes[1...].allSatisfy({ (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) })
-        else { throw StoreError.invalidInput(field: "color", reason: "must be #RRGGBB") }
+        else { throw StoreError.invalidInput(field: "color", reason: .invalidColor, message: "must be #RRGGBB") }
         return raw.uppercased()
     }
 
@@ -48,13 +48,13 @@ enum Validation {
     static func timeZone(_ zone: String?, using connection: Connection) throws {
         guard let zone else { return }
         guard try TimeZoneNames.shared.isValid(zone, using: connection) else {
-            throw StoreError.invalidInput(field: "timezone", reason: "not a time zone PostgreSQL knows (pg_timezone_names)")
+            throw StoreError.invalidInput(field: "timezone", reason: .invalidTimeZone, message: "not a time zone PostgreSQL knows (pg_timezone_names)")
         }
     }
 
     static func sortOrder(_ value: Int, field: String = "sort_order") throws -> Int {
         guard let narrowed = Int32(exactly: value) else {
-            throw StoreError.invalidInput(field: field, reason: "out of range")
+            throw StoreError.invalidInput(field: field, reason: .outOfRange, message: "out of range \(Int32.min)...\(Int32.max)")
         }
         return Int(narrowed)
     }
@@ -71,10 +71,10 @@ extension Validation {
     /// 10 000 code points like tasks_notes_check. NUL cannot be stored in PostgreSQL text.
     static func taskNotes(_ raw: String) throws -> String {
         guard raw.unicodeScalars.count <= 10_000 else {
-            throw StoreError.invalidInput(field: "notes", reason: "must be at most 10000 characters")
+            throw StoreError.invalidInput(field: "notes", reason: .tooLong, message: "must be at most 10000 characters")
         }
         guard !raw.unicodeScalars.contains("\u{0}") else {
-            throw StoreError.invalidInput(field: "notes", reason: "must not contain NUL characters")
+            throw StoreError.invalidInput(field: "notes", reason: .invalidCharacters, message: "must not contain NUL characters")
         }
         return raw
     }

@@ -141,10 +141,8 @@ final class Dispatcher: @unchecked Sendable {
         case .batch(let messages):
             guard messages.count <= maxBatchElements else {
                 logger.warning("batch too large", metadata: ["elements": "\(messages.count)", "limit": "\(maxBatchElements)"])
-                transport.write(.error(id: .null, error: RPCError(
-                    code: .invalidRequest, message: "Invalid Request",
-                    data: ["reason": .string("batch of \(messages.count) elements exceeds the limit of \(maxBatchElements)"),
-                           "limit": .int(maxBatchElements)])))
+                transport.write(.error(id: .null, error: .invalidRequest(
+                    .batchTooLarge, "batch of \(messages.count) elements exceeds the limit of \(maxBatchElements)", limit: maxBatchElements)))
                 return
             }
             let batch = transport.batch(expected: messages.filter(\.expectsResponse).count)

@@ -282,7 +282,7 @@ enum WeekCounts: DatabaseMethod {
         // The placeholders a describing reader returns pass this check, so the reads after it still declare.
         let first = weekStart.weekStart(containing: date)
         guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
-            throw .invalidParams(field: "date", reason: "its week must lie between 0001-01-01 and 9999-12-31")
+            throw .invalidParams(field: "date", reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
         }
         return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }

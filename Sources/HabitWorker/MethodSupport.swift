@@ -194,7 +194,7 @@ extension ParamsReader {
         if declares(key, schema: ValueSchema.uuid, required: true, description: description) { return placeholderUUID }
         let text = try requiredString(key)
         guard let id = UUID(canonical: text) else {
-            throw .invalidParams(field: key, reason: "expected a UUID")
+            throw .invalidParams(field: key, reason: InputFailure.invalidUUID, message: "expected a UUID")
         }
         return id
     }
@@ -222,7 +222,7 @@ extension ParamsReader {
         case nil: return nil
         case .null?: return .some(nil)
         case .string?: return .some(try uuid(key))
-        default: throw .invalidParams(field: key, reason: "expected a UUID or null")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a UUID or null")
         }
     }
 
@@ -230,7 +230,7 @@ extension ParamsReader {
         if declares(key, schema: ValueSchema.date, required: true, description: description) { return placeholderDate }
         let text = try requiredString(key)
         guard let date = CalendarDate(iso8601: text) else {
-            throw .invalidParams(field: key, reason: "expected a calendar date YYYY-MM-DD")
+            throw .invalidParams(field: key, reason: InputFailure.invalidDate, message: "expected a calendar date YYYY-MM-DD")
         }
         return date
     }
@@ -250,7 +250,7 @@ extension ParamsReader {
         case nil: return nil
         case .null?: return .some(nil)
         case .string?: return .some(try date(key))
-        default: throw .invalidParams(field: key, reason: "expected a calendar date YYYY-MM-DD or null")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a calendar date YYYY-MM-DD or null")
         }
     }
 
@@ -258,11 +258,11 @@ extension ParamsReader {
         if declares(key, schema: JSONSchema.nullable(ValueSchema.timestamp), required: false, description: description) { return nil }
         guard let text = try optionalString(key) else { return nil }
         guard let timestamp = PostgresTimestamp(rfc3339: text) else {
-            throw .invalidParams(field: key, reason: "expected an RFC 3339 timestamp with offset")
+            throw .invalidParams(field: key, reason: InputFailure.invalidTimestamp, message: "expected an RFC 3339 timestamp with offset")
         }
         // Responses print instants in UTC; keep them printable in the same format.
         guard Self.instantRange.contains(timestamp) else {
-            throw .invalidParams(field: key, reason: "must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z")
+            throw .invalidParams(field: key, reason: RPCReason.outOfRange, message: "must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z")
         }
         return timestamp
     }
@@ -278,13 +278,13 @@ extension ParamsReader {
     /// `timezone` where it is required; null counts as missing.
     func requiredTimeZone() throws(RPCError) -> String {
         if declares("timezone", schema: ValueSchema.timeZone, required: true, description: "IANA zone name (pg_timezone_names).") { return "UTC" }
-        guard let zone = try checkedTimeZone(try optionalString("timezone")) else { throw .invalidParams(field: "timezone", reason: "missing") }
+        guard let zone = try checkedTimeZone(try optionalString("timezone")) else { throw .invalidParams(field: "timezone", reason: RPCReason.required, message: "missing") }
         return zone
     }
 
     private func checkedTimeZone(_ zone: String?) throws(RPCError) -> String? {
         guard let zone else { return nil }
-        guard !zone.isEmpty, zone.utf8.count <= 64 else { throw .invalidParams(field: "timezone", reason: "expected an IANA time zone name") }
+        guard !zone.isEmpty, zone.utf8.count <= 64 else { throw .invalidParams(field: "timezone", reason: InputFailure.invalidTimeZone, message: "expected an IANA time zone name") }
         return zone
     }
 
@@ -306,7 +306,7 @@ extension ParamsReader {
         case nil: return nil
         case .null?: return .some(nil)
         case .string(let text)?: return .some(text)
-        default: throw .invalidParams(field: key, reason: "expected a string or null")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a string or null")
         }
     }
 

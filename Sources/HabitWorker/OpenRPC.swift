@@ -30,13 +30,16 @@ enum OpenRPCDocument {
                 ("description", """
                     JSON-RPC 2.0 over stdin/stdout, one message per line: a multi-user habit and task \
                     service. Params are by name; unknown keys, duplicate keys and positional params are \
-                    -32602 (data.field names the param). Domain errors carry data.reason. The prose, with \
-                    examples: docs/protocol.md.
+                    -32602 (data.field names the param). Every error's data carries reason, a stable \
+                    snake_case code (data.message is prose): components/errors lists each error code with \
+                    x-data-schema, the JSON Schema of its data, whose reason enumerates the codes. The prose, \
+                    with examples: docs/protocol.md.
                     """),
             ]))),
             ("methods", .array(registry.descriptions.map(method))),
             ("components", .object(JSONObject([
                 ("schemas", .object(JSONObject(components.map { (key: $0.componentName, value: $0.objectSchema) }))),
+                ("errors", .object(JSONObject(ErrorCatalog.entries.map { (key: $0.name, value: catalogError($0)) }))),
             ]))),
         ]))
     }
@@ -61,6 +64,16 @@ enum OpenRPCDocument {
         descriptor.append(key: "required", value: .bool(param.required))
         descriptor.append(key: "schema", value: param.schema)
         return .object(descriptor)
+    }
+
+    /// An error code of `components/errors`: code, message, and `x-data-schema` (an extension: an
+    /// OpenRPC Error's `data` is a value, not a schema), the JSON Schema of its `data`.
+    private static func catalogError(_ entry: ErrorCatalogEntry) -> JSONValue {
+        .object(JSONObject([
+            ("code", .int(entry.code.rawValue)),
+            ("message", .string(entry.message)),
+            ("x-data-schema", entry.dataSchema),
+        ]))
     }
 
     private static func error(_ code: DomainErrorCode) -> JSONValue {

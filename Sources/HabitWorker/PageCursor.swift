@@ -50,7 +50,7 @@ enum PageCursor {
     static func date(_ text: String) -> CalendarDate?? { text == "~" ? .some(nil) : CalendarDate(iso8601: text).map { .some($0) } }
 
     static func invalid() -> RPCError {
-        .invalidParams(field: "cursor", reason: "not a cursor of this listing (pass next_cursor back unchanged)")
+        .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a cursor of this listing (pass next_cursor back unchanged)")
     }
 }
 

@@ -234,9 +234,9 @@ enum TasksList: DatabaseMethod {
         case ("inbox", nil): listing = .inbox
         case ("upcoming", nil): listing = .upcoming
         case ("list", let id?): listing = .list(id)
-        case ("list", nil): throw .invalidParams(field: "list_id", reason: "missing (required with view \"list\")")
-        case ("inbox", _?), ("upcoming", _?): throw .invalidParams(field: "list_id", reason: "only allowed with view \"list\"")
-        default: throw .invalidParams(field: "view", reason: "expected \"inbox\", \"upcoming\" or \"list\"")
+        case ("list", nil): throw .invalidParams(field: "list_id", reason: RPCReason.required, message: "missing (required with view \"list\")")
+        case ("inbox", _?), ("upcoming", _?): throw .invalidParams(field: "list_id", reason: InputFailure.notAllowed, message: "only allowed with view \"list\"")
+        default: throw .invalidParams(field: "view", reason: RPCReason.invalidChoice, message: "expected \"inbox\", \"upcoming\" or \"list\"")
         }
         let (page, _) = try params.taskPage(kind: cursorKind(listing))
         return Params(user: try params.userID(), listing: listing, timeZone: try params.timeZone(), page: page)

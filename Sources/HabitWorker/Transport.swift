@@ -49,10 +49,8 @@ final class WorkerTransport: @unchecked Sendable {
                 return nil
             case .oversized(let byteCount):
                 logger.warning("request line too long", metadata: ["bytes": "\(byteCount)", "limit": "\(maxLineBytes)"])
-                write(.error(id: .null, error: RPCError(
-                    code: .invalidRequest, message: "Invalid Request",
-                    data: ["reason": .string("request line of \(byteCount) bytes exceeds the limit of \(maxLineBytes) bytes"),
-                           "limit": .int(maxLineBytes)])))
+                write(.error(id: .null, error: .invalidRequest(
+                    .lineTooLong, "request line of \(byteCount) bytes exceeds the limit of \(maxLineBytes) bytes", limit: maxLineBytes)))
             case .line(let bytes):
                 return bytes
             }

@@ -3,7 +3,7 @@ import JSONRPC
 import PostgresClient
 
 /// The worker's domain error codes (JSON-RPC's server range -32000…-32099). Each carries
-/// `data.reason`, the stable string clients match on.
+/// `data.reason`, the stable string clients match on (one reason per code).
 public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case notFound = -32001
     case futureDate = -32002
@@ -58,6 +58,79 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     }
 }
 
+/// -32602's value reasons are the store's `InputFailure`s (HabitStore does not know JSONRPC).
+extension InputFailure: ErrorReason {}
+
+/// Every error the worker sends, by code: its fixed `message`, the `data.reason` codes it can
+/// carry, and the other members of its `data` with their schemas. The OpenRPC document's
+/// `components/errors` is made from it (each with `x-data-schema`, the JSON Schema of `data`, its
+/// `reason` an `enum`), and a test checks that docs/protocol.md ("Reasons") lists the same codes.
+struct ErrorCatalogEntry {
+    /// The key under `components/errors` (`invalidParams`, `notFound`, …).
+    let name: String
+    let code: RPCErrorCode
+    let message: String
+    let reasons: [String]
+    /// `data`'s members besides `reason` and `message`, with their schemas; `optional` names those
+    /// that are sent only when they apply.
+    let members: [(String, JSONValue)]
+    let optional: Set<String>
+    /// Whether `data.message` (prose) is sent.
+    let hasMessage: Bool
+
+    /// The JSON Schema of `data`.
+    var dataSchema: JSONValue {
+        var properties: [(String, JSONValue)] = [("reason", JSONSchema.string(oneOf: reasons))]
+        if hasMessage { properties.append(("message", JSONSchema.described(JSONSchema.string(), "Prose for people and logs; may be reworded. Match on reason."))) }
+        return JSONSchema.object(properties + members, optional: optional)
+    }
+}
+
+enum ErrorCatalog {
+    static var entries: [ErrorCatalogEntry] {
+        func predefined(_ name: String, _ code: RPCErrorCode, _ message: String, _ extra: [String] = [],
+                        members: [(String, JSONValue)], optional: Set<String> = [], hasMessage: Bool = true) -> ErrorCatalogEntry {
+            let own = RPCReason.reasons(for: code).map(\.rawValue)
+            // `out_of_range` is both RPCReason's and InputFailure's: one code, listed once.
+            return ErrorCatalogEntry(name: name, code: code, message: message,
+                                     reasons: own + extra.filter { !own.contains($0) },
+                                     members: members, optional: optional, hasMessage: hasMessage)
+        }
+        let string = JSONSchema.string(), integer = JSONSchema.integer(0...Int.max)
+        return [
+            predefined("parseError", .parseError, "Parse error",
+                       members: [("offset", JSONSchema.described(integer, "Byte offset in the line."))]),
+            predefined("invalidRequest", .invalidRequest, "Invalid Request",
+                       members: [("member", JSONSchema.described(string, "The request member at fault.")),
+                                 ("limit", JSONSchema.described(integer, "The limit exceeded (line_too_long, batch_too_large)."))],
+                       optional: ["member", "limit"]),
+            predefined("methodNotFound", .methodNotFound, "Method not found", members: [("method", string)]),
+            predefined("invalidParams", .invalidParams, "Invalid params", InputFailure.allCases.map(\.rawValue),
+                       members: [("field", JSONSchema.described(string, "The key (path) inside params at fault."))]),
+            predefined("internalError", .internalError, "Internal error", members: [], hasMessage: false),
+        ] + DomainErrorCode.allCases.map { code in
+            ErrorCatalogEntry(name: "\(code)", code: RPCErrorCode(rawValue: code.rawValue), message: code.message,
+                              reasons: [code.reason], members: code.dataMembers, optional: [], hasMessage: false)
+        }
+    }
+
+    /// Every reason code the worker can send, once each.
+    static var allReasons: Set<String> { Set(entries.flatMap(\.reasons)) }
+}
+
+extension DomainErrorCode {
+    /// `data`'s members besides `reason` (see `error(extra:)` at each use).
+    var dataMembers: [(String, JSONValue)] {
+        switch self {
+        case .futureDate: [("today", JSONSchema.string(format: "date"))]
+        case .invalidState: [("detail", JSONSchema.string())]
+        case .limitExceeded: [("table", JSONSchema.string())]
+        case .responseTooLarge: [("limit", JSONSchema.integer(0...Int.max))]
+        default: []
+        }
+    }
+}
+
 enum ErrorMapping {
     /// Turns whatever a handler threw into the JSON-RPC error the client sees. Unknown
     /// errors become -32603 without detail (the log has the safe description).
@@ -71,7 +144,7 @@ enum ErrorMapping {
             case .futureDate(let today): return DomainErrorCode.futureDate.error(extra: [("today", .string(today.description))])
             case .habitNotActive: return DomainErrorCode.habitNotActive.error()
             case .invalidState(let reason): return DomainErrorCode.invalidState.error(extra: [("detail", .string(reason))])
-            case .invalidInput(let field, let reason): return .invalidParams(field: field, reason: reason)
+            case .invalidInput(let field, let reason, let message): return .invalidParams(field: field, reason: reason, message: message)
             case .limitExceeded(let table): return DomainErrorCode.limitExceeded.error(extra: [("table", .string(table))])
             case .idConflict: return DomainErrorCode.idConflict.error()
             }

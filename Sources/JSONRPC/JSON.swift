@@ -261,12 +261,19 @@ enum JSONNumberGrammar {
 
 /// Where and why parsing failed. `offset` is a byte offset into the input.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure, for the -32700 `data.reason` (`RPCReason`); `reason` is the prose.
+    public enum Kind: Sendable, Equatable {
+        case syntax, invalidUTF8, tooDeep
+    }
+
     public var offset: Int
     public var reason: String
+    public var kind: Kind
 
-    public init(offset: Int, reason: String) {
+    public init(offset: Int, reason: String, kind: Kind = .syntax) {
         self.offset = offset
         self.reason = reason
+        self.kind = kind
     }
 
     public var description: String { "\(reason) at byte \(offset)" }
@@ -351,8 +358,8 @@ private struct Parser {
         var pendingKey = ""
     }
 
-    func fail(_ reason: String, at offset: Int? = nil) -> JSONParseError {
-        JSONParseError(offset: offset ?? i, reason: reason)
+    func fail(_ reason: String, at offset: Int? = nil, kind: JSONParseError.Kind = .syntax) -> JSONParseError {
+        JSONParseError(offset: offset ?? i, reason: reason, kind: kind)
     }
 
     mutating func skipWhitespace() {
@@ -375,7 +382,7 @@ private struct Parser {
             var value: JSONValue
             switch bytes[i] {
             case UInt8(ascii: "["):
-                guard stack.count < maxDepth else { throw fail("nesting too deep") }
+                guard stack.count < maxDepth else { throw fail("nesting too deep", kind: .tooDeep) }
                 i += 1
                 skipWhitespace()
                 if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
@@ -386,7 +393,7 @@ private struct Parser {
                     continue
                 }
             case UInt8(ascii: "{"):
-                guard stack.count < maxDepth else { throw fail("nesting too deep") }
+                guard stack.count < maxDepth else { throw fail("nesting too deep", kind: .tooDeep) }
                 i += 1
                 skipWhitespace()
                 if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
@@ -644,7 +651,7 @@ private struct Parser {
             length = 0
             ok = false
         }
-        guard ok else { throw fail("invalid UTF-8") }
+        guard ok else { throw fail("invalid UTF-8", kind: .invalidUTF8) }
         return length
     }
 }

@@ -100,35 +100,46 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
         self.data = data
     }
 
-    /// -32700; data `{"reason":…,"offset":…}` (offset = byte offset in the line).
-    public static func parseError(_ reason: String, offset: Int? = nil) -> RPCError {
-        var data: JSONObject = ["reason": .string(reason)]
-        if let offset { data.append(key: "offset", value: .int(offset)) }
-        return RPCError(code: .parseError, message: "Parse error", data: .object(data))
+    /// `data` of the predefined errors: `reason` (the code), `message` (prose), then where.
+    private static func data(_ reason: RPCReason, _ message: String?, _ location: [(String, JSONValue)] = []) -> JSONValue {
+        var data: JSONObject = ["reason": .string(reason.rawValue)]
+        if let message { data.append(key: "message", value: .string(message)) }
+        for (key, value) in location { data.append(key: key, value: value) }
+        return .object(data)
     }
 
-    /// -32600; data `{"reason":…,"member":…}` (member = the offending request member).
-    public static func invalidRequest(_ reason: String, member: String? = nil) -> RPCError {
-        var data: JSONObject = ["reason": .string(reason)]
-        if let member { data.append(key: "member", value: .string(member)) }
-        return RPCError(code: .invalidRequest, message: "Invalid Request", data: .object(data))
+    /// -32700; data `{"reason":…,"message":…,"offset":…}` (offset = byte offset in the line).
+    public static func parseError(_ error: JSONParseError) -> RPCError {
+        RPCError(code: .parseError, message: "Parse error",
+                 data: data(error.rpcReason, error.reason, [("offset", .int(error.offset))]))
     }
 
-    /// -32601; data `{"method":…}`.
+    /// -32600; data `{"reason":…,"message":…,"member":…,"limit":…}` (member = the offending request
+    /// member, limit = the limit exceeded; each only when it applies).
+    public static func invalidRequest(_ reason: RPCReason, _ message: String, member: String? = nil, limit: Int? = nil) -> RPCError {
+        var location: [(String, JSONValue)] = []
+        if let member { location.append(("member", .string(member))) }
+        if let limit { location.append(("limit", .int(limit))) }
+        return RPCError(code: .invalidRequest, message: "Invalid Request", data: data(reason, message, location))
+    }
+
+    /// -32601; data `{"reason":"unknown_method","message":…,"method":…}`.
     public static func methodNotFound(_ method: String) -> RPCError {
-        RPCError(code: .methodNotFound, message: "Method not found", data: ["method": .string(method)])
+        RPCError(code: .methodNotFound, message: "Method not found",
+                 data: data(.unknownMethod, "no such method; rpc.discover lists them", [("method", .string(method))]))
     }
 
-    /// -32602; data `{"field":…,"reason":…}`, field being a key (path) inside params.
-    public static func invalidParams(field: String, reason: String? = nil) -> RPCError {
-        var data: JSONObject = ["field": .string(field)]
-        if let reason { data.append(key: "reason", value: .string(reason)) }
+    /// -32602; data `{"reason":…,"message":…,"field":…}`, field being a key (path) inside params.
+    /// `reason` is one of a closed set (`ErrorReason`): this module's or a validating module's.
+    public static func invalidParams<Reason: ErrorReason>(field: String, reason: Reason, message: String) -> RPCError {
+        let data: JSONObject = ["reason": .string(reason.rawValue), "message": .string(message), "field": .string(field)]
         return RPCError(code: .invalidParams, message: "Invalid params", data: .object(data))
     }
 
-    /// -32603 with no data: internal details belong in the log, not on the wire.
+    /// -32603; data only `{"reason":"internal_error"}`: internal details belong in the log, not
+    /// on the wire.
     public static func internalError() -> RPCError {
-        RPCError(code: .internalError, message: "Internal error")
+        RPCError(code: .internalError, message: "Internal error", data: data(.internalError, nil))
     }
 
     /// An implementation-defined server error (-32000 - offset, offset in 0…99).
@@ -202,7 +213,7 @@ public enum RPCCodec {
         do throws(JSONParseError) {
             return decode(try JSONParser.parse(line, maxDepth: maxDepth))
         } catch {
-            return .invalid(.parseError(error.reason, offset: error.offset))
+            return .invalid(.parseError(error))
         }
     }
 
@@ -212,17 +223,17 @@ public enum RPCCodec {
         case .object:
             return .single(decodeMessage(value))
         case .array(let elements):
-            guard !elements.isEmpty else { return .invalid(.invalidRequest("empty batch")) }
+            guard !elements.isEmpty else { return .invalid(.invalidRequest(.emptyBatch, "empty batch")) }
             return .batch(elements.map(decodeMessage))
         default:
-            return .invalid(.invalidRequest("expected a request object or a non-empty batch array"))
+            return .invalid(.invalidRequest(.notAnObject, "expected a request object or a non-empty batch array"))
         }
     }
 
     /// Decodes one request object (a whole line or a batch element).
     public static func decodeMessage(_ value: JSONValue) -> DecodedMessage {
         guard case .object(let object) = value else {
-            return .invalid(id: .null, error: .invalidRequest("request must be an object"))
+            return .invalid(id: .null, error: .invalidRequest(.notAnObject, "request must be an object"))
         }
         var jsonrpc: JSONValue?
         var method: JSONValue?
@@ -249,22 +260,22 @@ public enum RPCCodec {
             replyID = .null
         case (1, let value?):
             guard let valid = RequestID(value) else {
-                return .invalid(id: .null, error: .invalidRequest("id must be a string, number or null", member: "id"))
+                return .invalid(id: .null, error: .invalidRequest(.wrongType, "id must be a string, number or null", member: "id"))
             }
             replyID = valid
         default:
-            return .invalid(id: .null, error: .invalidRequest("duplicate member", member: "id"))
+            return .invalid(id: .null, error: .invalidRequest(.duplicateKey, "duplicate member", member: "id"))
         }
-        func invalid(_ reason: String, _ member: String) -> DecodedMessage {
-            .invalid(id: replyID, error: .invalidRequest(reason, member: member))
+        func invalid(_ reason: RPCReason, _ message: String, _ member: String) -> DecodedMessage {
+            .invalid(id: replyID, error: .invalidRequest(reason, message, member: member))
         }
 
-        if let duplicate = object.firstDuplicateKey { return invalid("duplicate member", duplicate) }
-        guard let jsonrpc else { return invalid("missing member", "jsonrpc") }
-        guard jsonrpc == .string("2.0") else { return invalid("must be the string 2.0", "jsonrpc") }
-        guard let method else { return invalid("missing member", "method") }
-        guard case .string(let methodName) = method else { return invalid("must be a string", "method") }
-        if let unknownMember { return invalid("unknown member", unknownMember) }
+        if let duplicate = object.firstDuplicateKey { return invalid(.duplicateKey, "duplicate member", duplicate) }
+        guard let jsonrpc else { return invalid(.required, "missing member", "jsonrpc") }
+        guard jsonrpc == .string("2.0") else { return invalid(.invalidVersion, "must be the string 2.0", "jsonrpc") }
+        guard let method else { return invalid(.required, "missing member", "method") }
+        guard case .string(let methodName) = method else { return invalid(.wrongType, "must be a string", "method") }
+        if let unknownMember { return invalid(.unknownKey, "unknown member", unknownMember) }
 
         let requestID: RequestID? = idCount == 0 ? nil : replyID
         let paramsObject: JSONObject?
@@ -273,15 +284,15 @@ public enum RPCCodec {
             paramsObject = nil
         case .object(let p)?:
             if let path = duplicateKeyPath(in: .object(p)) {
-                return paramsError(.invalidParams(field: path, reason: "duplicate key"), requestID, methodName)
+                return paramsError(.invalidParams(field: path, reason: RPCReason.duplicateKey, message: "duplicate key"), requestID, methodName)
             }
             paramsObject = p
         case .array?:
             return paramsError(
-                .invalidParams(field: "params", reason: "positional parameters are not supported; use an object"),
+                .invalidParams(field: "params", reason: RPCReason.wrongType, message: "positional parameters are not supported; use an object"),
                 requestID, methodName)
         default:
-            return invalid("must be an object or an array", "params")
+            return invalid(.wrongType, "must be an object or an array", "params")
         }
         return .request(IncomingRequest(id: requestID, method: methodName, params: paramsObject))
     }

@@ -1,6 +1,6 @@
 // Typed access to named params for method handlers (still JSON-level: no domain types).
-// Every failure is `RPCError.invalidParams(field: key, reason: …)` so clients learn
-// which field to fix.
+// Every failure is `RPCError.invalidParams(field: key, reason: …, message: …)`: `reason` a stable
+// code (`RPCReason`), so clients learn which field to fix and what is wrong with it.
 //
 // Null policy: for the `optional…` accessors an explicit JSON null means the same as an
 // absent key (returns nil); clients often send null for "not set". Use
@@ -53,7 +53,7 @@ public struct ParamsReader: Sendable {
     public init(_ params: JSONObject?) throws(RPCError) {
         let object = params ?? JSONObject()
         if let duplicate = object.firstDuplicateKey {
-            throw .invalidParams(field: duplicate, reason: "duplicate key")
+            throw .invalidParams(field: duplicate, reason: RPCReason.duplicateKey, message: "duplicate key")
         }
         self.object = object
         recorder = nil
@@ -101,7 +101,7 @@ public struct ParamsReader: Sendable {
     /// The raw value, which may be `.null`; throws only if the key is absent.
     public func requiredValue(_ key: String, description: String? = nil) throws(RPCError) -> JSONValue {
         if declares(key, schema: JSONSchema.any, required: true, description: description) { return .null }
-        guard let value = object[key] else { throw .invalidParams(field: key, reason: "missing") }
+        guard let value = object[key] else { throw .invalidParams(field: key, reason: RPCReason.required, message: "missing") }
         return value
     }
 
@@ -116,7 +116,7 @@ public struct ParamsReader: Sendable {
     public func requiredString(_ key: String, oneOf choices: [String], description: String? = nil) throws(RPCError) -> String {
         if declares(key, schema: JSONSchema.string(oneOf: choices), required: true, description: description) { return choices[0] }
         let value = try requiredString(key)
-        guard choices.contains(value) else { throw .invalidParams(field: key, reason: "expected " + Self.alternatives(choices)) }
+        guard choices.contains(value) else { throw .invalidParams(field: key, reason: RPCReason.invalidChoice, message: "expected " + Self.alternatives(choices)) }
         return value
     }
 
@@ -124,7 +124,7 @@ public struct ParamsReader: Sendable {
     public func optionalString(_ key: String, oneOf choices: [String], description: String? = nil) throws(RPCError) -> String? {
         if declares(key, schema: JSONSchema.nullable(JSONSchema.string(oneOf: choices)), required: false, description: description) { return nil }
         guard let value = try optionalString(key) else { return nil }
-        guard choices.contains(value) else { throw .invalidParams(field: key, reason: "expected " + Self.alternatives(choices)) }
+        guard choices.contains(value) else { throw .invalidParams(field: key, reason: RPCReason.invalidChoice, message: "expected " + Self.alternatives(choices)) }
         return value
     }
 
@@ -140,7 +140,7 @@ public struct ParamsReader: Sendable {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let s)?: return s
-        default: throw .invalidParams(field: key, reason: "expected a string")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a string")
         }
     }
 
@@ -155,7 +155,7 @@ public struct ParamsReader: Sendable {
         switch object[key] {
         case nil, .null?: return nil
         case .bool(let b)?: return b
-        default: throw .invalidParams(field: key, reason: "expected a boolean")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a boolean")
         }
     }
 
@@ -173,14 +173,14 @@ public struct ParamsReader: Sendable {
             return nil
         case .number(let literal)?:
             guard literal.utf8.allSatisfy({ JSONNumberGrammar.isDigit($0) || $0 == UInt8(ascii: "-") }) else {
-                throw .invalidParams(field: key, reason: "expected an integer")
+                throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected an integer")
             }
             guard let value = JSONNumberGrammar.exactInt(literal), range.contains(value) else {
-                throw .invalidParams(field: key, reason: "out of range \(range.lowerBound)...\(range.upperBound)")
+                throw .invalidParams(field: key, reason: RPCReason.outOfRange, message: "out of range \(range.lowerBound)...\(range.upperBound)")
             }
             return value
         default:
-            throw .invalidParams(field: key, reason: "expected an integer")
+            throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected an integer")
         }
     }
 
@@ -195,7 +195,7 @@ public struct ParamsReader: Sendable {
         switch object[key] {
         case nil, .null?: return nil
         case .object(let o)?: return o
-        default: throw .invalidParams(field: key, reason: "expected an object")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected an object")
         }
     }
 
@@ -210,7 +210,7 @@ public struct ParamsReader: Sendable {
         switch object[key] {
         case nil, .null?: return nil
         case .array(let a)?: return a
-        default: throw .invalidParams(field: key, reason: "expected an array")
+        default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected an array")
         }
     }
 
@@ -219,12 +219,12 @@ public struct ParamsReader: Sendable {
     /// `declarations(of:)` for the method's `decode`.
     public func rejectUnknownKeys(allowed: Set<String>) throws(RPCError) {
         for member in object.members where !allowed.contains(member.key) {
-            throw .invalidParams(field: member.key, reason: "unknown key")
+            throw .invalidParams(field: member.key, reason: RPCReason.unknownKey, message: "unknown key: not a param of this method")
         }
     }
 
     private func missingOrNull(_ key: String) -> RPCError {
-        .invalidParams(field: key, reason: object[key] == nil ? "missing" : "must not be null")
+        .invalidParams(field: key, reason: RPCReason.required, message: object[key] == nil ? "missing" : "must not be null")
     }
 }
 

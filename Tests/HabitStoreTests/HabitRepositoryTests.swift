@@ -77,13 +77,13 @@ import Testing
             ]
             for (draft, field) in cases {
                 let error = try #require(throws: StoreError.self) { try repository.createHabit(user: user, draft) }
-                guard case .invalidInput(let reported, _) = error else { Issue.record("\(error)"); continue }
+                guard case .invalidInput(let reported, _, _) = error else { Issue.record("\(error)"); continue }
                 #expect(reported == field)
             }
             // Exactly 100 characters (code points, here multi-byte ones) is fine.
             let long = try repository.createHabit(user: user, HabitDraft(name: String(repeating: "é", count: 100)))
             #expect(long.name.unicodeScalars.count == 100)
-            #expect(throws: StoreError.invalidInput(field: "timezone", reason: "not a time zone PostgreSQL knows (pg_timezone_names)")) {
+            #expect(throws: StoreError.invalidInput(field: "timezone", reason: .invalidTimeZone, message: "not a time zone PostgreSQL knows (pg_timezone_names)")) {
                 try repository.setTimeZone(user: user, timeZone: "Mars/Olympus")
             }
             #expect(throws: StoreError.self) { try repository.day(user: user, date: date("2026-01-01"), timeZone: "EST5EDT-ish") }

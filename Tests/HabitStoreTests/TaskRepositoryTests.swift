@@ -130,7 +130,7 @@ struct TaskFixture {
             ]
             for (draft, field) in cases {
                 let error = try #require(throws: StoreError.self) { try repository.createTask(user: user, draft) }
-                guard case .invalidInput(let reported, _) = error else { Issue.record("\(error)"); continue }
+                guard case .invalidInput(let reported, _, _) = error else { Issue.record("\(error)"); continue }
                 #expect(reported == field)
             }
             // Exactly 500 characters (code points) and 10 000 characters of notes are fine.
@@ -138,12 +138,13 @@ struct TaskFixture {
                                                                         notes: String(repeating: "\n", count: 10_000)))
             #expect(long.title.unicodeScalars.count == 500)
             let task = try repository.createTask(user: user, TaskDraft(title: "ok"))
-            #expect(throws: StoreError.invalidInput(field: "title", reason: "must not be empty")) {
+            #expect(throws: StoreError.invalidInput(field: "title", reason: .empty, message: "must not be empty")) {
                 try repository.updateTask(user: user, id: task.id, TaskChanges(title: " "))
             }
             for name in ["", "  ", String(repeating: "l", count: 101)] {
                 let error = try #require(throws: StoreError.self) { try repository.createList(user: user, name: name) }
-                #expect(error == .invalidInput(field: "name", reason: name.count > 100 ? "must be at most 100 characters" : "must not be empty"))
+                #expect(error == (name.count > 100 ? .invalidInput(field: "name", reason: .tooLong, message: "must be at most 100 characters")
+                                                    : .invalidInput(field: "name", reason: .empty, message: "must not be empty")))
             }
             #expect(throws: StoreError.self) { try repository.today(user: user, timeZone: "Mars/Olympus") }
             #expect(throws: StoreError.self) { try repository.listTasks(user: user, .upcoming, timeZone: "Mars/Olympus") }

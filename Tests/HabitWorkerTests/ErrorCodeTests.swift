@@ -90,43 +90,43 @@ struct ErrorCodeTests {
         let user = UUID().uuidString.lowercased()
         let habit = UUID().uuidString.lowercased()
         let long = String(repeating: "x", count: 101)
-        // (method, params as raw JSON, data.field, data.reason when it is fixed)
-        let cases: [(String, String, String, String?)] = [
-            ("system.ping", "[1]", "params", nil),
-            ("profile.get", "[\"\(user)\"]", "params", nil),
-            ("profile.get", "{}", "user_id", "missing"),
-            ("profile.get", #"{"user_id":null}"#, "user_id", "must not be null"),
-            ("profile.get", #"{"user_id":"not-a-uuid"}"#, "user_id", "expected a UUID"),
-            ("profile.get", #"{"user_id":"0123456789abcdef0123456789abcdef"}"#, "user_id", "expected a UUID"),
-            ("profile.get", #"{"user_id":42}"#, "user_id", "expected a string"),
-            ("profile.get", #"{"user_id":"\#(user)","extra":1}"#, "extra", "unknown key"),
-            ("profile.get", #"{"user_id":"\#(user)","user_id":"\#(user)"}"#, "user_id", "duplicate key"),
-            ("system.ping", #"{"x":1}"#, "x", "unknown key"),
-            ("day.get", #"{"user_id":"\#(user)","date":"2026-02-30"}"#, "date", "expected a calendar date YYYY-MM-DD"),
-            ("day.get", #"{"user_id":"\#(user)","date":"2026-2-3"}"#, "date", nil),
-            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01T00:00:00Z"}"#, "date", nil),
-            ("day.get", #"{"user_id":"\#(user)"}"#, "date", "missing"),
-            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01","timezone":""}"#, "timezone", nil),
-            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01","timezone":"Mars/Olympus_Mons"}"#, "timezone", nil),
-            ("habits.list", #"{"user_id":"\#(user)","include_inactive":"yes"}"#, "include_inactive", "expected a boolean"),
-            ("habits.create", #"{"user_id":"\#(user)","name":7}"#, "name", "expected a string"),
-            ("habits.create", #"{"user_id":"\#(user)"}"#, "name", "missing"),
-            ("habits.create", #"{"user_id":"\#(user)","name":"   "}"#, "name", nil),
-            ("habits.create", #"{"user_id":"\#(user)","name":"\#(long)"}"#, "name", nil),
-            ("habits.create", #"{"user_id":"\#(user)","name":"a\u0007b"}"#, "name", nil),
-            ("habits.create", #"{"user_id":"\#(user)","name":"x","sort_order":1.5}"#, "sort_order", "expected an integer"),
-            ("habits.create", #"{"user_id":"\#(user)","name":"x","sort_order":2147483648}"#, "sort_order", nil),
-            ("habits.create", #"{"user_id":"\#(user)","name":"x","activated_at":"2026-01-01T00:00:00"}"#, "activated_at", nil),
-            ("habits.create", #"{"user_id":"\#(user)","name":"x","color":"red"}"#, "color", nil),
-            ("habits.create", #"{"user_id":"\#(user)","name":"x","icon":"Bad Icon"}"#, "icon", nil),
-            ("habits.update", #"{"user_id":"\#(user)","id":"x"}"#, "id", "expected a UUID"),
-            ("habits.update", #"{"user_id":"\#(user)","id":"\#(habit)","icon":5}"#, "icon", nil),
-            ("completions.set", #"{"user_id":"\#(user)","template_id":"\#(habit)","date":"2026-01-01","completed":1}"#, "completed", "expected a boolean"),
-            ("completions.set", #"{"user_id":"\#(user)","template_id":"\#(habit)","date":"2026-01-01"}"#, "completed", "missing"),
-            ("completions.toggle", #"{"user_id":"\#(user)","date":"2026-01-01"}"#, "template_id", "missing"),
-            ("week.counts", #"{"user_id":"\#(user)","date":"2026-01-01","week_start":"tuesday"}"#, "week_start", nil),
-            ("profile.set", #"{"user_id":"\#(user)"}"#, "timezone", "missing"),
-            ("profile.set", #"{"user_id":"\#(user)","timezone":"Not/AZone"}"#, "timezone", nil),
+        // (method, params as raw JSON, data.field, data.reason)
+        let cases: [(String, String, String, String)] = [
+            ("system.ping", "[1]", "params", "wrong_type"),
+            ("profile.get", "[\"\(user)\"]", "params", "wrong_type"),
+            ("profile.get", "{}", "user_id", "required"),
+            ("profile.get", #"{"user_id":null}"#, "user_id", "required"),
+            ("profile.get", #"{"user_id":"not-a-uuid"}"#, "user_id", "invalid_uuid"),
+            ("profile.get", #"{"user_id":"0123456789abcdef0123456789abcdef"}"#, "user_id", "invalid_uuid"),
+            ("profile.get", #"{"user_id":42}"#, "user_id", "wrong_type"),
+            ("profile.get", #"{"user_id":"\#(user)","extra":1}"#, "extra", "unknown_key"),
+            ("profile.get", #"{"user_id":"\#(user)","user_id":"\#(user)"}"#, "user_id", "duplicate_key"),
+            ("system.ping", #"{"x":1}"#, "x", "unknown_key"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-02-30"}"#, "date", "invalid_date"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-2-3"}"#, "date", "invalid_date"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01T00:00:00Z"}"#, "date", "invalid_date"),
+            ("day.get", #"{"user_id":"\#(user)"}"#, "date", "required"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01","timezone":""}"#, "timezone", "invalid_timezone"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01","timezone":"Mars/Olympus_Mons"}"#, "timezone", "invalid_timezone"),
+            ("habits.list", #"{"user_id":"\#(user)","include_inactive":"yes"}"#, "include_inactive", "wrong_type"),
+            ("habits.create", #"{"user_id":"\#(user)","name":7}"#, "name", "wrong_type"),
+            ("habits.create", #"{"user_id":"\#(user)"}"#, "name", "required"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"   "}"#, "name", "empty"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"\#(long)"}"#, "name", "too_long"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"a\u0007b"}"#, "name", "invalid_characters"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"x","sort_order":1.5}"#, "sort_order", "wrong_type"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"x","sort_order":2147483648}"#, "sort_order", "out_of_range"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"x","activated_at":"2026-01-01T00:00:00"}"#, "activated_at", "invalid_timestamp"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"x","color":"red"}"#, "color", "invalid_color"),
+            ("habits.create", #"{"user_id":"\#(user)","name":"x","icon":"Bad Icon"}"#, "icon", "invalid_icon"),
+            ("habits.update", #"{"user_id":"\#(user)","id":"x"}"#, "id", "invalid_uuid"),
+            ("habits.update", #"{"user_id":"\#(user)","id":"\#(habit)","icon":5}"#, "icon", "wrong_type"),
+            ("completions.set", #"{"user_id":"\#(user)","template_id":"\#(habit)","date":"2026-01-01","completed":1}"#, "completed", "wrong_type"),
+            ("completions.set", #"{"user_id":"\#(user)","template_id":"\#(habit)","date":"2026-01-01"}"#, "completed", "required"),
+            ("completions.toggle", #"{"user_id":"\#(user)","date":"2026-01-01"}"#, "template_id", "required"),
+            ("week.counts", #"{"user_id":"\#(user)","date":"2026-01-01","week_start":"tuesday"}"#, "week_start", "invalid_choice"),
+            ("profile.set", #"{"user_id":"\#(user)"}"#, "timezone", "required"),
+            ("profile.set", #"{"user_id":"\#(user)","timezone":"Not/AZone"}"#, "timezone", "invalid_timezone"),
         ]
         try WorkerSession.with { session in
             let worker = session.worker
@@ -135,6 +135,7 @@ struct ErrorCodeTests {
                 let response = try worker.response(id: .int(index))
                 expectError(response, code: Code.invalidParams, id: .int(index), reason: reason, field: field)
                 #expect(response.message == "Invalid params", "\(method) \(params) → \(response.raw)")
+                #expect(response.data?["message"]?.stringValue?.isEmpty == false, "data.message in \(response.raw)")
             }
             // None of the rejected creates left a row.
             #expect(try session.habitCount(user: UUID(uuidString: user)!) == 0)

@@ -46,7 +46,7 @@ struct OpenRPCTests {
             #expect(discovered == file, "docs/openrpc.json is stale: run scripts/openrpc")
             // Without the database as well, and with the OpenRPC convention's empty params.
             #expect(try worker.call("rpc.discover", .object([])) == file)
-            expectError(try worker.request("rpc.discover", params: ["x": 1]), code: Code.invalidParams, id: nil, reason: "unknown key", field: "x")
+            expectError(try worker.request("rpc.discover", params: ["x": 1]), code: Code.invalidParams, id: nil, reason: "unknown_key", field: "x")
             expectError(try worker.request("rpc.discover", params: [1]), code: Code.invalidParams, id: nil, field: "params")
         }
     }
@@ -104,10 +104,10 @@ struct OpenRPCTests {
                 // Every listed param present (as null): whatever is refused, it is not an unknown key…
                 let listed = WireJSON.object(params.map { WireJSON.Member($0, .null) })
                 let answer = try worker.request(name, params: listed)
-                #expect(answer.reason != "unknown key", "\(name) refused a documented param: \(answer.raw)")
+                #expect(answer.reason != "unknown_key", "\(name) refused a documented param: \(answer.raw)")
                 // …and one more key is.
                 let extra = WireJSON.object(params.map { WireJSON.Member($0, .null) } + [WireJSON.Member("zz_not_a_param", 1)])
-                expectError(try worker.request(name, params: extra), code: Code.invalidParams, id: nil, reason: "unknown key", field: "zz_not_a_param")
+                expectError(try worker.request(name, params: extra), code: Code.invalidParams, id: nil, reason: "unknown_key", field: "zz_not_a_param")
             }
         }
     }

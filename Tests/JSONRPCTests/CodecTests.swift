@@ -82,68 +82,68 @@ struct CodecCase: Sendable, CustomTestStringConvertible {
 
         // Parse errors.
         CodecCase(#"{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]"#,
-                  parseError(#"{"reason":"expected ',' or '}'","offset":35}"#)),
-        CodecCase("[1,]", parseError(#"{"reason":"unexpected character","offset":3}"#)),
-        CodecCase("{", parseError(#"{"reason":"unexpected end of input","offset":1}"#)),
-        CodecCase("\u{C}", parseError(#"{"reason":"unexpected character","offset":0}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":01}"#, parseError(#"{"reason":"leading zero in number","offset":36}"#)),
+                  parseError(#"{"reason":"invalid_json","message":"expected ',' or '}'","offset":35}"#)),
+        CodecCase("[1,]", parseError(#"{"reason":"invalid_json","message":"unexpected character","offset":3}"#)),
+        CodecCase("{", parseError(#"{"reason":"invalid_json","message":"unexpected end of input","offset":1}"#)),
+        CodecCase("\u{C}", parseError(#"{"reason":"invalid_json","message":"unexpected character","offset":0}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":01}"#, parseError(#"{"reason":"invalid_json","message":"leading zero in number","offset":36}"#)),
         CodecCase(#"{"jsonrpc":"2.0","method":"m","id":"\ud800"}"#,
-                  parseError(#"{"reason":"unpaired surrogate escape","offset":36}"#)),
-        CodecCase(String(repeating: "[", count: 129), parseError(#"{"reason":"nesting too deep","offset":128}"#)),
+                  parseError(#"{"reason":"invalid_json","message":"unpaired surrogate escape","offset":36}"#)),
+        CodecCase(String(repeating: "[", count: 129), parseError(#"{"reason":"too_deep","message":"nesting too deep","offset":128}"#)),
 
         // Top-level shape.
-        CodecCase("[]", invalidRequest("null", #"{"reason":"empty batch"}"#)),
-        CodecCase(" [ ] ", invalidRequest("null", #"{"reason":"empty batch"}"#)),
-        CodecCase("1", invalidRequest("null", #"{"reason":"expected a request object or a non-empty batch array"}"#)),
-        CodecCase("\"x\"", invalidRequest("null", #"{"reason":"expected a request object or a non-empty batch array"}"#)),
-        CodecCase("null", invalidRequest("null", #"{"reason":"expected a request object or a non-empty batch array"}"#)),
-        CodecCase("true", invalidRequest("null", #"{"reason":"expected a request object or a non-empty batch array"}"#)),
-        CodecCase("{}", invalidRequest("null", #"{"reason":"missing member","member":"jsonrpc"}"#)),
-        CodecCase("[1,2]", "[" + invalidRequest("null", #"{"reason":"request must be an object"}"#) + ","
-                  + invalidRequest("null", #"{"reason":"request must be an object"}"#) + "]"),
-        CodecCase("[[]]", "[" + invalidRequest("null", #"{"reason":"request must be an object"}"#) + "]"),
+        CodecCase("[]", invalidRequest("null", #"{"reason":"empty_batch","message":"empty batch"}"#)),
+        CodecCase(" [ ] ", invalidRequest("null", #"{"reason":"empty_batch","message":"empty batch"}"#)),
+        CodecCase("1", invalidRequest("null", #"{"reason":"not_an_object","message":"expected a request object or a non-empty batch array"}"#)),
+        CodecCase("\"x\"", invalidRequest("null", #"{"reason":"not_an_object","message":"expected a request object or a non-empty batch array"}"#)),
+        CodecCase("null", invalidRequest("null", #"{"reason":"not_an_object","message":"expected a request object or a non-empty batch array"}"#)),
+        CodecCase("true", invalidRequest("null", #"{"reason":"not_an_object","message":"expected a request object or a non-empty batch array"}"#)),
+        CodecCase("{}", invalidRequest("null", #"{"reason":"required","message":"missing member","member":"jsonrpc"}"#)),
+        CodecCase("[1,2]", "[" + invalidRequest("null", #"{"reason":"not_an_object","message":"request must be an object"}"#) + ","
+                  + invalidRequest("null", #"{"reason":"not_an_object","message":"request must be an object"}"#) + "]"),
+        CodecCase("[[]]", "[" + invalidRequest("null", #"{"reason":"not_an_object","message":"request must be an object"}"#) + "]"),
 
         // jsonrpc member.
-        CodecCase(#"{"method":"m","id":1}"#, invalidRequest("1", #"{"reason":"missing member","member":"jsonrpc"}"#)),
-        CodecCase(#"{"jsonrpc":"1.0","method":"m","id":1}"#, invalidRequest("1", #"{"reason":"must be the string 2.0","member":"jsonrpc"}"#)),
-        CodecCase(#"{"jsonrpc":2.0,"method":"m","id":1}"#, invalidRequest("1", #"{"reason":"must be the string 2.0","member":"jsonrpc"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0 ","method":"m","id":"a"}"#, invalidRequest("\"a\"", #"{"reason":"must be the string 2.0","member":"jsonrpc"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":2,"jsonrpc":"2.0"}"#, invalidRequest("2", #"{"reason":"duplicate member","member":"jsonrpc"}"#)),
+        CodecCase(#"{"method":"m","id":1}"#, invalidRequest("1", #"{"reason":"required","message":"missing member","member":"jsonrpc"}"#)),
+        CodecCase(#"{"jsonrpc":"1.0","method":"m","id":1}"#, invalidRequest("1", #"{"reason":"invalid_version","message":"must be the string 2.0","member":"jsonrpc"}"#)),
+        CodecCase(#"{"jsonrpc":2.0,"method":"m","id":1}"#, invalidRequest("1", #"{"reason":"invalid_version","message":"must be the string 2.0","member":"jsonrpc"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0 ","method":"m","id":"a"}"#, invalidRequest("\"a\"", #"{"reason":"invalid_version","message":"must be the string 2.0","member":"jsonrpc"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":2,"jsonrpc":"2.0"}"#, invalidRequest("2", #"{"reason":"duplicate_key","message":"duplicate member","member":"jsonrpc"}"#)),
 
         // method member. Without an id this is not a notification (not a Request at all):
         // the spec's own example answers it with id null.
-        CodecCase(#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#, invalidRequest("null", #"{"reason":"must be a string","member":"method"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","id":3}"#, invalidRequest("3", #"{"reason":"missing member","member":"method"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":null,"id":3}"#, invalidRequest("3", #"{"reason":"must be a string","member":"method"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0"}"#, invalidRequest("null", #"{"reason":"missing member","member":"method"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#, invalidRequest("null", #"{"reason":"wrong_type","message":"must be a string","member":"method"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","id":3}"#, invalidRequest("3", #"{"reason":"required","message":"missing member","member":"method"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":null,"id":3}"#, invalidRequest("3", #"{"reason":"wrong_type","message":"must be a string","member":"method"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0"}"#, invalidRequest("null", #"{"reason":"required","message":"missing member","member":"method"}"#)),
 
         // id member.
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":{}}"#, invalidRequest("null", #"{"reason":"id must be a string, number or null","member":"id"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":[1]}"#, invalidRequest("null", #"{"reason":"id must be a string, number or null","member":"id"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":true}"#, invalidRequest("null", #"{"reason":"id must be a string, number or null","member":"id"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#, invalidRequest("null", #"{"reason":"duplicate member","member":"id"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":1,"id":1}"#, invalidRequest("null", #"{"reason":"duplicate member","member":"id"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":{}}"#, invalidRequest("null", #"{"reason":"wrong_type","message":"id must be a string, number or null","member":"id"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":[1]}"#, invalidRequest("null", #"{"reason":"wrong_type","message":"id must be a string, number or null","member":"id"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":true}"#, invalidRequest("null", #"{"reason":"wrong_type","message":"id must be a string, number or null","member":"id"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#, invalidRequest("null", #"{"reason":"duplicate_key","message":"duplicate member","member":"id"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","id":1,"id":1}"#, invalidRequest("null", #"{"reason":"duplicate_key","message":"duplicate member","member":"id"}"#)),
 
         // params member.
         CodecCase(#"{"jsonrpc":"2.0","method":"m","params":[1,2],"id":4}"#,
-                  invalidParams("4", #"{"field":"params","reason":"positional parameters are not supported; use an object"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":"x","id":5}"#, invalidRequest("5", #"{"reason":"must be an object or an array","member":"params"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":3,"id":5}"#, invalidRequest("5", #"{"reason":"must be an object or an array","member":"params"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":null,"id":5}"#, invalidRequest("5", #"{"reason":"must be an object or an array","member":"params"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":true}"#, invalidRequest("null", #"{"reason":"must be an object or an array","member":"params"}"#)),
+                  invalidParams("4", #"{"reason":"wrong_type","message":"positional parameters are not supported; use an object","field":"params"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":"x","id":5}"#, invalidRequest("5", #"{"reason":"wrong_type","message":"must be an object or an array","member":"params"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":3,"id":5}"#, invalidRequest("5", #"{"reason":"wrong_type","message":"must be an object or an array","member":"params"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":null,"id":5}"#, invalidRequest("5", #"{"reason":"wrong_type","message":"must be an object or an array","member":"params"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":true}"#, invalidRequest("null", #"{"reason":"wrong_type","message":"must be an object or an array","member":"params"}"#)),
         CodecCase(#"{"jsonrpc":"2.0","method":"m","params":{"a":1,"b":2,"a":3},"id":6}"#,
-                  invalidParams("6", #"{"field":"a","reason":"duplicate key"}"#)),
+                  invalidParams("6", #"{"reason":"duplicate_key","message":"duplicate key","field":"a"}"#)),
         CodecCase(#"{"jsonrpc":"2.0","method":"m","params":{"a":{"b":1,"b":2}},"id":6}"#,
-                  invalidParams("6", #"{"field":"a.b","reason":"duplicate key"}"#)),
+                  invalidParams("6", #"{"reason":"duplicate_key","message":"duplicate key","field":"a.b"}"#)),
         CodecCase(#"{"jsonrpc":"2.0","method":"m","params":{"list":[{},{"x":1,"x":1}]},"id":6}"#,
-                  invalidParams("6", #"{"field":"list[1].x","reason":"duplicate key"}"#)),
+                  invalidParams("6", #"{"reason":"duplicate_key","message":"duplicate key","field":"list[1].x"}"#)),
 
         // Duplicates and unknown members at the top level.
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","method":"n","id":8}"#, invalidRequest("8", #"{"reason":"duplicate member","member":"method"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":{},"params":{},"id":8}"#, invalidRequest("8", #"{"reason":"duplicate member","member":"params"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","x":1,"x":2,"id":8}"#, invalidRequest("8", #"{"reason":"duplicate member","member":"x"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","param":{},"id":9}"#, invalidRequest("9", #"{"reason":"unknown member","member":"param"}"#)),
-        CodecCase(#"{"jsonrpc":"2.0","method":"m","extra":1}"#, invalidRequest("null", #"{"reason":"unknown member","member":"extra"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","method":"n","id":8}"#, invalidRequest("8", #"{"reason":"duplicate_key","message":"duplicate member","member":"method"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","params":{},"params":{},"id":8}"#, invalidRequest("8", #"{"reason":"duplicate_key","message":"duplicate member","member":"params"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","x":1,"x":2,"id":8}"#, invalidRequest("8", #"{"reason":"duplicate_key","message":"duplicate member","member":"x"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","param":{},"id":9}"#, invalidRequest("9", #"{"reason":"unknown_key","message":"unknown member","member":"param"}"#)),
+        CodecCase(#"{"jsonrpc":"2.0","method":"m","extra":1}"#, invalidRequest("null", #"{"reason":"unknown_key","message":"unknown member","member":"extra"}"#)),
 
         // Batches.
         CodecCase(#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b","params":[7]}]"#, nil),
@@ -153,9 +153,9 @@ struct CodecCase: Sendable, CustomTestStringConvertible {
                 + #"{"jsonrpc":"2.0","method":"x","params":[1],"id":2},{"jsonrpc":"2.0","method":"n","params":[1]},"#
                 + #"{"jsonrpc":"2.0","method":"g","id":1.50}]"#,
             "[" + #"{"jsonrpc":"2.0","id":"1","result":"ok"}"#
-                + "," + invalidRequest("null", #"{"reason":"missing member","member":"jsonrpc"}"#)
-                + "," + invalidRequest("null", #"{"reason":"request must be an object"}"#)
-                + "," + invalidParams("2", #"{"field":"params","reason":"positional parameters are not supported; use an object"}"#)
+                + "," + invalidRequest("null", #"{"reason":"required","message":"missing member","member":"jsonrpc"}"#)
+                + "," + invalidRequest("null", #"{"reason":"not_an_object","message":"request must be an object"}"#)
+                + "," + invalidParams("2", #"{"reason":"wrong_type","message":"positional parameters are not supported; use an object","field":"params"}"#)
                 + "," + #"{"jsonrpc":"2.0","id":1.50,"result":"ok"}"# + "]"),
     ]
 
@@ -179,7 +179,7 @@ struct CodecCase: Sendable, CustomTestStringConvertible {
 
     @Test func hugeNestingIsAParseError() throws {
         let line = Array(repeating: UInt8(ascii: "["), count: 100_000) + Array(repeating: UInt8(ascii: "]"), count: 100_000)
-        #expect(respond(line) == parseError(#"{"reason":"nesting too deep","offset":128}"#))
+        #expect(respond(line) == parseError(#"{"reason":"too_deep","message":"nesting too deep","offset":128}"#))
     }
 
     @Test func decodedRequestShape() throws {
@@ -206,11 +206,11 @@ struct CodecCase: Sendable, CustomTestStringConvertible {
 
     @Test func errorHelpers() {
         #expect(OutgoingResponse.error(id: .int(3), error: .methodNotFound("x")).encodedString
-            == #"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found","data":{"method":"x"}}}"#)
+            == #"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found","data":{"reason":"unknown_method","message":"no such method; rpc.discover lists them","method":"x"}}}"#)
         #expect(OutgoingResponse.error(id: .string("a"), error: .internalError()).encodedString
-            == #"{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"Internal error"}}"#)
-        #expect(OutgoingResponse.error(id: .null, error: .invalidParams(field: "f")).encodedString
-            == #"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Invalid params","data":{"field":"f"}}}"#)
+            == #"{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"Internal error","data":{"reason":"internal_error"}}}"#)
+        #expect(OutgoingResponse.error(id: .null, error: .invalidParams(field: "f", reason: RPCReason.wrongType, message: "m")).encodedString
+            == #"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Invalid params","data":{"reason":"wrong_type","message":"m","field":"f"}}}"#)
         #expect(OutgoingResponse.error(id: .int(1), error: .serverError(1, message: "busy", data: ["retry": true])).encodedString
             == #"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"busy","data":{"retry":true}}}"#)
         #expect(OutgoingResponse.error(id: .int(1), error: RPCError(code: RPCErrorCode(rawValue: 42), message: "a\"b")).encodedString

@@ -69,7 +69,7 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
 
     @Test func invalidUTF8ReportsOffsetAndReason() throws {
         let error = try #require(parseError([0x22, 0x61, 0xED, 0xA0, 0x80, 0x22]))
-        #expect(error == JSONParseError(offset: 2, reason: "invalid UTF-8"))
+        #expect(error == JSONParseError(offset: 2, reason: "invalid UTF-8", kind: .invalidUTF8))
     }
 
     @Test func validMultibyteBoundaries() throws {
@@ -121,7 +121,7 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
         let ok = String(repeating: "[", count: 128) + String(repeating: "]", count: 128)
         _ = try parse(ok)
         let tooDeep = String(repeating: "[", count: 129) + String(repeating: "]", count: 129)
-        #expect(throws: JSONParseError(offset: 128, reason: "nesting too deep")) { try parse(tooDeep) }
+        #expect(throws: JSONParseError(offset: 128, reason: "nesting too deep", kind: .tooDeep)) { try parse(tooDeep) }
         let objects = String(repeating: #"{"a":"#, count: 129) + "1" + String(repeating: "}", count: 129)
         #expect(throws: JSONParseError.self) { try parse(objects) }
         #expect(throws: JSONParseError.self) { try parse("[[1]]", maxDepth: 1) }

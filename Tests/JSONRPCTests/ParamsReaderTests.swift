@@ -9,10 +9,25 @@ private func reader(_ json: String) throws -> ParamsReader {
 
 private func field(_ error: RPCError) -> String? { error.data?["field"]?.stringValue }
 private func reason(_ error: RPCError) -> String? { error.data?["reason"]?.stringValue }
+private func message(_ error: RPCError) -> String? { error.data?["message"]?.stringValue }
 
-/// Runs `body`, expecting invalid params for `expectedField` with `expectedReason`.
+/// The code that goes with each message these tests expect.
+private func code(for message: String) -> RPCReason {
+    switch message {
+    case "missing", "must not be null": .required
+    case "duplicate key": .duplicateKey
+    case "unknown key: not a param of this method": .unknownKey
+    case _ where message.hasPrefix("out of range"): .outOfRange
+    case _ where message.hasPrefix("expected \""): .invalidChoice
+    case _ where message.hasPrefix("expected a"): .wrongType
+    default: .internalError  // matches no accessor's failure
+    }
+}
+
+/// Runs `body`, expecting invalid params for `expectedField` with `expectedMessage` in
+/// data.message and its code (`reason`, by default the one `code(for:)` gives) in data.reason.
 private func expectInvalid(
-    _ expectedField: String, _ expectedReason: String,
+    _ expectedField: String, _ expectedMessage: String, reason expectedReason: RPCReason? = nil,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: () throws -> Void
 ) {
@@ -22,7 +37,8 @@ private func expectInvalid(
     } catch let error as RPCError {
         #expect(error.code == .invalidParams, sourceLocation: sourceLocation)
         #expect(field(error) == expectedField, sourceLocation: sourceLocation)
-        #expect(reason(error) == expectedReason, sourceLocation: sourceLocation)
+        #expect(message(error) == expectedMessage, sourceLocation: sourceLocation)
+        #expect(reason(error) == (expectedReason ?? code(for: expectedMessage)).rawValue, sourceLocation: sourceLocation)
     } catch {
         Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
     }
@@ -100,7 +116,7 @@ private func expectInvalid(
     @Test func unknownKeys() throws {
         let p = try reader(#"{"name":"x","limt":5,"other":1}"#)
         try p.rejectUnknownKeys(allowed: ["name", "limt", "other"])
-        expectInvalid("limt", "unknown key") { try p.rejectUnknownKeys(allowed: ["name", "limit"]) }
+        expectInvalid("limt", "unknown key: not a param of this method") { try p.rejectUnknownKeys(allowed: ["name", "limit"]) }
         try ParamsReader(nil).rejectUnknownKeys(allowed: [])
     }
 
@@ -153,10 +169,10 @@ private func expectInvalid(
     }
 
     @Test func describingPassesOnWhatDecodeThrows() {
-        expectInvalid("x", "bad") {
+        expectInvalid("x", "bad", reason: .outOfRange) {
             _ = try ParamsReader.declarations { p throws(RPCError) in
                 _ = try p.requiredString("a")
-                throw .invalidParams(field: "x", reason: "bad")
+                throw .invalidParams(field: "x", reason: RPCReason.outOfRange, message: "bad")
             }
         }
     }

@@ -181,7 +181,8 @@ struct ExpectedResponses {
             if line.last == 0x0D { line.removeLast() }
             let shown = String(decoding: line.prefix(300), as: UTF8.self)
             if line.count > maxLineBytes {
-                let data: WireJSON = ["reason": .string("request line of \(line.count) bytes exceeds the limit of \(maxLineBytes) bytes"),
+                let data: WireJSON = ["reason": "line_too_long",
+                                      "message": .string("request line of \(line.count) bytes exceeds the limit of \(maxLineBytes) bytes"),
                                       "limit": .int(maxLineBytes)]
                 addSingle(Entry(key: "null", kind: .codec(code: Code.invalidRequest, data: data), line: shown))
                 continue

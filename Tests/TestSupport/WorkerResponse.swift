@@ -44,6 +44,8 @@ public struct WorkerResponse: Sendable, CustomStringConvertible {
     public var reason: String? { data?["reason"]?.stringValue }
     /// error.data.field
     public var field: String? { data?["field"]?.stringValue }
+    /// error.data.message: the prose next to the reason code
+    public var dataMessage: String? { data?["message"]?.stringValue }
 
     /// Why `json` is not a valid JSON-RPC 2.0 response line, or nil if it is one.
     public static func shapeProblem(_ json: WireJSON) -> String? {
