@@ -17,6 +17,9 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case limitExceeded = -32013
     /// The result would exceed `--max-response-bytes`; nothing of it was sent.
     case responseTooLarge = -32014
+    /// The request's `deadline_ms` passed: not run if it was still waiting, cancelled (rolled
+    /// back) if it was running. Nothing of it took effect.
+    case deadlineExceeded = -32016
 
     public var reason: String {
         switch self {
@@ -29,6 +32,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .conflict: "conflict"
         case .limitExceeded: "limit_exceeded"
         case .responseTooLarge: "response_too_large"
+        case .deadlineExceeded: "deadline_exceeded"
         }
     }
 
@@ -43,6 +47,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .conflict: "Conflict with a concurrent transaction"
         case .limitExceeded: "Row limit exceeded"
         case .responseTooLarge: "Response too large"
+        case .deadlineExceeded: "Deadline exceeded"
         }
     }
 
