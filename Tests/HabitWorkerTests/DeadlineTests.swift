@@ -42,14 +42,15 @@ struct DeadlineTests {
 
     @Test("a completions.set blocked on a row lock past its 200 ms deadline is cancelled: deadline_exceeded, nothing written")
     func runningRequestIsCancelled() throws {
-        try WorkerSession.with { session in
+        // No statement timeout: only the deadline can end the wait while the lock is held.
+        try WorkerSession.with(arguments: ["--statement-timeout-ms", "0"]) { session in
             let worker = session.worker
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Locked").habitID)
             let today = try session.today().description
             try whileHabitLocked(session, habit: habit) {
-                // Without the deadline it would wait for the lock until the statement timeout
-                // (5 s, reason timeout); the answer is read while the lock is still held.
+                // Without the deadline it would wait for the lock as long as it is held; the answer
+                // is read while the lock is still held.
                 let answer = try worker.request("completions.set", params: params(user, [
                     "template_id": .uuid(habit), "date": .string(today), "completed": true, "deadline_ms": 200,
                 ]), id: "late")
@@ -69,7 +70,9 @@ struct DeadlineTests {
 
     @Test("pool of one, its connection blocked: requests queued past their deadline never run; one with time left does")
     func queuedRequestsExpire() throws {
-        try WorkerSession.with(arguments: ["--pool-size", "1"]) { session in
+        // No statement timeout: the reads' transactions then run with their time left (the
+        // shared round trip's per-transaction statement_timeout).
+        try WorkerSession.with(arguments: ["--pool-size", "1", "--statement-timeout-ms", "0"]) { session in
             let worker = session.worker
             let blocked = UUID(), other = UUID(), patient = UUID()
             let habit = try #require(try worker.createHabit(user: blocked, name: "Blocked").habitID)
@@ -89,6 +92,10 @@ struct DeadlineTests {
                 try worker.sendRequest("completions.set", params: params(patient, [
                     "template_id": .uuid(patientHabit), "date": .string(today), "completed": true, "deadline_ms": 600_000,
                 ]), id: "patient")
+                // Reads queued together share one round trip, each with its own deadline.
+                try worker.sendRequest("day.get", params: params(other, ["date": .string(today), "deadline_ms": 200]), id: "queued-read")
+                try worker.sendRequest("day.get", params: params(patient, ["date": .string(today), "deadline_ms": 600_000]), id: "patient-read")
+                try worker.sendRequest("day.get", params: params(other, ["date": .string(today)]), id: "plain-read")
                 // Answered without the database once the lines before it were read: from then on
                 // 300 ms later both 200 ms deadlines have passed, however slowly the worker read.
                 #expect(try worker.request("system.ping", id: "ping").isSuccess)
@@ -99,6 +106,9 @@ struct DeadlineTests {
             expectError(try worker.response(id: "queued"), code: Self.deadlineExceeded, id: "queued", reason: "deadline_exceeded")
             expectError(try worker.response(id: "behind-user"), code: Self.deadlineExceeded, id: "behind-user", reason: "deadline_exceeded")
             #expect(try worker.response(id: "patient").result?["completed"] == true)
+            expectError(try worker.response(id: "queued-read"), code: Self.deadlineExceeded, id: "queued-read", reason: "deadline_exceeded")
+            #expect(try worker.response(id: "patient-read").isSuccess)
+            #expect(try worker.response(id: "plain-read").isSuccess)
             #expect(try completions(session, user: other) == 0, "the expired completions.set ran")
             #expect(try completions(session, user: patient) == 1)
             let names = try session.admin.query("SELECT name FROM habit_templates WHERE user_id = \(blocked) ORDER BY name")
@@ -109,7 +119,7 @@ struct DeadlineTests {
 
     @Test("a batch: each element has its own deadline")
     func batchElementsHaveTheirOwnDeadlines() throws {
-        try WorkerSession.with { session in
+        try WorkerSession.with(arguments: ["--statement-timeout-ms", "0"]) { session in
             let worker = session.worker
             let user = UUID(), other = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Locked").habitID)
