@@ -237,8 +237,14 @@ final class Dispatcher: @unchecked Sendable {
             }
             let prepared: MethodRegistry.Prepared
             let envelope: Envelope
-            do {
-                envelope = try Envelope.take(from: &request, readAt: read)
+            do throws(RPCError) {
+                do throws(RPCError) {
+                    envelope = try Envelope.take(from: &request, readAt: read)
+                } catch {
+                    // The documented precedence: an unknown method before its params.
+                    guard registry.methodNames.contains(method) else { throw RPCError.methodNotFound(method) }
+                    throw error
+                }
                 prepared = try registry.prepare(request)
             } catch {
                 if logger.logLevel <= .debug {

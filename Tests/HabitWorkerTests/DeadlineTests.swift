@@ -167,6 +167,8 @@ struct DeadlineTests {
             for value: WireJSON in [.null, 2_147_483_647, 600_000] {
                 #expect(try worker.request("habits.list", params: params(user, ["deadline_ms": value])).isSuccess)
             }
+            // An unknown method is -32601 before its params are looked at, envelope included.
+            expectError(try worker.request("habits.lst", params: ["deadline_ms": 0]), code: Code.methodNotFound, id: nil)
             // Still refused as an unknown key next to the envelope members.
             expectError(try worker.request("habits.list", params: params(user, ["deadline_ms": 1_000, "deadline": 1_000])),
                         code: Code.invalidParams, id: nil, field: "deadline")
