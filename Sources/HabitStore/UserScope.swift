@@ -47,11 +47,15 @@ public struct UserScope {
 
     /// Several one-statement transactions, each as its own user with its own claims and
     /// role exactly as `query(as:_:)` runs it, sent in one round trip
-    /// (`Connection.transactions`). One result per statement, in order.
-    public func queries(_ list: [(user: UUID, statement: Query)]) throws -> [Result<[Row], Error>] {
+    /// (`Connection.transactions`). One result per statement, in order. `statementTimeouts`,
+    /// when given, has one entry per statement: that transaction's `statement_timeout` (ms)
+    /// instead of the settings' (a request's time left before its deadline).
+    public func queries(_ list: [(user: UUID, statement: Query)], statementTimeouts: [Int]? = nil) throws -> [Result<[Row], Error>] {
         let results: [Result<Connection.StatementResult, PostgresError>]
         do {
-            results = try connection.transactions(list.map { (prelude: prelude(for: $0.user), statement: $0.statement) })
+            results = try connection.transactions(list.indices.map { index in
+                (prelude: prelude(for: list[index].user, timeout: statementTimeouts?[index]), statement: list[index].statement)
+            })
         } catch {
             throw StoreError.mapping(error)
         }
@@ -76,7 +80,7 @@ public struct UserScope {
         }
     }
 
-    private func prelude(for user: UUID) -> [Query] {
+    private func prelude(for user: UUID, timeout: Int? = nil) -> [Query] {
         // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
         let sub = user.lowercaseString
         let claims = #"{"sub":"\#(sub)","role":"authenticated"}"#
@@ -90,7 +94,7 @@ public struct UserScope {
             """
             SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
                    set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
-                   set_config('statement_timeout', \(String(settings.statementTimeoutMilliseconds)), true)
+                   set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true)
             """,
         ]
     }

@@ -52,12 +52,13 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// After `error` on `slot`'s connection: drops the connection when it cannot be trusted
-    /// (lost, or a session not where it should be — a bug), saying why; true if it did.
-    func dropIfUntrusted(_ slot: ConnectionSlot, after error: PostgresError, method: String) -> Bool {
+    /// (lost, or a session not where it should be — a bug), saying why with the `request`'s
+    /// log metadata; true if it did.
+    func dropIfUntrusted(_ slot: ConnectionSlot, after error: PostgresError, request: @autoclosure () -> Logger.Metadata) -> Bool {
         if error.kind == .misuse {
-            logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(method)", "error": "\(error)"])
+            logger.error("connection in an unexpected state; reconnecting", metadata: request().merging(["error": "\(error)"]) { $1 })
         } else if error.isConnectionLost {
-            logger.warning("database connection lost", metadata: ["method": "\(method)", "error": "\(error)"])
+            logger.warning("database connection lost", metadata: request().merging(["error": "\(error)"]) { $1 })
         } else {
             return false
         }

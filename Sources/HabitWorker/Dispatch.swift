@@ -7,18 +7,79 @@ import PostgresClient
 /// One database request accepted from a line: what runs, for whom, and how it is answered.
 struct Job: Sendable {
     let method: String
+    /// The request's id as sent (nil for a notification): for the log only.
+    let id: RequestID?
     /// The request's `user_id`: one user's jobs run in the order they were read (`Scheduler`);
     /// nil (no user: `system.health`) runs in any order.
     let user: UUID?
     let run: @Sendable (MethodContext) throws -> JSONValue
     /// Single-statement methods: the same work as a statement that can share a round trip.
     let statement: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?
+    /// When the worker read the request's line.
     let accepted: DispatchTime
+    /// The envelope members (`deadline_ms`, `traceparent`).
+    let envelope: Envelope
     /// An element of a batch (answered only with the whole batch).
     let inBatch: Bool
     /// Answers the request and gives back its in-flight place. `handOver`: the lead of a
     /// leader answering its own job (`WorkerTransport.write(line:beforeBlocking:)`).
     let complete: @Sendable (Result<JSONValue, RPCError>, LeadHandOver?) -> Void
+
+    /// What every log line about this request carries: its id, method and trace.
+    var logMetadata: Logger.Metadata { .request(id: id, method: method, trace: envelope.trace) }
+}
+
+/// The members every method accepts in `params` besides its own (docs/protocol.md, "Envelope
+/// members"): taken out of `params` before the method decodes them, so no method refuses them
+/// as unknown keys, and carried in the `Job`.
+struct Envelope: Sendable {
+    static let deadlineKey = "deadline_ms"
+    static let traceParentKey = "traceparent"
+    /// `deadline_ms` is at most what `statement_timeout` takes (ms, a 32-bit integer).
+    static let deadlineRange = 1...Int(Int32.max)
+
+    /// `deadline_ms` after the line was read: a job not started by then is not run, a running
+    /// one is cancelled (`JobRunner`).
+    var deadline: DispatchTime?
+    /// A valid `traceparent`; an invalid one is ignored (W3C Trace Context), as if absent.
+    var trace: TraceParent?
+
+    /// How `rpc.discover` lists them, in every method's params.
+    static let declarations: [ParamDeclaration] = [
+        ParamDeclaration(name: deadlineKey, schema: JSONSchema.nullable(JSONSchema.integer(deadlineRange)), required: false,
+                         description: "Envelope member of every method: milliseconds from when the worker read the line. "
+                             + "Not started by then: not run; running then: cancelled. Either way data.reason deadline_exceeded."),
+        ParamDeclaration(name: traceParentKey, schema: JSONSchema.nullable(JSONSchema.string()), required: false,
+                         description: "Envelope member of every method: a W3C Trace Context traceparent; its trace-id "
+                             + "and parent-id are logged with the request. An invalid value is ignored."),
+    ]
+
+    /// Takes the envelope members out of `request.params` (the line was read at `read`).
+    /// Null counts as absent, as for every optional param; a `deadline_ms` that is not an
+    /// integer in `deadlineRange` is -32602.
+    static func take(from request: inout IncomingRequest, readAt read: DispatchTime) throws(RPCError) -> Envelope {
+        var envelope = Envelope()
+        // Most requests carry neither: one pass over the keys, nothing copied.
+        guard let params = request.params,
+              params.members.contains(where: { $0.key == deadlineKey || $0.key == traceParentKey }) else { return envelope }
+        switch params[deadlineKey] {
+        case nil, .null?:
+            break
+        case let value?:
+            let expected = "expected an integer from 1 to \(deadlineRange.upperBound) (milliseconds)"
+            guard let milliseconds = value.intValue else {
+                throw .invalidParams(field: deadlineKey, reason: RPCReason.wrongType, message: expected)
+            }
+            guard deadlineRange.contains(milliseconds) else {
+                throw .invalidParams(field: deadlineKey, reason: RPCReason.outOfRange, message: expected)
+            }
+            envelope.deadline = read + .milliseconds(milliseconds)
+        }
+        if case .string(let text)? = params[traceParentKey] { envelope.trace = TraceParent(text) }
+        request.params?[deadlineKey] = nil
+        request.params?[traceParentKey] = nil
+        return envelope
+    }
 }
 
 /// From lines to running jobs: the leader decodes each line, answers what needs no database
@@ -41,7 +102,8 @@ final class Dispatcher: @unchecked Sendable {
         maxJSONDepth = configuration.maxJSONDepth
         maxBatchElements = configuration.maxBatchElements
         inFlight = DispatchSemaphore(value: max(1, configuration.maxInFlight))
-        runner = JobRunner(pool: pool, transport: transport, logger: logger)
+        runner = JobRunner(pool: pool, transport: transport, statementTimeoutMilliseconds: configuration.statementTimeoutMilliseconds,
+                           logger: logger)
         scheduler = Scheduler(slots: pool.slots, maxJobsPerRoundTrip: configuration.maxRequestsPerRoundTrip,
                               canShareRoundTrip: { $0.statement != nil }, userOf: { $0.user })
     }
@@ -99,7 +161,7 @@ final class Dispatcher: @unchecked Sendable {
         while let line = transport.nextLine() {
             var own: (Job, ConnectionSlot)?
             var jobsInLine = 0
-            handle(line: line) { job in
+            handle(line: line, readAt: .now()) { job in
                 jobsInLine += 1
                 if jobsInLine == 2, let (kept, slot) = own {
                     // A batch: its first job must not wait until the whole line is dispatched.
@@ -127,7 +189,7 @@ final class Dispatcher: @unchecked Sendable {
     }
 
     /// `enqueue` gets each database job of the line, in order, once it has a place.
-    private func handle(line: [UInt8], enqueue: (Job) -> Void) {
+    private func handle(line: [UInt8], readAt read: DispatchTime, enqueue: (Job) -> Void) {
         switch RPCCodec.decode(line: line, maxDepth: maxJSONDepth) {
         case .blank:
             return
@@ -135,7 +197,7 @@ final class Dispatcher: @unchecked Sendable {
             logger.debug("invalid line", metadata: ["code": "\(error.code.rawValue)"])
             transport.write(.error(id: .null, error: error))
         case .single(let message):
-            dispatch(message, inBatch: false, enqueue: enqueue) { [transport] response, handOver in
+            dispatch(message, inBatch: false, readAt: read, enqueue: enqueue) { [transport] response, handOver in
                 if let response { transport.write(response, beforeBlocking: handOver) }
             }
         case .batch(let messages):
@@ -150,7 +212,7 @@ final class Dispatcher: @unchecked Sendable {
             for message in messages {
                 let mySlot = message.expectsResponse ? slot : -1
                 if message.expectsResponse { slot += 1 }
-                dispatch(message, inBatch: true, enqueue: enqueue) { response, handOver in
+                dispatch(message, inBatch: true, readAt: read, enqueue: enqueue) { response, handOver in
                     if let response, mySlot >= 0 { batch.fill(mySlot, with: response, beforeBlocking: handOver) }
                 }
             }
@@ -158,14 +220,14 @@ final class Dispatcher: @unchecked Sendable {
     }
 
     /// Answers one message or hands its database job to `enqueue`; `respond` gets nil for notifications.
-    private func dispatch(_ message: DecodedMessage, inBatch: Bool, enqueue: (Job) -> Void,
+    private func dispatch(_ message: DecodedMessage, inBatch: Bool, readAt read: DispatchTime, enqueue: (Job) -> Void,
                           respond: @escaping @Sendable (OutgoingResponse?, LeadHandOver?) -> Void) {
         switch message {
         case .invalid(let id, let error):
             respond(.error(id: id, error: error), nil)
         case .invalidNotification(let method, let error):
             logger.debug("dropped invalid notification", metadata: ["method": "\(Self.loggable(method))", "code": "\(error.code.rawValue)"])
-        case .request(let request):
+        case .request(var request):
             let id = request.id
             let method = request.method
             let finish: @Sendable (Result<JSONValue, RPCError>, LeadHandOver?) -> Void = { result, handOver in
@@ -176,18 +238,30 @@ final class Dispatcher: @unchecked Sendable {
                 }
             }
             let prepared: MethodRegistry.Prepared
-            do {
+            let envelope: Envelope
+            do throws(RPCError) {
+                do throws(RPCError) {
+                    envelope = try Envelope.take(from: &request, readAt: read)
+                } catch {
+                    // The documented precedence: an unknown method before its params.
+                    guard registry.methodNames.contains(method) else { throw RPCError.methodNotFound(method) }
+                    throw error
+                }
                 prepared = try registry.prepare(request)
             } catch {
-                logger.debug("rejected", metadata: ["method": "\(Self.loggable(method))", "code": "\(error.code.rawValue)"])
+                if logger.logLevel <= .debug {
+                    var metadata = Logger.Metadata.request(id: id, method: Self.loggable(method), trace: nil)
+                    metadata["code"] = "\(error.code.rawValue)"
+                    logger.debug("rejected", metadata: metadata)
+                }
                 return finish(.failure(error), nil)
             }
             switch prepared {
             case .immediate(let value):
                 finish(.success(value), nil)
             case .database(let run, let statement):
-                enqueue(Job(method: method, user: Self.user(of: request), run: run, statement: statement, accepted: .now(),
-                            inBatch: inBatch, complete: { [inFlight] result, handOver in
+                enqueue(Job(method: method, id: id, user: Self.user(of: request), run: run, statement: statement, accepted: read,
+                            envelope: envelope, inBatch: inBatch, complete: { [inFlight] result, handOver in
                     finish(result, handOver)
                     inFlight.signal()
                 }))

@@ -4,12 +4,13 @@ import Logging
 
 /// Log lines for stderr, one per event: JSON (`{"ts":…,"level":…,"msg":…,…}`) or plain text.
 /// stdout belongs to the protocol; nothing else may write there. Callers log methods,
-/// durations and error reasons — never habit names or other user content.
+/// durations and error reasons — never habit names or other user content. Every line carries
+/// the process id (`pid`), set once here: several workers share one log.
 public struct StderrLogHandler: LogHandler {
     public enum Format: String, Sendable, CaseIterable { case json, text }
 
     public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
+    public var metadata: Logger.Metadata
     let label: String
     let format: Format
 
@@ -17,6 +18,7 @@ public struct StderrLogHandler: LogHandler {
         self.label = label
         self.logLevel = level
         self.format = format
+        metadata = ["pid": "\(getpid())"]
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -94,5 +96,33 @@ public struct StderrLogHandler: LogHandler {
             }
         }
         return out + "\""
+    }
+}
+
+extension Logger.Metadata {
+    /// Longest request id (UTF-8 bytes) logged as it is; a longer one is cut and ends in "…".
+    static let maxLoggedIDCharacters = 128
+
+    /// What every line about one request carries (docs/operations.md, "Logs"): `method`, `id`
+    /// as sent (absent for a notification; a number stays a number in JSON, a string stays a
+    /// string even when it looks like a number), and the `traceparent`'s `trace_id` and
+    /// `span_id` (its parent-id: the caller's span) when the request had a valid one.
+    static func request(id: RequestID?, method: String, trace: TraceParent?) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["method": "\(method)"]
+        switch id {
+        case nil: break
+        case .number(let literal)?: metadata["id"] = .string(literal) // written as the number it is
+        case .string(let text)?:
+            // `.stringConvertible` is always quoted in JSON (`StderrLogHandler.json`), so "7" stays a string.
+            let cut = text.utf8.count > maxLoggedIDCharacters ? String(text.prefix(maxLoggedIDCharacters)) + "…" : text
+            metadata["id"] = .stringConvertible(cut)
+        case .null?: metadata["id"] = .stringConvertible("null")
+        }
+        if let trace {
+            // Quoted in JSON even when every hex digit is a decimal one.
+            metadata["trace_id"] = .stringConvertible(String(trace.traceID))
+            metadata["span_id"] = .stringConvertible(String(trace.parentID))
+        }
+        return metadata
     }
 }

@@ -98,8 +98,8 @@ struct MethodRegistry: Sendable {
     }
 
     /// What any database method can answer: the database unreachable, the statement timeout, a
-    /// concurrent transaction (docs/protocol.md, "Errors").
-    static let databaseErrors: [DomainErrorCode] = [.databaseUnavailable, .timeout, .conflict]
+    /// concurrent transaction, the request's `deadline_ms` (docs/protocol.md, "Errors").
+    static let databaseErrors: [DomainErrorCode] = [.databaseUnavailable, .timeout, .conflict, .deadlineExceeded]
     /// What any method can answer: its result past `--max-response-bytes`.
     static let anyMethodErrors: [DomainErrorCode] = [.responseTooLarge]
 

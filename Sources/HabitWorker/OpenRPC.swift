@@ -8,7 +8,7 @@ import JSONRPC
 enum OpenRPCDocument {
     static let openRPCVersion = "1.3.2"
     /// The protocol's version: raise it when a method, a param or a result changes.
-    static let protocolVersion = "1.0.0"
+    static let protocolVersion = "1.1.0"
 
     /// The object types results share, each defined once under `components/schemas`.
     static let components: [any SchemaComponent.Type] = [Habit.self, TaskItem.self, TaskList.self, Profile.self]
@@ -32,8 +32,9 @@ enum OpenRPCDocument {
                     service. Params are by name; unknown keys, duplicate keys and positional params are \
                     -32602 (data.field names the param). Every error's data carries reason, a stable \
                     snake_case code (data.message is prose): components/errors lists each error code with \
-                    x-data-schema, the JSON Schema of its data, whose reason enumerates the codes. The prose, \
-                    with examples: docs/protocol.md.
+                    x-data-schema, the JSON Schema of its data, whose reason enumerates the codes. Every \
+                    method also accepts the envelope members deadline_ms and traceparent, listed with its \
+                    params. The prose, with examples: docs/protocol.md.
                     """),
             ]))),
             ("methods", .array(registry.descriptions.map(method))),
@@ -49,7 +50,7 @@ enum OpenRPCDocument {
             ("name", .string(description.name)),
             ("summary", .string(description.summary)),
             ("paramStructure", "by-name"),
-            ("params", .array(description.params.map(param))),
+            ("params", .array((description.params + Envelope.declarations).map(param))),
             ("result", .object(JSONObject([("name", "result"), ("schema", description.result)]))),
         ])
         if !description.errors.isEmpty {

@@ -20,6 +20,9 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     /// A create's client-supplied id is taken: by the user's row with other fields, or by another
     /// user's row (the same answer, so another user's id is never confirmed).
     case idConflict = -32015
+    /// The request's `deadline_ms` passed: not run if it was still waiting, cancelled (rolled
+    /// back) if it was running. Nothing of it took effect.
+    case deadlineExceeded = -32016
 
     public var reason: String {
         switch self {
@@ -33,6 +36,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .limitExceeded: "limit_exceeded"
         case .responseTooLarge: "response_too_large"
         case .idConflict: "id_conflict"
+        case .deadlineExceeded: "deadline_exceeded"
         }
     }
 
@@ -48,6 +52,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .limitExceeded: "Row limit exceeded"
         case .responseTooLarge: "Response too large"
         case .idConflict: "Id already used"
+        case .deadlineExceeded: "Deadline exceeded"
         }
     }
 

@@ -89,7 +89,7 @@ struct ConfigurationTests {
             #expect(worker.waitForExit() == 0)
             _ = worker.waitForStderrEnd()
             let log = worker.stderrText
-            #expect(log.contains(" INFO serving max_in_flight=7 pool_size=3"), "\(log)")
+            #expect(log.contains(" INFO serving max_in_flight=7 pid=\(worker.pid) pool_size=3"), "\(log)")
             #expect(log.contains(" DEBUG request "), "HABIT_LOG_LEVEL=debug: \(log)")
             #expect(!log.contains("{\"ts\""), "HABIT_LOG_FORMAT=text: \(log)")
 
@@ -101,7 +101,7 @@ struct ConfigurationTests {
             flagged.closeInput()
             #expect(flagged.waitForExit() == 0)
             _ = flagged.waitForStderrEnd()
-            #expect(flagged.stderrText.contains(#""msg":"serving","max_in_flight":7,"pool_size":2"#), "\(flagged.stderrText)")
+            #expect(flagged.stderrText.contains(#""msg":"serving","max_in_flight":7,"pid":\#(flagged.pid),"pool_size":2"#), "\(flagged.stderrText)")
 
             // A malformed value is a usage error, not a silent default.
             for (name, value) in [("HABIT_POOL_SIZE", "four"), ("HABIT_PREPARED_STATEMENTS", "maybe"), ("HABIT_LOG_FORMAT", "xml")] {
