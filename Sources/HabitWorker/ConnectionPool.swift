@@ -103,7 +103,8 @@ final class ConnectionPool: @unchecked Sendable {
             status.databaseError(error, reason: "unexpected_state", connecting: false)
             logger.error("connection in an unexpected state; reconnecting", metadata: ["method": "\(method)", "error": "\(error)"])
         } else if error.isConnectionLost {
-            status.databaseError(error, reason: "connection_lost", connecting: false)
+            // A failed connect was recorded as such by `context`.
+            if error.kind != .connectionFailed { status.databaseError(error, reason: "connection_lost", connecting: false) }
             logger.warning("database connection lost", metadata: ["method": "\(method)", "error": "\(error)"])
         } else {
             return false
