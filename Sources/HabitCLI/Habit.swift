@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import HabitWorker
+import Logging
 
 @main
 struct Habit: ParsableCommand {
@@ -23,8 +25,28 @@ struct Habit: ParsableCommand {
             DatabaseCommand.self,
             WeeklyCountsCommand.self,
             DevCommand.self,
+            HealthCommand.self,
         ]
     )
+
+    /// ArgumentParser's `main`, except that `habit serve`'s usage errors (a malformed flag or
+    /// variable, exit 64) are one log line in serve's log format, like everything else it writes
+    /// on stderr: a supervisor collecting JSON logs gets a JSON line saying which setting is wrong.
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            if arguments.first == "serve", !(error is ExitCode), exitCode(for: error) == .validationFailure,
+               ServeCommand.logFormat(arguments: Array(arguments.dropFirst())) == .json {
+                let logger = Logger(label: "habit.serve") { StderrLogHandler(label: $0, level: .info, format: .json) }
+                logger.error("invalid setting: \(message(for: error))", metadata: ["exit_code": "64"])
+                Foundation.exit(ExitCode.validationFailure.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 struct VersionCommand: ParsableCommand {
@@ -32,5 +54,41 @@ struct VersionCommand: ParsableCommand {
 
     func run() throws {
         print("habit \(Habit.version)")
+    }
+}
+
+/// `habit health --socket PATH`: asks a worker's health socket (`habit serve --health-socket`)
+/// and prints its status line. For probes: exit 0 when the worker answers `ok`, 1 when it
+/// answers `degraded` (alive, but its database is unreachable: not ready), 2 when nothing
+/// answers (dead). `--live` exits 0 for any answer (a liveness probe must not restart a worker
+/// because its database is down).
+struct HealthCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "Ask a worker's --health-socket: exit 0 ok, 1 degraded, 2 no answer."
+    )
+
+    @Option(help: ArgumentHelp("The worker's --health-socket (env HABIT_HEALTH_SOCKET).", valueName: "path"))
+    var socket: String?
+
+    @Flag(help: "Liveness: exit 0 for any answer, degraded included.")
+    var live = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for the answer.", valueName: "s"))
+    var timeout = 5
+
+    func run() throws {
+        guard let path = socket ?? Environment.string("HABIT_HEALTH_SOCKET") else {
+            throw ValidationError("--socket or HABIT_HEALTH_SOCKET is required")
+        }
+        let line: String
+        do {
+            line = try HealthSocket.query(path, timeoutSeconds: max(1, timeout))
+        } catch {
+            FileHandle.standardError.write(Data("habit: no answer: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        print(line)
+        if !live, !line.hasPrefix(#"{"status":"ok""#) { throw ExitCode(1) }
     }
 }

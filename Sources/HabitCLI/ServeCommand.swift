@@ -65,6 +65,10 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Log lines as one JSON object each, or as text (env HABIT_LOG_FORMAT, default json).", valueName: "format"))
     var logFormat: StderrLogHandler.Format?
 
+    @Option(name: .customLong("health-socket"),
+            help: ArgumentHelp("Unix socket (mode 0600) that answers each connection with one JSON status line, whatever the load; probe it with `habit health --socket PATH` (env HABIT_HEALTH_SOCKET, default none).", valueName: "path"))
+    var healthSocket: String?
+
     /// Every setting, resolved by `validate()` from its flag, else its environment variable,
     /// else its default (the defaults are `WorkerConfiguration`'s).
     private(set) var settings = Settings()
@@ -81,7 +85,7 @@ struct ServeCommand: ParsableCommand {
     /// Only the flags are parsed; `settings` is filled in by `validate()`.
     private enum CodingKeys: String, CodingKey {
         case database, migrate, poolSize, maxInFlight, statementTimeout, maxLineBytes, maxBatch, maxResponseBytes,
-             maxPerRoundTrip, connectTimeout, logLevel, logFormat
+             maxPerRoundTrip, connectTimeout, logLevel, logFormat, healthSocket
     }
 
     mutating func validate() throws {
@@ -103,6 +107,9 @@ struct ServeCommand: ParsableCommand {
         worker.connectTimeoutSeconds = try Setting.number(connectTimeout, flag: "--connect-timeout", variable: "HABIT_CONNECT_TIMEOUT",
                                                           default: worker.connectTimeoutSeconds)
         worker.preparedStatements = database.preparedStatementMode
+        worker.healthSocketPath = try Setting.resolve(healthSocket, flag: "--health-socket", variable: "HABIT_HEALTH_SOCKET",
+                                                      default: nil as String?, expected: "a usable socket path",
+                                                      check: { try HealthSocket.checkPath($0) })
         settings = Settings(
             migrate: try migrate || Environment.boolean("HABIT_MIGRATE") == true,
             logLevel: try Setting.resolve(logLevel, flag: "--log-level", variable: "HABIT_LOG_LEVEL", default: .info),
@@ -118,7 +125,8 @@ struct ServeCommand: ParsableCommand {
         ShutdownSignals.install(waking: wake)
         let (level, format) = (settings.logLevel, settings.logFormat)
         let logger = Logger(label: "habit.serve") { label in StderrLogHandler(label: label, level: level, format: format) }
-        try reportingFailures {
+        // Failures are log lines too (in the configured format), with reportingFailures' exit codes.
+        do {
             var configuration = settings.worker
             if let configured = database.configuredURL {
                 if settings.migrate {
@@ -131,10 +139,31 @@ struct ServeCommand: ParsableCommand {
                 try applyMigrations(url: server.adminConnectionString, logger: logger)
                 logger.info("embedded database ready", metadata: ["directory": "\(server.directory)"])
                 configuration.connectionString = server.workerConnectionString
+                // `habit db stop` under a running worker: its reconnect starts the server again.
+                configuration.startServerIfStopped = { try server.startIfStopped() }
             }
             let status = WorkerServer(configuration: configuration, wake: wake, logger: logger).run()
             if status != 0 { throw ExitCode(status) }
+        } catch let error as ExitCode {
+            throw error
+        } catch {
+            logger.critical("cannot serve", metadata: ["error": "\(error)"])
+            throw ExitCode(Self.exitCode(for: error))
         }
+    }
+
+    /// The log format for a usage error, read leniently from serve's `arguments` and the
+    /// environment (the flag, else HABIT_LOG_FORMAT, as `validate()` would); JSON, the default,
+    /// when neither names a valid format (the format setting may be the bad one).
+    static func logFormat(arguments: [String]) -> StderrLogHandler.Format {
+        var flagValue: String?
+        for (index, argument) in arguments.enumerated() {
+            if argument == "--" { break }
+            if argument == "--log-format", index + 1 < arguments.count { flagValue = arguments[index + 1] }
+            if argument.hasPrefix("--log-format=") { flagValue = String(argument.dropFirst("--log-format=".count)) }
+        }
+        let text = flagValue ?? Environment.string("HABIT_LOG_FORMAT")
+        return text.flatMap(StderrLogHandler.Format.init(rawValue:)) ?? .json
     }
 
     private func applyMigrations(url: String, logger: Logger) throws {

@@ -23,6 +23,26 @@ enum Setting {
         return value
     }
 
+    /// An optional text setting (a path): `flagValue`, else the variable, else `fallback`;
+    /// `check` throws what is wrong with a value, and the error names its source.
+    static func resolve(_ flagValue: String?, flag: String, variable: String, default fallback: String?,
+                        expected: String, check: (String) throws -> Void) throws -> String? {
+        let value: String, source: String
+        if let flagValue, !flagValue.isEmpty {
+            (value, source) = (flagValue, flag)
+        } else if let text = Environment.string(variable) {
+            (value, source) = (text, variable)
+        } else {
+            return fallback
+        }
+        do {
+            try check(value)
+        } catch {
+            throw ValidationError("\(source): not \(expected): \(error)")
+        }
+        return value
+    }
+
     /// A count, size or duration: a whole number of at least `minimum`.
     static func number(_ flagValue: Int?, flag: String, variable: String, default fallback: Int, minimum: Int = 1) throws -> Int {
         try resolve(flagValue, flag: flag, variable: variable, default: fallback,

@@ -54,7 +54,19 @@ public struct EmbeddedServer: Sendable {
             let candidate = "\(root)/\(version)/bin"
             if FileManager.default.isExecutableFile(atPath: candidate + "/initdb") { return candidate }
         }
-        throw EmbeddedServerError.notInstalled
+        throw EmbeddedServerError.notInstalled(root + "/*/bin")
+    }
+
+    /// The server's programs this type runs. Checked before anything else, so a machine
+    /// without them is told so (and how to install them) instead of a later step's failure.
+    static let serverPrograms = ["initdb", "pg_ctl", "postgres"]
+
+    /// Throws `notInstalled` unless `binDirectory` holds every server program, and, under root,
+    /// `noPostgresUser` unless the `postgres` system user exists.
+    public func checkInstalled() throws {
+        let missing = Self.serverPrograms.filter { !FileManager.default.isExecutableFile(atPath: binDirectory + "/" + $0) }
+        guard missing.isEmpty else { throw EmbeddedServerError.notInstalled(binDirectory) }
+        if runsAsRoot, getpwnam("postgres") == nil { throw EmbeddedServerError.noPostgresUser }
     }
 
     /// Superuser connection to the `postgres` maintenance database: creating `habit`.
@@ -90,6 +102,7 @@ public struct EmbeddedServer: Sendable {
     /// Initializes (once) and starts the server if it is not running, then makes sure the
     /// `habit` database exists. Safe to call from several workers at once (a file lock).
     public func start() throws {
+        try checkInstalled()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let lock = try FileLock(path: directory + "/.lock")
         defer { lock.unlock() }
@@ -111,9 +124,22 @@ public struct EmbeddedServer: Sendable {
         try createDatabaseIfMissing()
     }
 
+    /// Stops the server (fast: open transactions roll back), under the same file lock as
+    /// `start()`, so a worker restarting it never interleaves with a stop.
     public func stop() throws {
         guard isRunning() else { return }
+        let lock = try FileLock(path: directory + "/.lock")
+        defer { lock.unlock() }
+        guard isRunning() else { return }
         try runServerTool(["pg_ctl", "stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "60"])
+    }
+
+    /// For a worker whose connection attempt failed: starts the server if it is not running
+    /// (someone ran `habit db stop`); true if it did. Running already: false, nothing done.
+    public func startIfStopped() throws -> Bool {
+        guard isInitialized, !isRunning() else { return false }
+        try start()
+        return true
     }
 
     /// Connects as the superuser over the socket and creates `habit` unless it exists. A
@@ -247,7 +273,9 @@ enum ChildProcess {
 }
 
 public enum EmbeddedServerError: Error, CustomStringConvertible {
-    case notInstalled
+    /// Where the programs were looked for.
+    case notInstalled(String)
+    case noPostgresUser
     case inaccessible(String)
     case unsafeSocketDirectory(String)
     case startFailed(String)
@@ -255,8 +283,10 @@ public enum EmbeddedServerError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notInstalled:
-            "PostgreSQL server programs not found under /usr/lib/postgresql/*/bin. Install them (apt-get install postgresql), set HABIT_PG_BINDIR, or point --database-url/DATABASE_URL at a server."
+        case .notInstalled(let directory):
+            "the PostgreSQL server programs (\(EmbeddedServer.serverPrograms.joined(separator: ", "))) are not installed: not found in \(directory). Install them (apt-get install postgresql), set HABIT_PG_BINDIR to their directory, or point --database-url/DATABASE_URL at a server."
+        case .noPostgresUser:
+            "running as root, the embedded server runs as the postgres system user, which does not exist. Install the PostgreSQL server (apt-get install postgresql creates the user), or point --database-url/DATABASE_URL at a server."
         case .inaccessible(let directory):
             "running as root, the embedded server runs as the postgres user, which cannot reach \(directory). Choose a data directory it can reach with --data-dir (e.g. /var/lib/habit)."
         case .unsafeSocketDirectory(let path):

@@ -13,11 +13,21 @@ final class ConnectionPool: @unchecked Sendable {
     private let logger: Logger
     /// Set when the first connection fell back to unnamed statements: one warning per worker.
     private let preparedStatementsFellBack = LockedFlag()
+    /// Counters for the health socket: connections up, the last database error.
+    let status: WorkerStatus
+    /// Held by the one thread that is starting a stopped embedded server.
+    private let serverStart = NSLock()
 
-    init(configuration: WorkerConfiguration, logger: Logger) {
+    init(configuration: WorkerConfiguration, status: WorkerStatus, logger: Logger) {
         self.configuration = configuration
+        self.status = status
         self.logger = logger
-        slots = (0..<max(1, configuration.poolSize)).map { ConnectionSlot(index: $0) }
+        slots = (0..<max(1, configuration.poolSize)).map { ConnectionSlot(index: $0, status: status) }
+    }
+
+    /// Runs `body` (a job on `slot`'s connection), counted as busy for the health socket.
+    func busy<Value>(_ slot: ConnectionSlot, _ body: () -> Value) -> Value {
+        status.busy(body)
     }
 
     /// The slot's connection, reconnecting when it broke while idle. During an outage, requests
@@ -32,6 +42,44 @@ final class ConnectionPool: @unchecked Sendable {
         }
         beforeConnecting?()
         do {
+            return try connect(slot)
+        } catch {
+            connectFailed(slot, error)
+            guard startServerIfStopped() else { throw error }
+        }
+        do {
+            return try connect(slot)
+        } catch {
+            connectFailed(slot, error)
+            throw error
+        }
+    }
+
+    private func connectFailed(_ slot: ConnectionSlot, _ error: Error) {
+        slot.lastFailedConnect = .now()
+        status.databaseError(error, reason: "connect_failed", connecting: true)
+        logger.warning("database connect failed", metadata: ["slot": "\(slot.index)", "error": "\(error)"])
+    }
+
+    /// The embedded server stopped under the worker (`habit db stop`): starts it again, under
+    /// its file lock, from one thread; the others answer -32010 meanwhile. True if it started
+    /// it (the caller then connects again at once); a failure to start is logged, and the
+    /// request answers the connection error (-32010) like any other.
+    private func startServerIfStopped() -> Bool {
+        guard let start = configuration.startServerIfStopped, serverStart.try() else { return false }
+        defer { serverStart.unlock() }
+        do {
+            let started = try start()
+            if started { logger.warning("embedded database was stopped; started it again") }
+            return started
+        } catch {
+            logger.error("embedded database start failed", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+    private func connect(_ slot: ConnectionSlot) throws -> MethodContext {
+        do {
             let fresh = try Connection(configuration.connectionString, applicationName: "habit-serve",
                                        connectTimeoutSeconds: configuration.connectTimeoutSeconds,
                                        preparedStatements: configuration.preparedStatements)
@@ -43,11 +91,8 @@ final class ConnectionPool: @unchecked Sendable {
             slot.connection = fresh
             slot.context = context
             slot.lastFailedConnect = nil
+            status.connectionOpened()
             return context
-        } catch {
-            slot.lastFailedConnect = .now()
-            logger.warning("database connect failed", metadata: ["slot": "\(slot.index)", "error": "\(error)"])
-            throw error
         }
     }
 
@@ -56,8 +101,11 @@ final class ConnectionPool: @unchecked Sendable {
     /// log metadata; true if it did.
     func dropIfUntrusted(_ slot: ConnectionSlot, after error: PostgresError, request: @autoclosure () -> Logger.Metadata) -> Bool {
         if error.kind == .misuse {
+            status.databaseError(error, reason: "unexpected_state", connecting: false)
             logger.error("connection in an unexpected state; reconnecting", metadata: request().merging(["error": "\(error)"]) { $1 })
         } else if error.isConnectionLost {
+            // A failed connect was recorded as such by `context`.
+            if error.kind != .connectionFailed { status.databaseError(error, reason: "connection_lost", connecting: false) }
             logger.warning("database connection lost", metadata: request().merging(["error": "\(error)"]) { $1 })
         } else {
             return false
@@ -78,10 +126,15 @@ final class ConnectionSlot: @unchecked Sendable {
     fileprivate(set) var connection: Connection?
     fileprivate(set) var context: MethodContext?
     fileprivate var lastFailedConnect: DispatchTime?
+    private let status: WorkerStatus
 
-    init(index: Int) { self.index = index }
+    init(index: Int, status: WorkerStatus) {
+        self.index = index
+        self.status = status
+    }
 
     func drop() {
+        if connection != nil { status.connectionClosed() }
         connection?.close()
         connection = nil
         context = nil

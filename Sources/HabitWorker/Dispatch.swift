@@ -95,6 +95,8 @@ final class Dispatcher: @unchecked Sendable {
     private let maxBatchElements: Int
     /// Places for requests accepted but not yet answered; the leader waits for one.
     private let inFlight: DispatchSemaphore
+    /// Counts the places taken, for the health socket.
+    private let status: WorkerStatus
 
     init(configuration: WorkerConfiguration, transport: WorkerTransport, pool: ConnectionPool, logger: Logger) {
         self.transport = transport
@@ -102,6 +104,7 @@ final class Dispatcher: @unchecked Sendable {
         maxJSONDepth = configuration.maxJSONDepth
         maxBatchElements = configuration.maxBatchElements
         inFlight = DispatchSemaphore(value: max(1, configuration.maxInFlight))
+        status = pool.status
         runner = JobRunner(pool: pool, transport: transport, statementTimeoutMilliseconds: configuration.statementTimeoutMilliseconds,
                            logger: logger)
         scheduler = Scheduler(slots: pool.slots, maxJobsPerRoundTrip: configuration.maxRequestsPerRoundTrip,
@@ -180,6 +183,7 @@ final class Dispatcher: @unchecked Sendable {
     /// Takes a place for one more accepted request, waiting while there is none. A job the
     /// leader kept for itself goes to another thread first: it may hold the place we wait for.
     private func acquirePlace(giving own: inout (Job, ConnectionSlot)?) {
+        defer { status.accepted() }
         if inFlight.wait(timeout: .now()) == .success { return }
         if let (job, slot) = own {
             own = nil
@@ -261,8 +265,9 @@ final class Dispatcher: @unchecked Sendable {
                 finish(.success(value), nil)
             case .database(let run, let statement):
                 enqueue(Job(method: method, id: id, user: Self.user(of: request), run: run, statement: statement, accepted: read,
-                            envelope: envelope, inBatch: inBatch, complete: { [inFlight] result, handOver in
+                            envelope: envelope, inBatch: inBatch, complete: { [inFlight, status] result, handOver in
                     finish(result, handOver)
+                    status.answered()
                     inFlight.signal()
                 }))
             }

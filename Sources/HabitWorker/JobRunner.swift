@@ -38,12 +38,12 @@ final class JobRunner: @unchecked Sendable {
     /// once input arrives while the job waits for PostgreSQL, before a wait that cannot watch
     /// stdin (connecting, libpq's synchronous calls), or before writing the answer might block.
     func run(_ job: Job, on slot: ConnectionSlot, handOver: LeadHandOver?) {
-        finish(job, execute(job, on: slot, handOver: handOver), handOver: handOver)
+        finish(job, pool.busy(slot) { execute(job, on: slot, handOver: handOver) }, handOver: handOver)
     }
 
     /// Runs queued single-statement jobs in one round trip on `slot` and answers each.
     func runTogether(_ jobs: [Job], on slot: ConnectionSlot) {
-        for (job, result) in zip(jobs, executeTogether(jobs, on: slot)) { finish(job, result, handOver: nil) }
+        for (job, result) in zip(jobs, pool.busy(slot) { executeTogether(jobs, on: slot) }) { finish(job, result, handOver: nil) }
     }
 
     private func finish(_ job: Job, _ result: Result<JSONValue, RPCError>, handOver: LeadHandOver?) {

@@ -38,6 +38,16 @@ public struct WorkerConfiguration: Sendable {
     /// that loses them (pgbouncer < 1.21), with one warning in the log.
     public var preparedStatements: PreparedStatementMode = .auto
 
+    /// `--health-socket`: a unix socket answering one JSON status line per connection, from
+    /// its own thread, whatever the load (`HealthSocket`). nil: none.
+    public var healthSocketPath: String?
+
+    /// Called by the pool after a failed connection attempt, at most one thread at a time: the
+    /// embedded server's `start()` when it is not running (`habit db stop`), returning true
+    /// when it started it; the pool then tries once more at once. nil with a configured URL:
+    /// somebody else runs that server.
+    public var startServerIfStopped: (@Sendable () throws -> Bool)?
+
     public init(connectionString: String) {
         self.connectionString = connectionString
     }

@@ -16,20 +16,34 @@ public final class WorkerServer: @unchecked Sendable {
     private let transport: WorkerTransport
     private let pool: ConnectionPool
     private let dispatcher: Dispatcher
+    private let status = WorkerStatus()
+    private let input: Int32
 
     /// `wake` stops the read loop when written to (signals); the worker makes one if none is given.
     public init(configuration: WorkerConfiguration, input: Int32 = 0, output: Int32 = 1, wake: WakePipe? = nil, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        self.input = input
         transport = WorkerTransport(input: input, output: output, wake: wake ?? WakePipe(),
                                     maxLineBytes: configuration.maxLineBytes, maxResponseBytes: configuration.maxResponseBytes,
                                     logger: logger)
-        pool = ConnectionPool(configuration: configuration, logger: logger)
+        pool = ConnectionPool(configuration: configuration, status: status, logger: logger)
         dispatcher = Dispatcher(configuration: configuration, transport: transport, pool: pool, logger: logger)
     }
 
-    /// Serves until end of input; returns the process exit code (0, or 1 if stdin or stdout failed).
+    /// Serves until end of input; returns the process exit code (0, or 1 if stdin or stdout
+    /// failed, or the health socket could not be bound).
     public func run() -> Int32 {
+        var health: HealthSocket?
+        if let path = configuration.healthSocketPath {
+            do {
+                health = try HealthSocket(path: path, status: status, configuration: configuration, stdin: input, logger: logger)
+            } catch {
+                logger.error("health socket failed", metadata: ["error": "\(error)"])
+                return 1
+            }
+        }
+        defer { health?.stop() }
         logger.info("serving", metadata: ["pool_size": "\(configuration.poolSize)", "max_in_flight": "\(configuration.maxInFlight)"])
         // One thread per slot plus this one, which leads first: a thread is always free to read.
         let threads = DispatchGroup()

@@ -11,11 +11,16 @@ import Testing
 struct ConfigurationTests {
     /// `--flag` → its environment variable, as `habit serve --help` lists them.
     static func helpOptions() throws -> [(flag: String, variable: String)] {
+        try helpEntries().map { ($0.flag, $0.variable) }
+    }
+
+    /// Each option of `habit serve --help`: its flag, environment variable and help text.
+    static func helpEntries() throws -> [(flag: String, variable: String, help: String)] {
         let help = try WorkerProcess.run(try WorkerProcess.binaryPath(), ["serve", "--help"], environment: WorkerProcess.childEnvironment())
         #expect(help.status == 0)
         // Each option's help is a flag at the start of a line, then text up to the next flag.
         let options = help.stdout.components(separatedBy: "OPTIONS:").last ?? ""
-        var result: [(String, String)] = []
+        var result: [(String, String, String)] = []
         let pattern = try NSRegularExpression(pattern: #"(?m)^\s{2}(--[a-z0-9-]+)((?:.|\n)*?)(?=^\s{2}-|\z)"#)
         let text = options as NSString
         for match in pattern.matches(in: options, range: NSRange(location: 0, length: text.length)) {
@@ -26,7 +31,7 @@ struct ConfigurationTests {
                 Issue.record("\(flag) names no environment variable in --help: \(body)")
                 continue
             }
-            result.append((flag, variable))
+            result.append((flag, variable, body))
         }
         return result
     }
@@ -47,6 +52,25 @@ struct ConfigurationTests {
             #expect(row != nil, "docs/operations.md has no table row for \(flag)")
             #expect(row?.contains("`\(variable)") == true, "docs/operations.md does not give \(flag)'s variable \(variable): \(row ?? "")")
         }
+    }
+
+    /// Issue 15, finding 9: one truth for each default. Every "default X)" in `habit serve
+    /// --help` is the default column of the option's row in docs/operations.md (backticks aside).
+    @Test("the defaults in habit serve --help are the defaults in docs/operations.md")
+    func defaultsAgree() throws {
+        let operations = try String(contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let rows = operations.split(separator: "\n").filter { $0.hasPrefix("| `--") }
+        var compared = 0
+        for (flag, _, help) in try Self.helpEntries() {
+            guard let match = help.range(of: #"default [^\s,:)]+\)"#, options: .regularExpression) else { continue }
+            let helpDefault = String(help[match].dropFirst("default ".count).dropLast())
+            guard let row = rows.first(where: { $0.hasPrefix("| `\(flag)` |") }) else { continue } // helpAndDocumentation says so
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            let documented = cells.count > 2 ? cells[2].replacingOccurrences(of: "`", with: "") : ""
+            #expect(documented == helpDefault, "\(flag): --help says default \(helpDefault), docs/operations.md says \(documented)")
+            compared += 1
+        }
+        #expect(compared >= 12, "only \(compared) defaults found in --help")
     }
 
     @Test("the environment alone configures a worker; a flag beats its variable; a malformed variable exits 64")
