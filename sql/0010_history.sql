@@ -1,0 +1,407 @@
+-- 0010: history (issue 16). Activity periods with schedules, skips, and the rules of
+-- completing and skipping kept by the database for every writer.
+--
+--   public.habit_periods     when each habit was active, and on which schedule
+--   public.habit_skips       excused days (a row = skipped), beside habit_completions (a row = done)
+--   habit_templates.schedule the schedule in force now (or at the next activation)
+--   habit.valid_schedule     the four schedule shapes (CHECK of both schedule columns)
+--   habit.habit_days_at      THE definition of "a habit is on a day" and "due": every caller uses it
+--   habit.habit_days         the same with today from the user's zone
+--   habit.set_schedule       change a habit's schedule (closes the open period, opens one)
+--   HB003 future_date, HB004 habit_not_active, HB005 done_and_skipped, HB006 backfill_not_allowed
+--
+-- Periods are written only by triggers on habit_templates (SECURITY DEFINER), never by the
+-- users' roles: writers that only know the seed's columns (is_active, through Supabase) keep
+-- history, and the seed's columns and the periods cannot disagree. Like 0006, this relies on
+-- the migrator (the functions' owner) bypassing row-level security: a superuser, or
+-- Supabase's postgres, which has BYPASSRLS.
+
+-- GiST on (uuid =, tstzrange &&) for the no-overlap constraint. Debian's postgresql-15 and
+-- Supabase ship btree_gist; creating it needs CREATE on the database (the migrator has it).
+CREATE EXTENSION IF NOT EXISTS btree_gist;
+
+-- 1. Schedules ------------------------------------------------------------------------------
+-- {"type":"daily"}, {"type":"weekdays","days":[ISO 1..7, non-empty, no duplicates]},
+-- {"type":"every_n_days","n":1..365}, {"type":"times_per_week","times":1..7}; no other keys.
+CREATE FUNCTION habit.valid_schedule(schedule jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT coalesce(jsonb_typeof(schedule) = 'object' AND CASE schedule ->> 'type'
+        WHEN 'daily' THEN (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['type']
+        WHEN 'weekdays' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['days', 'type']
+            AND jsonb_typeof(schedule -> 'days') = 'array'
+            AND jsonb_array_length(schedule -> 'days') BETWEEN 1 AND 7
+            AND (SELECT bool_and(jsonb_typeof(d) = 'number' AND d::text ~ '^[1-7]$')
+                        AND count(DISTINCT d) = count(*)
+                 FROM jsonb_array_elements(schedule -> 'days') d)
+        WHEN 'every_n_days' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['n', 'type']
+            AND jsonb_typeof(schedule -> 'n') = 'number' AND (schedule ->> 'n') ~ '^[0-9]{1,3}$'
+            AND (schedule ->> 'n')::integer BETWEEN 1 AND 365
+        WHEN 'times_per_week' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['times', 'type']
+            AND jsonb_typeof(schedule -> 'times') = 'number' AND (schedule ->> 'times') ~ '^[1-7]$'
+        ELSE false END, false)
+    $fn$;
+COMMENT ON FUNCTION habit.valid_schedule(jsonb) IS
+    'Whether schedule is {"type":"daily"}, {"type":"weekdays","days":[1..7,…]}, {"type":"every_n_days","n":1..365} or {"type":"times_per_week","times":1..7}, with no other keys.';
+
+-- The schedule the habit has now (while active: the open period's), or gets when next
+-- activated (while inactive). Seed apps never write it; it defaults to daily.
+ALTER TABLE public.habit_templates
+    ADD COLUMN schedule jsonb NOT NULL DEFAULT '{"type":"daily"}'
+        CONSTRAINT habit_templates_schedule_check CHECK (habit.valid_schedule(schedule));
+COMMENT ON COLUMN public.habit_templates.schedule IS
+    'Current schedule (the open period''s while active; the next period''s while inactive). Changing it closes the open period and opens one (habit_templates_history trigger).';
+COMMENT ON COLUMN public.habit_templates.is_active IS
+    'True while the habit has an open period (habit_periods). Setting it false closes the open period at now(); true opens one.';
+COMMENT ON COLUMN public.habit_templates.activated_at IS
+    'Start of the habit''s first period (habit_periods).';
+COMMENT ON COLUMN public.habit_templates.deactivated_at IS
+    'End of the last closed period while inactive; NULL while active.';
+
+-- 2. Periods -------------------------------------------------------------------------------
+-- The composite key the periods and skips reference (habit_templates has UNIQUE (id, user_id)).
+CREATE TABLE public.habit_periods (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_id     uuid NOT NULL,
+    template_id uuid NOT NULL,
+    started_at  timestamptz NOT NULL,
+    ended_at    timestamptz,
+    schedule    jsonb NOT NULL DEFAULT '{"type":"daily"}'
+                CONSTRAINT habit_periods_schedule_check CHECK (habit.valid_schedule(schedule)),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT habit_periods_template_fkey FOREIGN KEY (template_id, user_id)
+        REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE,
+    CONSTRAINT habit_periods_order_check CHECK (ended_at IS NULL OR ended_at > started_at),
+    CONSTRAINT habit_periods_no_overlap
+        EXCLUDE USING gist (template_id WITH =, tstzrange(started_at, ended_at, '[)') WITH &&)
+);
+COMMENT ON TABLE public.habit_periods IS
+    'When each habit was active, [started_at, ended_at), with the schedule of that time. Written only by the triggers of habit_templates.';
+COMMENT ON COLUMN public.habit_periods.id IS 'Period id.';
+COMMENT ON COLUMN public.habit_periods.user_id IS 'Owner; the owner of the habit (composite foreign key).';
+COMMENT ON COLUMN public.habit_periods.template_id IS 'The habit.';
+COMMENT ON COLUMN public.habit_periods.started_at IS 'Start (inclusive).';
+COMMENT ON COLUMN public.habit_periods.ended_at IS 'End (exclusive); NULL for the open period.';
+COMMENT ON COLUMN public.habit_periods.schedule IS 'The schedule during the period (habit.valid_schedule).';
+COMMENT ON COLUMN public.habit_periods.created_at IS 'When the row was created.';
+
+-- At most one open period per habit.
+CREATE UNIQUE INDEX habit_periods_one_open ON public.habit_periods (template_id) WHERE ended_at IS NULL;
+-- The hot path: a user's periods (habit.habit_days_at).
+CREATE INDEX habit_periods_user_template_start_idx ON public.habit_periods (user_id, template_id, started_at);
+
+ALTER TABLE public.habit_periods ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_periods FORCE ROW LEVEL SECURITY;
+CREATE POLICY habit_periods_select_own ON public.habit_periods FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
+CREATE POLICY habit_periods_read_all ON public.habit_periods FOR SELECT TO habit_batch, habit_admin USING (true);
+REVOKE ALL ON public.habit_periods FROM PUBLIC, anon, authenticated, service_role;
+GRANT SELECT ON public.habit_periods TO authenticated, service_role, habit_batch, habit_admin;
+
+-- 3. Skips ---------------------------------------------------------------------------------
+CREATE TABLE public.habit_skips (
+    user_id      uuid NOT NULL,
+    template_id  uuid NOT NULL,
+    skipped_date date NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT habit_skips_pkey PRIMARY KEY (user_id, template_id, skipped_date),
+    CONSTRAINT habit_skips_template_fkey FOREIGN KEY (template_id, user_id)
+        REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE
+);
+COMMENT ON TABLE public.habit_skips IS
+    'Excused days: one row per habit skipped on a calendar date (neither done nor missed). Never both skipped and completed.';
+COMMENT ON COLUMN public.habit_skips.user_id IS 'Owner; must be the owner of the habit (composite foreign key).';
+COMMENT ON COLUMN public.habit_skips.template_id IS 'The skipped habit.';
+COMMENT ON COLUMN public.habit_skips.skipped_date IS 'The calendar date skipped, in the user''s time zone.';
+COMMENT ON COLUMN public.habit_skips.created_at IS 'When the skip was recorded.';
+-- "Skips of a user on a date / in a range" (day.get, week.counts, batch).
+CREATE INDEX habit_skips_user_date_idx ON public.habit_skips (user_id, skipped_date) INCLUDE (template_id);
+
+ALTER TABLE public.habit_skips ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_skips FORCE ROW LEVEL SECURITY;
+CREATE POLICY habit_skips_select_own ON public.habit_skips FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
+CREATE POLICY habit_skips_insert_own ON public.habit_skips FOR INSERT TO authenticated WITH CHECK (user_id = (SELECT auth.uid()));
+CREATE POLICY habit_skips_update_own ON public.habit_skips FOR UPDATE TO authenticated USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
+CREATE POLICY habit_skips_delete_own ON public.habit_skips FOR DELETE TO authenticated USING (user_id = (SELECT auth.uid()));
+CREATE POLICY habit_skips_read_all ON public.habit_skips FOR SELECT TO habit_batch, habit_admin USING (true);
+REVOKE ALL ON public.habit_skips FROM PUBLIC, anon, authenticated, service_role;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.habit_skips TO authenticated, service_role;
+GRANT SELECT ON public.habit_skips TO habit_batch, habit_admin;
+
+-- 4. Backfill: every existing habit becomes one period [activated_at, deactivated_at), open
+-- when active. An inactive habit deactivated at or before its activation (scheduled, then
+-- cancelled) never was active: no period. (is_active = false without deactivated_at cannot
+-- exist: habit_templates_deactivated_check.)
+INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at)
+SELECT t.user_id, t.id, t.activated_at, t.deactivated_at
+FROM public.habit_templates t
+WHERE t.is_active OR t.deactivated_at > t.activated_at;
+
+-- 5. The seed's columns write the periods -----------------------------------------------------
+-- AFTER INSERT: an active habit opens its first period at activated_at; an inactive one
+-- (inserted deactivated) gets its closed period [activated_at, deactivated_at) when that is
+-- not empty.
+CREATE FUNCTION habit.open_first_period() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF NEW.is_active OR NEW.deactivated_at > NEW.activated_at THEN
+            INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
+            VALUES (NEW.user_id, NEW.id, NEW.activated_at, CASE WHEN NOT NEW.is_active THEN NEW.deactivated_at END, NEW.schedule);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.open_first_period() IS
+    'AFTER INSERT on habit_templates: the habit''s first period [activated_at, deactivated_at), open when active.';
+
+-- BEFORE UPDATE OF is_active, schedule: keeps periods and seed columns in step, at now()
+-- (constant in a transaction).
+--   is_active true → false  closes the open period at now(); deactivated_at := now(). A
+--                           period that has not started yet (started_at ≥ now()) is removed
+--                           instead: it never was active.
+--   is_active false → true  opens a period at now() with the habit's schedule; deactivated_at
+--                           := NULL. A period that ended at this very instant (closed earlier
+--                           in the same transaction) with the same schedule is reopened
+--                           instead, so no zero-length gap or period is made. activated_at
+--                           keeps the start of the first period; when the habit has none
+--                           (see above), it becomes now().
+--   schedule changes, active: the open period ends at now() and one starts at now() with the
+--                           new schedule; when the open period starts at now() or later, its
+--                           schedule is replaced instead.
+--   schedule changes, inactive: only the column (the next activation uses it).
+-- Only these columns are watched: no period trigger writes habit_templates, so there is no
+-- recursion.
+CREATE FUNCTION habit.follow_activity() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        open_period public.habit_periods;
+    BEGIN
+        SELECT p.* INTO open_period FROM public.habit_periods p
+        WHERE p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
+
+        IF OLD.is_active AND NOT NEW.is_active THEN
+            IF FOUND THEN
+                IF open_period.started_at >= now() THEN
+                    DELETE FROM public.habit_periods p WHERE p.id = open_period.id;
+                ELSE
+                    UPDATE public.habit_periods p SET ended_at = now() WHERE p.id = open_period.id;
+                END IF;
+            END IF;
+            NEW.deactivated_at := now();
+        ELSIF NOT OLD.is_active AND NEW.is_active THEN
+            IF NOT FOUND THEN
+                UPDATE public.habit_periods p SET ended_at = NULL
+                WHERE p.template_id = OLD.id AND p.ended_at = now() AND p.schedule = NEW.schedule;
+                IF NOT FOUND THEN
+                    INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
+                    VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
+                END IF;
+            END IF;
+            IF NOT EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.template_id = OLD.id AND p.started_at < now()) THEN
+                NEW.activated_at := now();
+            END IF;
+            NEW.deactivated_at := NULL;
+        ELSIF NEW.is_active AND NEW.schedule IS DISTINCT FROM OLD.schedule AND FOUND THEN
+            IF open_period.started_at >= now() THEN
+                UPDATE public.habit_periods p SET schedule = NEW.schedule WHERE p.id = open_period.id;
+            ELSE
+                UPDATE public.habit_periods p SET ended_at = now() WHERE p.id = open_period.id;
+                INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
+                VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
+            END IF;
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.follow_activity() IS
+    'BEFORE UPDATE OF is_active, schedule on habit_templates: closes/opens periods at now() and keeps activated_at/deactivated_at true (sql/0010).';
+
+REVOKE ALL ON FUNCTION habit.open_first_period(), habit.follow_activity() FROM PUBLIC;
+
+CREATE TRIGGER habit_templates_first_period AFTER INSERT ON public.habit_templates
+    FOR EACH ROW EXECUTE FUNCTION habit.open_first_period();
+CREATE TRIGGER habit_templates_history BEFORE UPDATE OF is_active, schedule ON public.habit_templates
+    FOR EACH ROW WHEN (OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule)
+    EXECUTE FUNCTION habit.follow_activity();
+
+-- A schedule change, for the worker and psql: the caller's habit (row-level security
+-- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
+CREATE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) RETURNS SETOF public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target RETURNING t.*
+    $fn$;
+COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
+    'Sets a habit''s schedule: closes the open period at now() and opens one with the new schedule (or replaces the schedule of a period starting at now()). Returns the habit; no row when it is not the caller''s.';
+
+-- 6. Which habits a day shows, and which are due ---------------------------------------------
+-- For user p_user in zone Z (p_zone, else the profile's, else UTC), today p_today and each
+-- local date D in [p_from, p_to]: one row per habit ON D, i.e. with a period p whose first
+-- local day (local date of started_at in Z) is ≤ D and
+--   D < p_today: p overlaps local day D (ended_at NULL or after D 00:00 in Z);
+--   D ≥ p_today: p is open.
+-- schedule: that of the latest-starting such period. due, per that schedule: daily → true;
+-- weekdays → ISO weekday of D in days; every_n_days → (D − p's first local day) mod n = 0;
+-- times_per_week → true (the week's target is counted by the callers).
+--
+-- PL/pgSQL (plan kept per session) rather than an inlined SQL function: its callers (a day,
+-- a week of one user, the triggers) ask for few rows, and the set-returning function is
+-- planned once instead of inside every caller's plan.
+CREATE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today date, p_zone text DEFAULT NULL)
+    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        tz text := habit.user_time_zone(p_user, p_zone);
+    BEGIN
+        RETURN QUERY
+        SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day,
+               CASE s.schedule ->> 'type'
+                   WHEN 'weekdays' THEN (s.schedule -> 'days') @> to_jsonb(extract(isodow FROM s.day)::integer)
+                   WHEN 'every_n_days' THEN (s.day - s.first_day) % (s.schedule ->> 'n')::integer = 0
+                   ELSE true END,
+               s.schedule
+        FROM (
+            SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, f.first_day
+            FROM public.habit_periods p
+            CROSS JOIN LATERAL (SELECT habit.local_date(p.started_at, tz) AS first_day) f
+            CROSS JOIN LATERAL generate_series(greatest(p_from, f.first_day)::timestamp, p_to::timestamp, interval '1 day') AS d(day)
+            WHERE p.user_id = p_user
+              AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
+              AND CASE WHEN d.day::date < p_today
+                       THEN p.ended_at IS NULL OR p.ended_at > (d.day AT TIME ZONE tz)
+                       ELSE p.ended_at IS NULL END
+        ) s
+        ORDER BY s.template_id, s.day, s.started_at DESC;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.habit_days_at(uuid, date, date, date, text) IS
+    'THE rule: per habit of p_user and local date in [p_from, p_to] on which the habit is on (given today p_today), whether it is due and its schedule (sql/0010).';
+
+CREATE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date, p_zone text DEFAULT NULL)
+    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT * FROM habit.habit_days_at(p_user, p_from, p_to,
+                                      habit.local_date(now(), habit.user_time_zone(p_user, p_zone)), p_zone)
+    $fn$;
+COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
+    'habit.habit_days_at with today from the user''s zone at now().';
+
+REVOKE ALL ON FUNCTION habit.valid_schedule(jsonb), habit.set_schedule(uuid, jsonb),
+    habit.habit_days_at(uuid, date, date, date, text), habit.habit_days(uuid, date, date, text) FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.valid_schedule(jsonb), habit.habit_days_at(uuid, date, date, date, text),
+    habit.habit_days(uuid, date, date, text) TO authenticated, service_role, habit_batch, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.set_schedule(uuid, jsonb) TO authenticated, service_role;
+
+-- 7. The rules of completing and skipping, for every writer ----------------------------------
+--   HB003 future_date       done after the user's today, or skipped more than 366 days after it
+--                           (DETAIL: the user's today, YYYY-MM-DD)
+--   HB004 habit_not_active  the habit is not on that day (habit.habit_days_at)
+--   HB005 done_and_skipped  completing a skipped day, or skipping a completed one
+--   HB006 backfill_not_allowed  habit.backfill = 'on' set by a role that is not habit_admin
+-- The habit is the writer's: the composite foreign keys and row-level security. The zone is
+-- the user's profile zone. Deleting a completion or a skip is not checked here.
+--
+-- Backfill: SET LOCAL habit.backfill = 'on' lifts the date and activity checks (HB003, HB004)
+-- and nothing else, for the transaction, when the current role is habit_admin or a member of
+-- it (a superuser is). Anyone else setting it is refused (HB006) rather than ignored, so a
+-- backfill never half-happens.
+CREATE FUNCTION habit.backfilling() RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF coalesce(current_setting('habit.backfill', true), '') NOT IN ('on', 'true') THEN
+            RETURN false;
+        END IF;
+        IF NOT pg_has_role(current_user, 'habit_admin', 'MEMBER') THEN
+            RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', current_user
+                USING ERRCODE = 'HB006';
+        END IF;
+        RETURN true;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.backfilling() IS
+    'True when habit.backfill is on and the current role is habit_admin (or a member); raises HB006 when it is on for another role.';
+
+-- Checks that acting_user's habit is on day (and, for done, that day is not after today).
+CREATE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping boolean) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        today date;
+    BEGIN
+        IF habit.backfilling() THEN
+            RETURN;
+        END IF;
+        today := habit.local_date(now(), habit.user_time_zone(acting_user, NULL));
+        IF (NOT skipping AND day > today) OR (skipping AND day > today + 366) THEN
+            RAISE EXCEPTION '% on % is after %', CASE WHEN skipping THEN 'skipping more than 366 days ahead' ELSE 'completing' END,
+                day, CASE WHEN skipping THEN 'today + 366 days' ELSE 'today (' || today || ') in the user''s time zone' END
+                USING ERRCODE = 'HB003', DETAIL = today::text;
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM habit.habit_days_at(acting_user, day, day, today) h WHERE h.template_id = habit) THEN
+            RAISE EXCEPTION 'habit % is not on %', habit, day USING ERRCODE = 'HB004';
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, boolean) IS
+    'Raises HB003 (future) or HB004 (habit not on day) for a completion (skipping false) or a skip, unless backfilling.';
+
+-- BEFORE INSERT OR UPDATE on habit_completions and habit_skips. A transaction-level advisory
+-- lock on (habit, day) makes "not both" exact when a completion and a skip race.
+CREATE FUNCTION habit.check_completion() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, false);
+        PERFORM pg_advisory_xact_lock(hashtextextended(NEW.template_id::text || NEW.completed_date::text, 16));
+        IF EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = NEW.user_id AND s.template_id = NEW.template_id
+                   AND s.skipped_date = NEW.completed_date) THEN
+            RAISE EXCEPTION 'habit % is skipped on %; it cannot also be done', NEW.template_id, NEW.completed_date
+                USING ERRCODE = 'HB005';
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_completion() IS 'BEFORE INSERT/UPDATE on habit_completions: HB003, HB004, HB005 (sql/0010).';
+
+CREATE FUNCTION habit.check_skip() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.skipped_date, true);
+        PERFORM pg_advisory_xact_lock(hashtextextended(NEW.template_id::text || NEW.skipped_date::text, 16));
+        IF EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
+                   AND c.completed_date = NEW.skipped_date) THEN
+            RAISE EXCEPTION 'habit % is done on %; it cannot also be skipped', NEW.template_id, NEW.skipped_date
+                USING ERRCODE = 'HB005';
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_skip() IS 'BEFORE INSERT/UPDATE on habit_skips: HB003, HB004, HB005 (sql/0010).';
+
+REVOKE ALL ON FUNCTION habit.backfilling(), habit.check_day(uuid, uuid, date, boolean),
+    habit.check_completion(), habit.check_skip() FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.backfilling(), habit.check_day(uuid, uuid, date, boolean)
+    TO authenticated, service_role, habit_admin;
+
+CREATE TRIGGER habit_completions_rules BEFORE INSERT OR UPDATE OF user_id, template_id, completed_date
+    ON public.habit_completions FOR EACH ROW EXECUTE FUNCTION habit.check_completion();
+CREATE TRIGGER habit_skips_rules BEFORE INSERT OR UPDATE OF user_id, template_id, skipped_date
+    ON public.habit_skips FOR EACH ROW EXECUTE FUNCTION habit.check_skip();
