@@ -18,7 +18,13 @@
 
 -- GiST on (uuid =, tstzrange &&) for the no-overlap constraint. Debian's postgresql-15 and
 -- Supabase ship btree_gist; creating it needs CREATE on the database (the migrator has it).
-CREATE EXTENSION IF NOT EXISTS btree_gist;
+-- In its own schema `extensions` (Supabase's convention), which no role of ours may use: its
+-- ~200 functions stay out of public, where PUBLIC (anon) could execute them. The constraint
+-- finds the operator class by type, not by search_path. Where btree_gist already exists (in
+-- another schema), it is used as it is.
+CREATE SCHEMA IF NOT EXISTS extensions;
+REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
+CREATE EXTENSION IF NOT EXISTS btree_gist WITH SCHEMA extensions;
 
 -- 1. Schedules ------------------------------------------------------------------------------
 -- {"type":"daily"}, {"type":"weekdays","days":[ISO 1..7, non-empty, no duplicates]},
@@ -346,6 +352,11 @@ CREATE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping
         IF habit.backfilling() THEN
             RETURN;
         END IF;
+        -- Not the user's habit (or not visible to the writer): the composite foreign key and
+        -- row-level security refuse it, as before this migration.
+        IF NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = habit AND t.user_id = acting_user) THEN
+            RETURN;
+        END IF;
         today := habit.local_date(now(), habit.user_time_zone(acting_user, NULL));
         IF (NOT skipping AND day > today) OR (skipping AND day > today + 366) THEN
             RAISE EXCEPTION '% on % is after %', CASE WHEN skipping THEN 'skipping more than 366 days ahead' ELSE 'completing' END,
@@ -360,15 +371,16 @@ CREATE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, boolean) IS
     'Raises HB003 (future) or HB004 (habit not on day) for a completion (skipping false) or a skip, unless backfilling.';
 
--- BEFORE INSERT OR UPDATE on habit_completions and habit_skips. A transaction-level advisory
--- lock on (habit, day) makes "not both" exact when a completion and a skip race.
+-- BEFORE INSERT OR UPDATE on habit_completions and habit_skips.
 CREATE FUNCTION habit.check_completion() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
         PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, false);
-        PERFORM pg_advisory_xact_lock(hashtextextended(NEW.template_id::text || NEW.completed_date::text, 16));
+        -- The habit's row lock makes "not both" exact when a completion and a skip race (a
+        -- row lock lives in the row: bulk inserts take no shared lock-table entries).
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
         IF EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = NEW.user_id AND s.template_id = NEW.template_id
                    AND s.skipped_date = NEW.completed_date) THEN
             RAISE EXCEPTION 'habit % is skipped on %; it cannot also be done', NEW.template_id, NEW.completed_date
@@ -385,7 +397,9 @@ CREATE FUNCTION habit.check_skip() RETURNS trigger
     AS $fn$
     BEGIN
         PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.skipped_date, true);
-        PERFORM pg_advisory_xact_lock(hashtextextended(NEW.template_id::text || NEW.skipped_date::text, 16));
+        -- The habit's row lock makes "not both" exact when a completion and a skip race (a
+        -- row lock lives in the row: bulk inserts take no shared lock-table entries).
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
         IF EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                    AND c.completed_date = NEW.skipped_date) THEN
             RAISE EXCEPTION 'habit % is done on %; it cannot also be skipped', NEW.template_id, NEW.skipped_date
@@ -405,3 +419,89 @@ CREATE TRIGGER habit_completions_rules BEFORE INSERT OR UPDATE OF user_id, templ
     ON public.habit_completions FOR EACH ROW EXECUTE FUNCTION habit.check_completion();
 CREATE TRIGGER habit_skips_rules BEFORE INSERT OR UPDATE OF user_id, template_id, skipped_date
     ON public.habit_skips FOR EACH ROW EXECUTE FUNCTION habit.check_skip();
+
+-- 8. Callers in SQL use the one definition ---------------------------------------------------
+-- habit.weekly_counts (the batch): active_habit_days is now the habit-days on by
+-- habit.habit_days (a deactivated habit counts on the past days it was active, a reactivated
+-- one not on the days between). Same signature, columns and other rules; still without a SET
+-- clause and schema-qualified (sql/0005), so that it stays inlinable.
+CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
+    RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
+                   active_habit_days bigint, completion_rate numeric)
+    LANGUAGE sql STABLE
+    AS $fn$
+    WITH bounds AS (
+        SELECT habit.week_start(from_day, habit.week_start_isodow(week_start_day)) AS first_week,
+               habit.week_start(to_day, habit.week_start_isodow(week_start_day)) AS last_week,
+               habit.week_start_isodow(week_start_day) AS start_isodow
+        WHERE from_day OPERATOR(pg_catalog.<=) to_day
+    ),
+    weeks AS (
+        SELECT (first_week OPERATOR(pg_catalog.+) (7 OPERATOR(pg_catalog.*) n)) AS week_start
+        FROM bounds, pg_catalog.generate_series(0, ((last_week OPERATOR(pg_catalog.-) first_week) OPERATOR(pg_catalog./) 7)) AS n
+    ),
+    users AS (
+        SELECT t.user_id FROM public.habit_templates t WHERE only_user IS NULL OR t.user_id OPERATOR(pg_catalog.=) only_user
+        UNION
+        SELECT p.user_id FROM public.profiles p WHERE only_user IS NULL OR p.user_id OPERATOR(pg_catalog.=) only_user
+    ),
+    zones AS (
+        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz
+        FROM users u LEFT JOIN public.profiles p ON p.user_id OPERATOR(pg_catalog.=) u.user_id
+    ),
+    completed AS (
+        SELECT c.user_id, habit.week_start(c.completed_date, b.start_isodow) AS week_start,
+               pg_catalog.count(*) AS completions, pg_catalog.count(DISTINCT c.completed_date) AS days_with_completion
+        FROM public.habit_completions c, bounds b
+        WHERE c.completed_date OPERATOR(pg_catalog.>=) b.first_week
+          AND c.completed_date OPERATOR(pg_catalog.<) (b.last_week OPERATOR(pg_catalog.+) 7)
+          AND (only_user IS NULL OR c.user_id OPERATOR(pg_catalog.=) only_user)
+        GROUP BY 1, 2
+    ),
+    active AS (
+        SELECT z.user_id, habit.week_start(h.day, b.start_isodow) AS week_start,
+               pg_catalog.count(*) AS active_habit_days
+        FROM zones z CROSS JOIN bounds b
+        CROSS JOIN LATERAL habit.habit_days(z.user_id, b.first_week, (b.last_week OPERATOR(pg_catalog.+) 6), z.tz) h
+        GROUP BY 1, 2
+    )
+    SELECT z.user_id, w.week_start,
+           coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
+           coalesce(a.active_habit_days, 0)::bigint,
+           CASE WHEN coalesce(a.active_habit_days, 0) OPERATOR(pg_catalog.=) 0 THEN NULL
+                ELSE pg_catalog.round((coalesce(c.completions, 0)::numeric OPERATOR(pg_catalog./) a.active_habit_days), 4) END
+    FROM zones z CROSS JOIN weeks w
+    LEFT JOIN completed c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
+    LEFT JOIN active a ON a.user_id OPERATOR(pg_catalog.=) z.user_id AND a.week_start OPERATOR(pg_catalog.=) w.week_start
+    ORDER BY z.user_id, w.week_start
+    $fn$;
+
+-- admin.user_week: active_habits = habits on that day by habit.habit_days. Same signature
+-- and results' shape; the SET clause is given again (a replacement takes the new settings).
+CREATE OR REPLACE FUNCTION admin.user_week(target_user uuid, of_day date DEFAULT NULL, week_start_day text DEFAULT 'monday')
+    RETURNS TABLE (day date, weekday text, active_habits bigint, completed bigint, completed_habits text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+        WITH zone AS (SELECT habit.user_time_zone(target_user, NULL) AS tz),
+        first AS (
+            SELECT habit.week_start(coalesce(of_day, habit.local_date(now(), zone.tz)),
+                                    habit.week_start_isodow(week_start_day)) AS first_day
+            FROM zone
+        ),
+        days AS (SELECT first.first_day + n AS day FROM first, generate_series(0, 6) AS n),
+        on_days AS (SELECT h.template_id, h.day FROM first, habit.habit_days(target_user, first.first_day, first.first_day + 6) h)
+        SELECT d.day, to_char(d.day, 'Dy'),
+               (SELECT count(*) FROM on_days o WHERE o.day = d.day),
+               (SELECT count(*) FROM public.habit_completions c WHERE c.user_id = target_user AND c.completed_date = d.day),
+               (SELECT string_agg(t.name, ', ' ORDER BY t.sort_order NULLS LAST, t.name)
+                FROM public.habit_completions c JOIN public.habit_templates t ON t.id = c.template_id AND t.user_id = c.user_id
+                WHERE c.user_id = target_user AND c.completed_date = d.day)
+        FROM days d ORDER BY d.day
+    $fn$;
+
+-- habit.is_on_day (0007) described the old rule (active now, activated on or before the day);
+-- nothing of ours calls it any more. Kept, since dropping it could break an admin's saved
+-- query, but its comment says so.
+COMMENT ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text) IS
+    'Superseded by habit.habit_days_at (sql/0010): the pre-history rule, kept for old queries; the service no longer uses it.';

@@ -8,8 +8,10 @@ import PostgresClient
 /// Each method of one statement is one round trip: BEGIN, the user's settings, the statement
 /// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
 /// locks the habit first and writes after reading (three round trips). The rules the
-/// statements apply live in the database (sql/0007: `habit.is_on_day`,
-/// `habit.completion_refusal`, `habit.next_habit_sort_order`); `refuse` maps refusals to errors.
+/// statements apply live in the database (sql/0010: `habit.habit_days_at`, which habits are
+/// on a day; sql/0007: `habit.completion_refusal`, `habit.next_habit_sort_order`); `refuse`
+/// maps refusals to errors. The completion tables' triggers (sql/0010) keep the same rules for
+/// every other writer.
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {
@@ -73,22 +75,21 @@ public final class HabitRepository {
         return try Habit(row: rows.found())
     }
 
-    /// Deactivates a habit (idempotent: deactivating twice keeps the first deactivated_at).
+    /// Deactivates a habit: the trigger of sql/0010 closes its open period at now() and sets
+    /// deactivated_at (idempotent: deactivating twice changes nothing).
     public func deactivateHabit(user: UUID, id: UUID) throws -> Habit {
         try setActive(user: user, id: id, active: false)
     }
 
-    /// Reactivates a habit. `activated_at` keeps its original value, so the habit shows on
-    /// the days since it was first activated (history of inactive spans is not kept).
+    /// Reactivates a habit: the trigger of sql/0010 opens a period at now(); `activated_at`
+    /// keeps the start of the first period, and the days between stay inactive.
     public func activateHabit(user: UUID, id: UUID) throws -> Habit {
         try setActive(user: user, id: id, active: true)
     }
 
     private func setActive(user: UUID, id: UUID, active: Bool) throws -> Habit {
         let rows = try scope.query(as: user, """
-            UPDATE public.habit_templates SET
-                is_active = \(active),
-                deactivated_at = CASE WHEN \(active) THEN NULL ELSE coalesce(deactivated_at, now()) END
+            UPDATE public.habit_templates SET is_active = \(active)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
@@ -118,8 +119,7 @@ public final class HabitRepository {
 
     // MARK: - A day
 
-    /// Active habits whose activation day, in the user's time zone, is on or before `date`,
-    /// ordered by sort_order, then created_at.
+    /// The habits on `date` (`habit.habit_days_at`), ordered by sort_order, then created_at.
     public func activeTemplates(user: UUID, on date: CalendarDate, timeZone: String? = nil) throws -> [Habit] {
         try day(user: user, date: date, timeZone: timeZone).habits
     }
@@ -142,18 +142,21 @@ public final class HabitRepository {
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
         return UserStatement(user: user, statement: """
-            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             header AS (
                 SELECT habit.local_date(now(), zone.tz) AS today,
                        ARRAY(SELECT c.template_id FROM public.habit_completions c
                              WHERE c.user_id = \(user) AND c.completed_date = \(date)) AS completed
                 FROM zone
+            ),
+            on_day AS (
+                SELECT d.template_id FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
             )
             SELECT header.today, header.completed, t.*
             FROM header LEFT JOIN LATERAL (
                 SELECT \(unsafeSQL: Habit.columns)
-                FROM public.habit_templates h, zone
-                WHERE h.user_id = \(user) AND habit.is_on_day(h.is_active, h.activated_at, \(date), zone.tz)
+                FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
+                WHERE h.user_id = \(user)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """) { rows in
@@ -174,7 +177,8 @@ public final class HabitRepository {
     /// Sets whether `template` is completed on `date`. Idempotent — setting the current state
     /// again changes nothing and is no error — so a gateway can retry it safely.
     /// The rules are `habit.completion_refusal`'s: completing needs a habit on that day
-    /// (`habit.is_on_day`); both directions refuse future dates.
+    /// (`habit.habit_days_at`); both directions refuse future dates. The table's trigger
+    /// (sql/0010) checks the same with the profile's zone, and refuses a skipped day.
     public func setCompletion(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                               timeZone: String? = nil) throws -> CompletionChange {
         try scope.run(setCompletionStatement(user: user, template: template, date: date, completed: completed, timeZone: timeZone))
@@ -193,7 +197,8 @@ public final class HabitRepository {
             habit AS (
                 SELECT t.id, habit.local_date(now(), zone.tz) AS today,
                        habit.completion_refusal(\(completed), \(date), habit.local_date(now(), zone.tz),
-                                                habit.is_on_day(t.is_active, t.activated_at, \(date), zone.tz)) AS refusal
+                                                EXISTS (SELECT 1 FROM habit.habit_days_at(\(user), \(date), \(date), habit.local_date(now(), zone.tz), \(timeZone)) d
+                                                        WHERE d.template_id = t.id)) AS refusal
                 FROM public.habit_templates t, zone
                 WHERE t.id = \(template) AND t.user_id = \(user)
             ),
@@ -239,7 +244,8 @@ public final class HabitRepository {
                 SELECT habit.local_date(now(), zone.tz) AS today,
                        habit.completion_refusal(false, \(date), habit.local_date(now(), zone.tz), true) AS removing_refusal,
                        habit.completion_refusal(true, \(date), habit.local_date(now(), zone.tz),
-                                                habit.is_on_day(t.is_active, t.activated_at, \(date), zone.tz)) AS completing_refusal
+                                                EXISTS (SELECT 1 FROM habit.habit_days_at(\(user), \(date), \(date), habit.local_date(now(), zone.tz), \(timeZone)) d
+                                                        WHERE d.template_id = t.id)) AS completing_refusal
                 FROM public.habit_templates t, zone
                 WHERE t.id = \(template) AND t.user_id = \(user)
                 FOR NO KEY UPDATE OF t
@@ -291,25 +297,23 @@ public final class HabitRepository {
     }
 
     /// The seven days of the week containing `date`: per day, completions of habits on that
-    /// day and the number of such habits (the week strip's dots), by `habit.is_on_day`.
+    /// day and the number of such habits (the week strip's dots), by `habit.habit_days_at`.
     public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart,
                            timeZone: String? = nil) throws -> [DayCount] {
         try Validation.timeZone(timeZone, using: connection)
         let first = weekStart.weekStart(containing: date)
         return try scope.query(as: user, """
-            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             days AS (SELECT \(first) + offset_days AS day FROM generate_series(0, 6) AS offset_days),
-            habits AS (
-                SELECT h.id, h.is_active, h.activated_at, zone.tz
-                FROM public.habit_templates h, zone
-                WHERE h.user_id = \(user)
+            on_days AS MATERIALIZED (
+                SELECT d.template_id, d.day
+                FROM zone, habit.habit_days_at(\(user), \(first), \(first) + 6, habit.local_date(now(), zone.tz), \(timeZone)) d
             )
             SELECT days.day,
-                   (SELECT count(*) FROM public.habit_completions c JOIN habits ON habits.id = c.template_id
-                    WHERE c.user_id = \(user) AND c.completed_date = days.day
-                      AND habit.is_on_day(habits.is_active, habits.activated_at, days.day, habits.tz)) AS completed,
-                   (SELECT count(*) FROM habits
-                    WHERE habit.is_on_day(habits.is_active, habits.activated_at, days.day, habits.tz)) AS active
+                   (SELECT count(*) FROM public.habit_completions c
+                    JOIN on_days ON on_days.template_id = c.template_id AND on_days.day = c.completed_date
+                    WHERE c.user_id = \(user) AND c.completed_date = days.day) AS completed,
+                   (SELECT count(*) FROM on_days WHERE on_days.day = days.day) AS active
             FROM days ORDER BY days.day
             """).map { row in
             DayCount(date: try row.decode(CalendarDate.self, "day"),

@@ -86,6 +86,16 @@ extension StoreError {
             return StoreError.limitExceeded(table: postgres.table ?? "")
         case .idConflict:
             return StoreError.idConflict
+        // The completion and skip rules of sql/0010, raised by the tables' triggers for every
+        // writer. HB003's DETAIL is the user's today (a documented field, not message text).
+        case .futureDate:
+            if let detail = postgres.detail, let today = CalendarDate(iso8601: detail) {
+                return StoreError.futureDate(today: today)
+            }
+        case .habitNotActive:
+            return StoreError.habitNotActive
+        case .doneAndSkipped:
+            return StoreError.invalidState("done_and_skipped")
         default:
             break
         }

@@ -33,7 +33,9 @@ struct WeeklyFixture {
     ///   completions: 3 Jan, 4 Jan
     /// carol: a profile in Europe/Paris, no habits.
     static func load(_ connection: Connection) throws {
+        // Completions of dates after today: an admin's backfill (sql/0010).
         try connection.executeScript(unsafeSQL: """
+            SELECT set_config('habit.backfill', 'on', true);
             INSERT INTO profiles (user_id, timezone) VALUES
                 ('\(alice)', 'America/Los_Angeles'), ('\(bob)', 'Pacific/Auckland'), ('\(carol)', 'Europe/Paris');
             INSERT INTO habit_templates (id, user_id, name, activated_at, is_active, deactivated_at) VALUES
@@ -126,6 +128,7 @@ struct WeeklyFixture {
             try WeeklyFixture.load(admin)
             // Some generated users on top of the fixture.
             try admin.executeScript(unsafeSQL: """
+                SELECT set_config('habit.backfill', 'on', true);
                 INSERT INTO profiles (user_id, timezone)
                 SELECT md5('u' || u)::uuid, (ARRAY['Asia/Tokyo', 'America/New_York', 'UTC'])[1 + u % 3] FROM generate_series(1, 30) u;
                 INSERT INTO habit_templates (id, user_id, name, activated_at, is_active, deactivated_at)
