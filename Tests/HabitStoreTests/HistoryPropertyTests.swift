@@ -252,3 +252,158 @@ struct HistoryDatabase {
         }
     }
 }
+
+/// Hand-picked histories: each is compared with the model AND with the answer written out
+/// here, so the model itself is pinned on the cases the issue names.
+@Suite struct HistoryCaseTests {
+    /// An instant given as a local date and time in `zone` (on days without a DST change).
+    static func local(_ day: String, _ hour: Int, _ minute: Int = 0, in zone: String) -> Int64 {
+        ZoneClock(zone).midnight(date(day)) + Int64(hour * 3_600 + minute * 60)
+    }
+
+    /// Habit 0's days in the window as "YYYY-MM-DD" → due, from the database, after checking
+    /// that the database and the model agree on the whole case.
+    static func habitZeroDays(_ history: HistoryCase, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Bool] {
+        try await HistoryDatabase.with { database in
+            try database.check(history, sourceLocation: sourceLocation)
+            var days: [String: Bool] = [:]
+            for row in try database.habitDays(history) where row.habit == 0 { days[row.day.description] = row.due }
+            return days
+        }
+    }
+
+    static func period(_ start: Int64, _ end: Int64?, _ schedule: HistorySchedule = .daily) -> HistoryPeriod {
+        HistoryPeriod(start: start, end: end, schedule: schedule)
+    }
+
+    @Test func deactivatedTodayShowsOnPastDaysNotToday() async throws {
+        let zone = "America/New_York"
+        let history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-18"), to: date("2026-03-21"),
+                                  habits: [[Self.period(Self.local("2026-03-01", 9, in: zone), Self.local("2026-03-20", 15, in: zone))]])
+        #expect(try await Self.habitZeroDays(history) == ["2026-03-18": true, "2026-03-19": true])
+    }
+
+    @Test func deactivatedYesterdayShowsOnItsDeactivationDayNotToday() async throws {
+        let zone = "America/New_York"
+        let history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-18"), to: date("2026-03-21"),
+                                  habits: [[Self.period(Self.local("2026-03-01", 9, in: zone), Self.local("2026-03-19", 15, in: zone))]])
+        #expect(try await Self.habitZeroDays(history) == ["2026-03-18": true, "2026-03-19": true])
+    }
+
+    @Test func reactivatedHabitIsNotOnTheDaysBetween() async throws {
+        let zone = "Europe/London"
+        let history = HistoryCase(zone: zone, today: date("2026-06-10"), from: date("2026-06-01"), to: date("2026-06-11"), habits: [[
+            Self.period(Self.local("2026-06-01", 9, in: zone), Self.local("2026-06-03", 10, in: zone)),
+            Self.period(Self.local("2026-06-06", 8, in: zone), nil),
+        ]])
+        let on = ["01", "02", "03", "06", "07", "08", "09", "10", "11"].map { "2026-06-\($0)" }
+        #expect(try await Self.habitZeroDays(history) == Dictionary(uniqueKeysWithValues: on.map { ($0, true) }))
+    }
+
+    /// A period starting at 23:30 local is on that date (its first day) and counts
+    /// every_n_days from it.
+    @Test func periodStartingAt2330LocalIsOnThatDay() async throws {
+        let zone = "Asia/Kolkata"
+        let history = HistoryCase(zone: zone, today: date("2026-03-10"), from: date("2026-03-04"), to: date("2026-03-08"),
+                                  habits: [[Self.period(Self.local("2026-03-05", 23, 30, in: zone), nil, .everyNDays(2))]])
+        #expect(try await Self.habitZeroDays(history) == ["2026-03-05": true, "2026-03-06": false, "2026-03-07": true, "2026-03-08": false])
+    }
+
+    /// 2026-06-15 11:00 UTC is 06-16 01:00 on Kiritimati (UTC+14) and 06-14 23:00 in
+    /// Etc/GMT+12 (UTC−12): the same start makes different first days.
+    @Test func sameInstantIsADifferentDayInUTCPlus14AndUTCMinus12() async throws {
+        let start = instant("2026-06-15T11:00:00Z").microsecondsSinceUnixEpoch / 1_000_000
+        func history(_ zone: String) -> HistoryCase {
+            HistoryCase(zone: zone, today: date("2026-06-20"), from: date("2026-06-13"), to: date("2026-06-16"),
+                        habits: [[Self.period(start, nil)]])
+        }
+        #expect(try await Self.habitZeroDays(history("Pacific/Kiritimati")) == ["2026-06-16": true])
+        #expect(try await Self.habitZeroDays(history("Etc/GMT+12")) == ["2026-06-14": true, "2026-06-15": true, "2026-06-16": true])
+    }
+
+    /// every_n_days counts from the first day of the period in force: the second period
+    /// (from 03-05) is due on 03-05 and 03-08, not on 03-07 as counting from 03-01 would give.
+    @Test func everyNDaysCountsFromEachPeriodsOwnFirstDay() async throws {
+        let zone = "UTC"
+        let change = Self.local("2026-03-05", 10, in: zone)
+        let history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-01"), to: date("2026-03-10"), habits: [[
+            Self.period(Self.local("2026-03-01", 10, in: zone), change, .everyNDays(3)),
+            Self.period(change, nil, .everyNDays(3)),
+        ]])
+        let due = Set(["01", "04", "05", "08"])
+        let expected = (1...10).map { String(format: "%02d", $0) }.map { ("2026-03-\($0)", due.contains($0)) }
+        #expect(try await Self.habitZeroDays(history) == Dictionary(uniqueKeysWithValues: expected))
+    }
+
+    /// Mon/Wed/Fri until Wednesday noon, then Tue/Thu/Sat: Wednesday follows the new schedule
+    /// (the latest-starting period), so it is not due; Friday is not due either.
+    @Test func weekdaysAcrossAScheduleChangeMidWeek() async throws {
+        let zone = "UTC"
+        let change = Self.local("2026-03-04", 12, in: zone)
+        let history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-02"), to: date("2026-03-08"), habits: [[
+            Self.period(Self.local("2026-03-02", 0, in: zone), change, .weekdays([1, 3, 5])),
+            Self.period(change, nil, .weekdays([2, 4, 6])),
+        ]])
+        #expect(try await Self.habitZeroDays(history) == [
+            "2026-03-02": true, "2026-03-03": false, "2026-03-04": false, "2026-03-05": true,
+            "2026-03-06": false, "2026-03-07": true, "2026-03-08": false,
+        ])
+    }
+
+    /// Havana repeats 00:00–01:00 on 2025-11-02; "11-02 00:00" is the later reading (05:00Z,
+    /// PostgreSQL's rule), so a period that ended at 04:30Z (the first 00:30) is not on 11-02.
+    /// On 2026-03-08 midnight does not exist; "03-08 00:00" is the transition instant 05:00Z.
+    @Test func repeatedAndSkippedMidnightsInHavana() async throws {
+        let zone = "America/Havana"
+        let clock = ZoneClock(zone)
+        #expect(clock.midnight(date("2025-11-02")) == instant("2025-11-02T05:00:00Z").microsecondsSinceUnixEpoch / 1_000_000)
+        #expect(clock.midnight(date("2026-03-08")) == instant("2026-03-08T05:00:00Z").microsecondsSinceUnixEpoch / 1_000_000)
+        let seconds = { (text: String) in instant(text).microsecondsSinceUnixEpoch / 1_000_000 }
+        let repeated = HistoryCase(zone: zone, today: date("2025-11-10"), from: date("2025-10-31"), to: date("2025-11-03"),
+                                   habits: [[Self.period(seconds("2025-10-30T16:00:00Z"), seconds("2025-11-02T04:30:00Z"))]])
+        #expect(try await Self.habitZeroDays(repeated) == ["2025-10-31": true, "2025-11-01": true])
+        let skipped = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-06"), to: date("2026-03-09"), habits: [
+            [Self.period(seconds("2026-03-06T15:00:00Z"), seconds("2026-03-08T05:00:00Z"))],
+            [Self.period(seconds("2026-03-08T05:00:00Z"), nil, .everyNDays(2))],
+        ])
+        #expect(try await Self.habitZeroDays(skipped) == ["2026-03-06": true, "2026-03-07": true])
+    }
+}
+
+/// The model's local dates and midnights are PostgreSQL's, on every DST transition day of the
+/// generator's zones from 2017 to 2026 (Foundation's and PostgreSQL's zone data agree there).
+@Suite struct HistoryClockTests {
+    @Test func midnightsAndLocalDatesAreThoseOfPostgreSQL() throws {
+        try TestDatabase.with { database in
+            let connection = try database.connect()
+            var checked = 0
+            for zone in HistoryGenerator.zones {
+                let clock = ZoneClock(zone)
+                var after = Date(timeIntervalSince1970: Double(ZoneClock("UTC").midnight(HistoryGenerator.firstAnchor)))
+                let end = Date(timeIntervalSince1970: Double(ZoneClock("UTC").midnight(HistoryGenerator.lastAnchor)))
+                // Ordinary days too (Kolkata, UTC, Kiritimati have no transitions).
+                var days = [date("2020-02-29"), date("2026-01-01"), date("2026-07-15")]
+                var instants: [Int64] = []
+                while let next = clock.zone.nextDaylightSavingTimeTransition(after: after), next < end {
+                    let transition = Int64(next.timeIntervalSince1970)
+                    days += (-1...1).map { clock.localDate(transition).adding(days: $0) }
+                    instants += [transition - 1, transition, transition + 1]
+                    after = next
+                }
+                for day in days {
+                    let midnight = try connection.queryOne("SELECT (\(day)::timestamp AT TIME ZONE \(zone))")
+                        .decode(PostgresTimestamp.self, at: 0)
+                    #expect(midnight.microsecondsSinceUnixEpoch == clock.midnight(day) * 1_000_000, "\(day) 00:00 in \(zone)")
+                    instants += [clock.midnight(day) - 1, clock.midnight(day), clock.midnight(day) + 1]
+                }
+                for second in instants {
+                    let local = try connection.queryOne("SELECT habit.local_date(\(HistoryDatabase.timestamp(second)), \(zone))")
+                        .decode(CalendarDate.self, at: 0)
+                    #expect(local == clock.localDate(second), "\(HistoryDatabase.timestamp(second)) in \(zone)")
+                    checked += 1
+                }
+            }
+            #expect(checked > 1_000)
+        }
+    }
+}
