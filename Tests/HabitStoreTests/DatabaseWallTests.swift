@@ -145,12 +145,13 @@ import Testing
                 SELECT grantee, relation, privilege
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
                      unnest(ARRAY['public.profiles', 'public.habit_templates', 'public.habit_completions',
-                                  'public.task_lists', 'public.tasks']) AS relation,
+                                  'public.task_lists', 'public.tasks', 'public.habit_skips']) AS relation,
                      unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
                 UNION ALL
                 SELECT grantee, relation, 'SELECT'
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
-                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones']) AS relation
+                     -- habit_periods: written only by the habit_templates triggers (sql/0010).
+                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones', 'public.habit_periods']) AS relation
                 UNION ALL
                 VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )

@@ -21,6 +21,12 @@ import Testing
         do { try body(); return nil } catch let error as PostgresError { return error.sqlState?.rawValue } catch { return "\(error)" }
     }
 
+    /// Expects `body` to fail with `expected` (nil: to succeed).
+    static func expectState(_ expected: String?, comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+        let state = sqlState(body)
+        #expect(state == expected, comment, sourceLocation: sourceLocation)
+    }
+
     /// A habit of `user` in Berlin, activated at `activatedAt` (the superuser arranges it).
     static func arrange(_ admin: Connection, activatedAt: String = "2026-01-01T12:00:00Z") throws {
         try admin.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), 'Europe/Berlin')")
@@ -44,7 +50,7 @@ import Testing
             try Self.arrange(admin)
             #expect(try Self.periods(admin).map { $0.ended == nil } == [true])
             let connection = try database.connect()
-            try Self.asUser(Self.user, on: connection) { c in
+            try Self.asUser(Self.user, on: connection) { c throws in
                 _ = try c.execute("UPDATE public.habit_templates SET is_active = false WHERE id = \(Self.habit)")
             }
             let closed = try Self.periods(admin)
@@ -52,7 +58,7 @@ import Testing
             let row = try admin.queryOne("SELECT activated_at, deactivated_at FROM public.habit_templates WHERE id = \(Self.habit)")
             #expect(try row.decode(PostgresTimestamp.self, at: 0) == instant("2026-01-01T12:00:00Z"))
             #expect(try row.decode(PostgresTimestamp?.self, at: 1) == closed[0].ended)
-            try Self.asUser(Self.user, on: connection) { c in
+            try Self.asUser(Self.user, on: connection) { c throws in
                 _ = try c.execute("UPDATE public.habit_templates SET is_active = true WHERE id = \(Self.habit)")
             }
             let reopened = try Self.periods(admin)
@@ -60,14 +66,14 @@ import Testing
             #expect(try admin.queryOne("SELECT activated_at = '2026-01-01T12:00:00Z' AND deactivated_at IS NULL FROM public.habit_templates WHERE id = \(Self.habit)")
                 .decode(Bool.self, at: 0))
             // Close and reopen at one instant: the period that just closed is reopened.
-            try Self.asUser(Self.user, on: connection) { c in
+            try Self.asUser(Self.user, on: connection) { c throws in
                 _ = try c.execute("UPDATE public.habit_templates SET is_active = false WHERE id = \(Self.habit)")
                 _ = try c.execute("UPDATE public.habit_templates SET is_active = true WHERE id = \(Self.habit)")
             }
             #expect(try Self.periods(admin).count == 2)
             #expect(try Self.periods(admin).last?.ended == nil)
             // A schedule change closes the open period and opens one at the same instant.
-            try Self.asUser(Self.user, on: connection) { c in
+            try Self.asUser(Self.user, on: connection) { c throws in
                 #expect(try c.query("SELECT id FROM habit.set_schedule(\(Self.habit), '{\"type\":\"weekdays\",\"days\":[1,3]}')").count == 1)
                 // Again at the same instant: the new period's schedule is replaced.
                 #expect(try c.query("SELECT id FROM habit.set_schedule(\(Self.habit), '{\"type\":\"every_n_days\",\"n\":2}')").count == 1)
@@ -77,7 +83,7 @@ import Testing
             #expect(scheduled[1].ended == scheduled[2].started && scheduled[2].ended == nil)
             #expect(scheduled[2].schedule == #"{"n": 2, "type": "every_n_days"}"#)
             // Another user changes nothing (row-level security on the habit).
-            try Self.asUser(Self.other, on: connection) { c in
+            try Self.asUser(Self.other, on: connection) { c throws in
                 #expect(try c.query("SELECT id FROM habit.set_schedule(\(Self.habit), '{\"type\":\"daily\"}')").isEmpty)
                 #expect(try c.execute("UPDATE public.habit_templates SET is_active = false WHERE id = \(Self.habit)") == 0)
             }
@@ -97,27 +103,27 @@ import Testing
                     VALUES (\(Self.user), \(Self.habit), \(instant(start)), \(end.map(instant)))
                     """)
             }
-            #expect(try Self.sqlState { _ = try insert("2025-06-01T00:00:00Z", "2026-02-01T00:00:00Z") } == "23P01")
-            #expect(try Self.sqlState { _ = try insert("2027-01-01T00:00:00Z", nil) } == "23P01")
-            #expect(try Self.sqlState { _ = try insert("2025-06-01T00:00:00Z", "2025-06-01T00:00:00Z") } == "23514")
-            #expect(try Self.sqlState { _ = try insert("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z") } == nil)
+            Self.expectState("23P01") { _ = try insert("2025-06-01T00:00:00Z", "2026-02-01T00:00:00Z") }
+            Self.expectState("23P01") { _ = try insert("2027-01-01T00:00:00Z", nil) }
+            Self.expectState("23514") { _ = try insert("2025-06-01T00:00:00Z", "2025-06-01T00:00:00Z") }
+            Self.expectState(nil) { _ = try insert("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z") }
             for bad in [#"{"type":"weekdays","days":[1,1]}"#, #"{"type":"weekdays","days":[]}"#, #"{"type":"every_n_days","n":0}"#,
                         #"{"type":"times_per_week","times":8}"#, #"{"type":"daily","x":1}"#, #"{"type":"hourly"}"#] {
-                #expect(try Self.sqlState { _ = try admin.execute("UPDATE public.habit_templates SET schedule = \(bad)::jsonb WHERE id = \(Self.habit)") } == "23514", "\(bad)")
+                Self.expectState("23514", comment: "\(bad)") { _ = try admin.execute("UPDATE public.habit_templates SET schedule = \(bad)::jsonb WHERE id = \(Self.habit)") }
             }
             let connection = try database.connect()
-            try Self.asUser(Self.user, on: connection) { c in
+            try Self.asUser(Self.user, on: connection) { c throws in
                 #expect(try c.queryOne("SELECT count(*) FROM public.habit_periods").decode(Int.self, at: 0) == 2)
             }
-            try Self.asUser(Self.other, on: connection) { c in
+            try Self.asUser(Self.other, on: connection) { c throws in
                 #expect(try c.queryOne("SELECT count(*) FROM public.habit_periods").decode(Int.self, at: 0) == 0)
                 #expect(try c.queryOne("SELECT count(*) FROM habit.habit_days(\(Self.user), '2026-01-01', '2026-01-31')").decode(Int.self, at: 0) == 0)
             }
-            #expect(try Self.sqlState {
-                try Self.asUser(Self.user, on: connection) { c in
+            Self.expectState("42501") {
+                try Self.asUser(Self.user, on: connection) { c throws in
                     _ = try c.execute("UPDATE public.habit_periods SET ended_at = NULL")
                 }
-            } == "42501")
+            }
         }
     }
 
@@ -129,37 +135,37 @@ import Testing
             let today = try admin.queryOne("SELECT habit.local_date(now(), 'Europe/Berlin')").decode(CalendarDate.self, at: 0)
             let connection = try database.connect()
             let complete = { (day: CalendarDate) in
-                try Self.asUser(Self.user, on: connection) { c in
+                try Self.asUser(Self.user, on: connection) { c throws in
                     _ = try c.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), \(day))")
                 }
             }
             let skip = { (day: CalendarDate) in
-                try Self.asUser(Self.user, on: connection) { c in
+                try Self.asUser(Self.user, on: connection) { c throws in
                     _ = try c.execute("INSERT INTO public.habit_skips (user_id, template_id, skipped_date) VALUES (\(Self.user), \(Self.habit), \(day))")
                 }
             }
-            #expect(try Self.sqlState { _ = try complete(today.adding(days: 1)) } == "HB003")
-            #expect(try Self.sqlState { _ = try complete(date("2025-12-31")) } == "HB004")
-            #expect(try Self.sqlState { _ = try complete(today) } == nil)
-            #expect(try Self.sqlState { _ = try skip(today) } == "HB005")
-            #expect(try Self.sqlState { _ = try skip(today.adding(days: 366)) } == nil)
-            #expect(try Self.sqlState { _ = try skip(today.adding(days: 367)) } == "HB003")
-            #expect(try Self.sqlState { _ = try skip(date("2025-12-31")) } == "HB004")
-            #expect(try Self.sqlState { _ = try skip(today.adding(days: -1)) } == nil)
-            #expect(try Self.sqlState { _ = try complete(today.adding(days: -1)) } == "HB005")
+            Self.expectState("HB003") { _ = try complete(today.adding(days: 1)) }
+            Self.expectState("HB004") { _ = try complete(date("2025-12-31")) }
+            Self.expectState(nil) { _ = try complete(today) }
+            Self.expectState("HB005") { _ = try skip(today) }
+            Self.expectState(nil) { _ = try skip(today.adding(days: 366)) }
+            Self.expectState("HB003") { _ = try skip(today.adding(days: 367)) }
+            Self.expectState("HB004") { _ = try skip(date("2025-12-31")) }
+            Self.expectState(nil) { _ = try skip(today.adding(days: -1)) }
+            Self.expectState("HB005") { _ = try complete(today.adding(days: -1)) }
             // A deactivated habit: no longer on today (nor later), still on its past days.
-            try Self.asUser(Self.user, on: connection) { c in
+            try Self.asUser(Self.user, on: connection) { c throws in
                 _ = try c.execute("UPDATE public.habit_templates SET is_active = false WHERE id = \(Self.habit)")
             }
-            #expect(try Self.sqlState { _ = try complete(today) } == "HB004")
-            #expect(try Self.sqlState { _ = try skip(today.adding(days: 3)) } == "HB004")
-            #expect(try Self.sqlState { _ = try complete(today.adding(days: -2)) } == nil)
+            Self.expectState("HB004") { _ = try complete(today) }
+            Self.expectState("HB004") { _ = try skip(today.adding(days: 3)) }
+            Self.expectState(nil) { _ = try complete(today.adding(days: -2)) }
             // Un-completing stays allowed.
-            #expect(try Self.sqlState {
-                try Self.asUser(Self.user, on: connection) { c in
+            Self.expectState(nil) {
+                try Self.asUser(Self.user, on: connection) { c throws in
                     _ = try c.execute("DELETE FROM public.habit_completions WHERE template_id = \(Self.habit)")
                 }
-            } == nil)
+            }
         }
     }
 
@@ -170,32 +176,32 @@ import Testing
             let admin = try database.connect()
             try Self.arrange(admin)
             let connection = try database.connect()
-            #expect(try Self.sqlState {
-                try Self.asUser(Self.user, on: connection) { c in
+            Self.expectState("HB006") {
+                try Self.asUser(Self.user, on: connection) { c throws in
                     _ = try c.execute("SELECT set_config('habit.backfill', 'on', true)")
                     _ = try c.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), '2025-06-01')")
                 }
-            } == "HB006")
+            }
             // Without the setting, the superuser meets the rule like everyone.
-            #expect(try Self.sqlState {
+            Self.expectState("HB004") {
                 _ = try admin.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), '2025-06-01')")
-            } == "HB004")
-            try admin.withTransaction { c in
+            }
+            try admin.withTransaction { c throws in
                 _ = try c.execute("SELECT set_config('habit.backfill', 'on', true)")
                 _ = try c.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), '2025-06-01')")
                 _ = try c.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), '2030-06-01')")
                 _ = try c.execute("INSERT INTO public.habit_skips (user_id, template_id, skipped_date) VALUES (\(Self.user), \(Self.habit), '2025-06-02')")
             }
-            #expect(try Self.sqlState {
-                try admin.withTransaction { c in
+            Self.expectState("HB005") {
+                try admin.withTransaction { c throws in
                     _ = try c.execute("SELECT set_config('habit.backfill', 'on', true)")
                     _ = try c.execute("INSERT INTO public.habit_skips (user_id, template_id, skipped_date) VALUES (\(Self.user), \(Self.habit), '2025-06-01')")
                 }
-            } == "HB005")
+            }
             // Transaction-local: gone after the commit.
-            #expect(try Self.sqlState {
+            Self.expectState("HB004") {
                 _ = try admin.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), '2025-06-03')")
-            } == "HB004")
+            }
         }
     }
 
@@ -215,7 +221,7 @@ import Testing
                 """)
             try Migrator(migrations: all).migrate(connection)
             let rows = try connection.query("""
-                SELECT t.name, p.started_at = t.activated_at, p.ended_at IS NOT DISTINCT FROM t.deactivated_at
+                SELECT t.name, p.started_at = t.activated_at, CASE WHEN p.id IS NOT NULL THEN p.ended_at IS NOT DISTINCT FROM t.deactivated_at END
                 FROM public.habit_templates t LEFT JOIN public.habit_periods p ON p.template_id = t.id ORDER BY t.name
                 """).map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Bool?.self, at: 1).map(String.init) ?? "-") \(try $0.decode(Bool?.self, at: 2).map(String.init) ?? "-")" }
             #expect(rows == ["Active true true", "Cancelled - -", "Stopped true true"])

@@ -350,8 +350,9 @@ struct HostileLineGenerator {
         case 2: request = ("habits.update", [("user_id", Self.uuid(a)), ("id", Self.uuid(UUID())), ("sort_order", "1")])
         case 3: request = ("completions.set", [("user_id", Self.uuid(a)), ("template_id", Self.uuid(f.habitA)), ("date", Self.q(future)),
                                                ("completed", pick(["true", "false"]))])
+        // A deactivated habit is on its past active days (issue 16), not from today on.
         case 4: request = ("completions.set", [("user_id", Self.uuid(a)), ("template_id", Self.uuid(f.habitAInactive)),
-                                               ("date", Self.q(past)), ("completed", "true")])
+                                               ("date", Self.q(f.today)), ("completed", "true")])
         case 5: request = ("completions.set", [("user_id", Self.uuid(a)), ("template_id", Self.uuid(f.habitA)),
                                                ("date", Self.q("2019-12-31")), ("completed", "true")])
         case 6: request = ("completions.toggle", [("user_id", Self.uuid(b)), ("template_id", Self.uuid(f.habitA)), ("date", Self.q(past))])
