@@ -90,7 +90,7 @@ public struct DayView: Sendable, Equatable {
     /// Today in the user's time zone.
     public var today: CalendarDate
     public var isFuture: Bool { date > today }
-    /// Active habits whose activation day is on or before `date`, in display order.
+    /// The habits on `date` (`habit.habit_days_at`, sql/0010), in display order.
     public var habits: [Habit]
     /// Template ids completed on `date`.
     public var completed: Set<UUID>

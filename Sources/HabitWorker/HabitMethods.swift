@@ -181,7 +181,7 @@ extension DayView: MethodResult {
         ("today", JSONSchema.described(ValueSchema.date, "Today in the zone used.")),
         ("is_future", JSONSchema.boolean),
         ("habits", JSONSchema.described(JSONSchema.array(of: Habit.schema),
-                                        "The active habits whose activation day is on or before date, in display order.")),
+                                        "The habits on date (a period of activity makes them on: past days it overlaps, or an open one from today on), in display order.")),
         ("completed", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
                                            "Ids (sorted) of all the user's completions dated date, of listed habits or not.")),
     ])
