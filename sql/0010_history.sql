@@ -5,7 +5,8 @@
 --   public.habit_skips       excused days (a row = skipped), beside habit_completions (a row = done)
 --   habit_templates.schedule the schedule in force now (or at the next activation)
 --   habit.valid_schedule     the four schedule shapes (CHECK of both schedule columns)
---   habit.habit_days_at      THE definition of "a habit is on a day" and "due": every caller uses it
+--   habit.period_on_days     THE definition of "on": the local dates a period makes its habit on
+--   habit.habit_days_at      per habit and day of one user: on (by period_on_days), due, schedule
 --   habit.habit_days         the same with today from the user's zone
 --   habit.set_schedule       change a habit's schedule (closes the open period, opens one)
 --   HB003 future_date, HB004 habit_not_active, HB005 done_and_skipped, HB006 backfill_not_allowed
@@ -258,6 +259,37 @@ COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
 -- weekdays → ISO weekday of D in days; every_n_days → (D − p's first local day) mod n = 0;
 -- times_per_week → true (the week's target is counted by the callers).
 --
+-- "On" is defined once, per period, by habit.period_on_days: the local dates on which one
+-- period makes its habit on, as a date range. A habit is on D when D is in the range of one
+-- of its periods. habit.habit_days_at expands the ranges into days (a day or a week of one
+-- user); the batch (habit.weekly_counts, section 8) takes the union of each habit's ranges and
+-- counts its days per week without making a row per day. Both read the same ranges.
+--
+-- Why one range: "D 00:00 in Z" (D::timestamp AT TIME ZONE Z) increases strictly with D, so
+-- {D : ended_at > D 00:00} is every D below some bound U, and {D : D ≥ first day} every D
+-- from the first day on; with "D < today unless open", the days are [first, least(U, today))
+-- for a closed period and [first, ∞) for an open one. U is found from L, the local date of
+-- ended_at: D 00:00 of L is at or before ended_at, that of L − 1 is a day earlier, and that of
+-- L + 1 can be before ended_at only when the zone turns its clocks back across midnight; so U
+-- is L + 2, L + 1 or L. Inlinable (no SET clause, schema-qualified, IMMUTABLE like
+-- habit.local_date): it runs inside its callers' plans.
+CREATE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestamptz, zone text, today date) RETURNS daterange
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN ended_at IS NULL
+                THEN pg_catalog.daterange(habit.local_date(started_at, zone), NULL, '[)')
+                ELSE pg_catalog.daterange(habit.local_date(started_at, zone),
+                         GREATEST(habit.local_date(started_at, zone), LEAST(today,
+                             CASE WHEN pg_catalog.timezone(zone, (habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1)::timestamp) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 2
+                                  WHEN pg_catalog.timezone(zone, habit.local_date(ended_at, zone)::timestamp) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1
+                                  ELSE habit.local_date(ended_at, zone) END)),
+                         '[)') END
+    $fn$;
+COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date) IS
+    'THE rule of "on", per period: the local dates (in zone, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010).';
+
 -- PL/pgSQL (plan kept per session) rather than an inlined SQL function: its callers (a day,
 -- a week of one user, the triggers) ask for few rows, and the set-returning function is
 -- planned once instead of inside every caller's plan.
@@ -273,25 +305,26 @@ CREATE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today
         SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day,
                CASE s.schedule ->> 'type'
                    WHEN 'weekdays' THEN (s.schedule -> 'days') @> to_jsonb(extract(isodow FROM s.day)::integer)
-                   WHEN 'every_n_days' THEN (s.day - s.first_day) % (s.schedule ->> 'n')::integer = 0
+                   -- lower(s.days): the period's first local day (the range is not empty).
+                   WHEN 'every_n_days' THEN (s.day - lower(s.days)) % (s.schedule ->> 'n')::integer = 0
                    ELSE true END,
                s.schedule
         FROM (
-            SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, f.first_day
+            SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
             FROM public.habit_periods p
-            CROSS JOIN LATERAL (SELECT habit.local_date(p.started_at, tz) AS first_day) f
-            CROSS JOIN LATERAL generate_series(greatest(p_from, f.first_day)::timestamp, p_to::timestamp, interval '1 day') AS d(day)
+            CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
+            CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
+                                               least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
             WHERE p.user_id = p_user
+              -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
               AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
-              AND CASE WHEN d.day::date < p_today
-                       THEN p.ended_at IS NULL OR p.ended_at > (d.day AT TIME ZONE tz)
-                       ELSE p.ended_at IS NULL END
+              AND NOT isempty(r.days)
         ) s
         ORDER BY s.template_id, s.day, s.started_at DESC;
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_days_at(uuid, date, date, date, text) IS
-    'THE rule: per habit of p_user and local date in [p_from, p_to] on which the habit is on (given today p_today), whether it is due and its schedule (sql/0010).';
+    'Per habit of p_user and local date in [p_from, p_to] on which the habit is on (habit.period_on_days, given today p_today), whether it is due and its schedule (sql/0010).';
 
 CREATE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date, p_zone text DEFAULT NULL)
     RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb)
@@ -305,8 +338,10 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
     'habit.habit_days_at with today from the user''s zone at now().';
 
 REVOKE ALL ON FUNCTION habit.valid_schedule(jsonb), habit.set_schedule(uuid, jsonb),
+    habit.period_on_days(timestamptz, timestamptz, text, date),
     habit.habit_days_at(uuid, date, date, date, text), habit.habit_days(uuid, date, date, text) FROM PUBLIC, anon;
-GRANT EXECUTE ON FUNCTION habit.valid_schedule(jsonb), habit.habit_days_at(uuid, date, date, date, text),
+GRANT EXECUTE ON FUNCTION habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
+    habit.habit_days_at(uuid, date, date, date, text),
     habit.habit_days(uuid, date, date, text) TO authenticated, service_role, habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.set_schedule(uuid, jsonb) TO authenticated, service_role;
 
@@ -422,8 +457,13 @@ CREATE TRIGGER habit_skips_rules BEFORE INSERT OR UPDATE OF user_id, template_id
 
 -- 8. Callers in SQL use the one definition ---------------------------------------------------
 -- habit.weekly_counts (the batch): active_habit_days is now the habit-days on by
--- habit.habit_days (a deactivated habit counts on the past days it was active, a reactivated
--- one not on the days between). Same signature, columns and other rules; still without a SET
+-- habit.period_on_days, the definition habit.habit_days_at expands (a deactivated habit counts
+-- on the past days it was active, a reactivated one not on the days between), with today from
+-- each user's zone at now() as habit.habit_days has it. Counted set-based, over all users at
+-- once: per habit the union of its periods' ranges, per week the days of that union in the
+-- week (as 0005 counted activation spans) — no row per habit-day, no call per user.
+-- WeeklyCountsStoreTests checks it equals, for random histories, the sum of the per-user
+-- habit.habit_days_at answers. Same signature, columns and other rules; still without a SET
 -- clause and schema-qualified (sql/0005), so that it stays inlinable.
 CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
     RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
@@ -458,21 +498,34 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_
           AND (only_user IS NULL OR c.user_id OPERATOR(pg_catalog.=) only_user)
         GROUP BY 1, 2
     ),
-    active AS (
-        SELECT z.user_id, habit.week_start(h.day, b.start_isodow) AS week_start,
-               pg_catalog.count(*) AS active_habit_days
-        FROM zones z CROSS JOIN bounds b
-        CROSS JOIN LATERAL habit.habit_days(z.user_id, b.first_week, (b.last_week OPERATOR(pg_catalog.+) 6), z.tz) h
-        GROUP BY 1, 2
+    -- Each habit's on-days: the union of its periods' habit.period_on_days (two periods of
+    -- one habit share a day when it was closed and reopened on that day), as disjoint ranges,
+    -- gathered per user; a user's ranges of different habits overlap, and each counts.
+    on_spans AS (
+        SELECT h.user_id, pg_catalog.array_agg(r.days) AS spans
+        FROM (SELECT p.user_id,
+                     pg_catalog.range_agg(habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz))) AS days
+              FROM public.habit_periods p JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
+              WHERE only_user IS NULL OR p.user_id OPERATOR(pg_catalog.=) only_user
+              GROUP BY p.user_id, p.template_id) h
+        CROSS JOIN LATERAL pg_catalog.unnest(h.days) AS r(days)
+        GROUP BY h.user_id
     )
     SELECT z.user_id, w.week_start,
            coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
-           coalesce(a.active_habit_days, 0)::bigint,
-           CASE WHEN coalesce(a.active_habit_days, 0) OPERATOR(pg_catalog.=) 0 THEN NULL
+           a.active_habit_days,
+           CASE WHEN a.active_habit_days OPERATOR(pg_catalog.=) 0 THEN NULL
                 ELSE pg_catalog.round((coalesce(c.completions, 0)::numeric OPERATOR(pg_catalog./) a.active_habit_days), 4) END
     FROM zones z CROSS JOIN weeks w
     LEFT JOIN completed c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
-    LEFT JOIN active a ON a.user_id OPERATOR(pg_catalog.=) z.user_id AND a.week_start OPERATOR(pg_catalog.=) w.week_start
+    LEFT JOIN on_spans o ON o.user_id OPERATOR(pg_catalog.=) z.user_id
+    -- The habit-days of the week: the days of each range inside it (empty ranges give NULL).
+    CROSS JOIN LATERAL (
+        SELECT coalesce(pg_catalog.sum((pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days))), 0)::bigint AS active_habit_days
+        FROM pg_catalog.unnest(o.spans) AS s(days)
+        CROSS JOIN LATERAL (SELECT (s.days OPERATOR(pg_catalog.*)
+                                    pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days) x
+    ) a
     ORDER BY z.user_id, w.week_start
     $fn$;
 
