@@ -10,8 +10,9 @@ import Glibc
 
 /// HabitClient against real `habit serve` workers spawned over their pipes and the test
 /// database. Every client is closed (its workers stopped and reaped) and every database
-/// dropped on every path.
-@Suite("HabitClient: workers spawned, calls matched, crashes and close")
+/// dropped on every path. The time limit is only a hang guard (a broken client would make a
+/// test wait for an answer that never comes), never a speed check.
+@Suite("HabitClient: workers spawned, calls matched, crashes and close", .timeLimit(.minutes(1)))
 struct HabitClientTests {
     /// A migrated database and a client of `workers` workers on it, for `body`.
     static func withClient(workers: Int = 1, arguments: [String] = [], maxLineBytes: Int = 1_048_576,
