@@ -130,7 +130,12 @@ public final class WorkerConnection: @unchecked Sendable { // mutable state live
         let stderrLines = LockedSplitter()
         process = try ChildProcess(
             command: command, closeOutput: options.closeOutput,
-            onStdout: { bytes in stdoutLines.append(bytes) { core.received($0) } },
+            onStdout: { bytes in
+                // Requests sent by completions of this chunk's answers leave in one write at its end.
+                core.cork()
+                stdoutLines.append(bytes) { core.received($0) }
+                core.uncork()
+            },
             onStdoutEnd: {
                 stdoutLines.finish { core.received($0) }
                 core.outputEnded()
@@ -142,7 +147,7 @@ public final class WorkerConnection: @unchecked Sendable { // mutable state live
                 if let handler = handlers.stderrLine { stderrLines.finish { handler(Array($0)) } }
                 handlers.stderrEnded?()
             })
-        core.setPID(process.pid)
+        core.setProcess(process)
     }
 
     deinit {
@@ -153,6 +158,10 @@ public final class WorkerConnection: @unchecked Sendable { // mutable state live
 
     /// Sends a request and calls `completion` once: with the answer (on the stdout thread),
     /// or with `unknownOutcome`/`notSent` if none can come. Returns the request's id.
+    /// A completion must not block. One that sends the next request (a load generator) has
+    /// it written on the stdout thread, together with the others sent while that chunk of
+    /// answers is handed out; keep such requests within the worker's `--max-in-flight`, or
+    /// the write waits for a worker that waits for its answers to be read.
     /// Throws, sending nothing, if the line would exceed `options.maxLineBytes` or the
     /// worker's output already ended.
     @discardableResult
@@ -164,7 +173,7 @@ public final class WorkerConnection: @unchecked Sendable { // mutable state live
             throw .requestTooLarge(method: method, bytes: line.count - 1, limit: options.maxLineBytes)
         }
         try core.register(id: id, method: method, completion: completion)
-        core.enqueue(id: id, line: line, process: process)
+        core.enqueue(id: id, line: line)
         return id
     }
 
@@ -315,6 +324,12 @@ extension WorkerConnection {
         private let lock = NSLock()
         private let handlers: Handlers
         private var pid: pid_t = 0
+        private var process: ChildProcess?
+        /// The stdout thread while it hands out one chunk's answers: lines its completions send
+        /// are queued then and leave in one write at the chunk's end. Other threads write
+        /// their own lines at once (the stdout thread must never wait on a full stdin pipe
+        /// for them: the worker may be waiting for its answers to be read).
+        private var corkedBy: pthread_t?
         private var nextID = 1
         private var pending: [Int: (method: String, completion: Completion)] = [:]
         /// Ids whose callers stopped waiting (cancelled): their late answers are dropped.
@@ -332,7 +347,28 @@ extension WorkerConnection {
             self.handlers = handlers
         }
 
-        func setPID(_ pid: pid_t) { lock.withLock { self.pid = pid } }
+        func setProcess(_ process: ChildProcess) {
+            lock.withLock {
+                self.process = process
+                pid = process.pid
+            }
+        }
+
+        func cork() {
+            let me = pthread_self()
+            lock.withLock { corkedBy = me }
+        }
+
+        /// Writes what was queued while corked (unless another thread is writing it).
+        func uncork() {
+            lock.lock()
+            corkedBy = nil
+            guard !writing, !outgoing.isEmpty else {
+                lock.unlock()
+                return
+            }
+            writeQueue()
+        }
 
         var pendingCount: Int { lock.withLock { pending.count } }
         var hasEnded: Bool { lock.withLock { ended } }
@@ -352,12 +388,26 @@ extension WorkerConnection {
             pending[id] = (method, completion)
         }
 
-        /// Queues `line`; if no one is writing, writes the queue until it is empty.
-        func enqueue(id: Int, line: [UInt8], process: ChildProcess) {
+        /// Queues `line`; if no one is writing (and the stdout thread is not handing out
+        /// answers), writes the queue until it is empty.
+        func enqueue(id: Int, line: [UInt8]) {
             lock.lock()
             outgoing.append(contentsOf: line)
             outgoingIDs.append((id, outgoing.count))
             if writing {
+                lock.unlock()
+                return
+            }
+            if let corkedBy, pthread_equal(corkedBy, pthread_self()) != 0 {
+                lock.unlock()
+                return
+            }
+            writeQueue()
+        }
+
+        /// Called with `lock` held and `writing` false; returns with it released.
+        private func writeQueue() {
+            guard let process else {
                 lock.unlock()
                 return
             }
