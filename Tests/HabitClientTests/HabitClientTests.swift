@@ -87,6 +87,20 @@ struct HabitClientTests {
             } catch let error as HabitClientError {
                 #expect(error.rpcError?.code == -32001, "\(error)")
             }
+
+            // A create with a client id, sent again, answers the same row; other fields: id_conflict.
+            // Call options reach the worker as envelope members (it would refuse unknown keys).
+            let chosen = UUID()
+            let options = CallOptions(deadline: .seconds(30), traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            let first = try await client.habitsCreate(userID: user, name: "Read", id: chosen, options: options)
+            let retried = try await client.habitsCreate(userID: user, name: "Read", id: chosen, options: options)
+            #expect(first.id == chosen && retried.id == chosen && retried.sortOrder == first.sortOrder)
+            do {
+                _ = try await client.habitsCreate(userID: user, name: "Write", id: chosen)
+                Issue.record("a create reusing an id with other fields succeeded")
+            } catch let error as HabitClientError {
+                #expect(error.rpcError?.code == -32015, "\(error)")
+            }
         }
     }
 
@@ -202,13 +216,25 @@ struct HabitClientTests {
     }
 
     @Test("retry-safe methods are listed in one place; creates only with a client id")
-    func retrySafety() {
+    func retrySafety() throws {
         #expect(HabitMethods.isRetrySafe(method: "completions.set", params: nil))
         #expect(HabitMethods.isRetrySafe(method: "profile.set", params: nil))
         #expect(!HabitMethods.isRetrySafe(method: "completions.toggle", params: nil))
         #expect(!HabitMethods.isRetrySafe(method: "tasks.cycle", params: nil))
         #expect(!HabitMethods.isRetrySafe(method: "habits.create", params: ["name": "x"]))
         #expect(HabitMethods.isRetrySafe(method: "habits.create", params: ["name": "x", "id": .string(UUID().uuidString)]))
+
+        // The same list as the worker's own declarations (x-retry-safe in docs/openrpc.json,
+        // which another test keeps equal to rpc.discover and to protocol.md's retry table).
+        let path = TestDatabase.repositoryRoot.appendingPathComponent("docs/openrpc.json").path
+        let document = try JSONValue(parsing: try String(contentsOfFile: path, encoding: .utf8))
+        var declared: [String: String] = [:]
+        for case .object(let method) in document["methods"]?.arrayValue ?? [] {
+            if let name = method["name"]?.stringValue { declared[name] = method["x-retry-safe"]?.stringValue }
+        }
+        #expect(declared.count == 28, "\(declared.keys.sorted())")
+        #expect(Set(declared.filter { $0.value == "always" }.keys) == HabitMethods.retrySafe)
+        #expect(Set(declared.filter { $0.value == "with_id" }.keys) == HabitMethods.retrySafeWithID)
     }
 
     @Test("call options become params.deadline_ms and params.traceparent")
