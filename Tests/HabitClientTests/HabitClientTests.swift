@@ -33,6 +33,24 @@ struct HabitClientTests {
         await client.close(timeout: .seconds(5))
     }
 
+    /// Locks `habit`'s row in a transaction on `admin` (the caller rolls it back) and sends a
+    /// `habits.update` of it, which waits for that lock; returns the stream its answer arrives on.
+    /// The ping after the send is answered only once the worker has read the update's line
+    /// (lines are read in order, and one worker serves both).
+    static func sendBlockedUpdate(_ client: HabitClient, user: UUID, habit: UUID, lockedBy admin: Connection) async throws
+        -> AsyncStream<Result<ResponseLine, HabitClientError>> {
+        try admin.execute("BEGIN")
+        try admin.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+        let (answers, answer) = AsyncStream.makeStream(of: Result<ResponseLine, HabitClientError>.self)
+        var params = JSONObject()
+        params["user_id"] = .string(user.uuidString.lowercased())
+        params["id"] = .string(habit.uuidString.lowercased())
+        params["name"] = .string("Renamed")
+        try await client.send(method: "habits.update", params: params) { answer.yield($0) }
+        #expect(try await client.systemPing().ok)
+        return answers
+    }
+
     @Test("many concurrent calls over several workers each get their own answer")
     func concurrentCallsMatchedByID() async throws {
         try await Self.withClient(workers: 3) { client, _ in
@@ -132,17 +150,7 @@ struct HabitClientTests {
             let firstPID = try #require(client.workerPIDs[0])
             let admin = try database.connect()
             defer { admin.close() }
-            try admin.execute("BEGIN")
-            try admin.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit.id) FOR UPDATE")
-            let (answers, answer) = AsyncStream.makeStream(of: Result<ResponseLine, HabitClientError>.self)
-            var params = JSONObject()
-            params["user_id"] = .string(user.uuidString.lowercased())
-            params["id"] = .string(habit.id.uuidString.lowercased())
-            params["name"] = .string("Renamed")
-            // Written when send returns; the ping after it is answered only once the worker
-            // has read the update's line (lines are read in order, and one worker serves both).
-            try await client.send(method: "habits.update", params: params) { answer.yield($0) }
-            #expect(try await client.systemPing().ok)
+            let answers = try await Self.sendBlockedUpdate(client, user: user, habit: habit.id, lockedBy: admin)
             #expect(client.inFlight == 1)
             kill(firstPID, SIGKILL)
             var iterator = answers.makeAsyncIterator()
@@ -189,16 +197,8 @@ struct HabitClientTests {
         let pid = try #require(client.workerPIDs[0])
         let admin = try database.connect()
         defer { admin.close() }
-        try admin.execute("BEGIN")
-        try admin.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit.id) FOR UPDATE")
-        let (answers, answer) = AsyncStream.makeStream(of: Result<ResponseLine, HabitClientError>.self)
-        var params = JSONObject()
-        params["user_id"] = .string(user.uuidString.lowercased())
-        params["id"] = .string(habit.id.uuidString.lowercased())
-        params["name"] = .string("Renamed")
-        try await client.send(method: "habits.update", params: params) { answer.yield($0) }
         // Answered only after the lock is released: close() gives up first.
-        #expect(try await client.systemPing().ok)
+        let answers = try await Self.sendBlockedUpdate(client, user: user, habit: habit.id, lockedBy: admin)
         await client.close(timeout: .milliseconds(300))
         var iterator = answers.makeAsyncIterator()
         switch await iterator.next() {
