@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "habit", targets: ["HabitCLI"]),
         .executable(name: "habit-bench", targets: ["HabitBench"]),
+        // The client library a Swift gateway (Vapor, Hummingbird) links: no libpq in it.
+        .library(name: "HabitClient", targets: ["HabitClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -41,13 +43,20 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Spawns `habit serve` workers and talks to them: pipelined calls matched by id, restarts,
+        // typed methods. Only JSONRPC (JSON values) and Foundation: a gateway must not link libpq.
+        .target(name: "HabitClient", dependencies: ["JSONRPC"]),
+
         // Load generator for the worker benchmark (scripts/bench-worker.sh); not part of the product.
         .executableTarget(name: "HabitBench", dependencies: [
+            "HabitClient", "JSONRPC",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
-        .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore", "HabitClient"], path: "Tests/TestSupport"),
         // FailCases/ is read from disk by FailCasesTests (the fuzzers' regression corpus), not built.
+        // HabitClient against real spawned workers and the test database.
+        .testTarget(name: "HabitClientTests", dependencies: ["HabitClient", "JSONRPC", "PostgresClient", "TestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], exclude: ["FailCases"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitStoreTests", dependencies: [

@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import JSONRPC
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// habit-bench: drives a spawned `habit serve` through its pipes, keeping a fixed number of
+/// habit-bench: drives a spawned `habit serve` through its pipes with HabitClient, keeping a fixed number of
 /// requests in flight, and prints requests/s and latency percentiles as one JSON line.
 ///
 /// Users and habits must exist (scripts/bench/setup-worker.sql creates them): user n is
@@ -67,7 +68,7 @@ struct HabitBench: ParsableCommand {
     }
 }
 
-/// One request line per call, for a random bench user.
+/// One request per call, for a random bench user.
 struct RequestMaker {
     let method: String
     let date: String
@@ -81,18 +82,18 @@ struct RequestMaker {
         habits = (1...count).map { md5UUID("bench-habit-\($0)") }
     }
 
-    func line(id: Int) -> [UInt8] {
+    /// The method and params of the next request.
+    func next() -> (method: String, params: JSONObject?) {
         let index = Int.random(in: 0..<users.count)
-        let params: String
         switch method {
         case "completions.set":
-            params = #"{"user_id":"\#(users[index])","template_id":"\#(habits[index])","date":"\#(date)","completed":\#(Bool.random())}"#
+            return (method, ["user_id": .string(users[index]), "template_id": .string(habits[index]), "date": .string(date),
+                             "completed": .bool(Bool.random())])
         case "day.get":
-            params = #"{"user_id":"\#(users[index])","date":"\#(date)"}"#
+            return (method, ["user_id": .string(users[index]), "date": .string(date)])
         default:
-            params = "{}"
+            return (method, JSONObject())
         }
-        return Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":\#(params)}"#.utf8) + [10]
     }
 }
 

@@ -1,15 +1,15 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import HabitClient
+import JSONRPC
 
-/// A spawned worker and the loop that keeps `inFlight` requests outstanding on it.
+/// A spawned worker and the loop that keeps `inFlight` requests outstanding on it, through
+/// HabitClient's `WorkerConnection` (the library a gateway uses), at its callback layer.
 ///
-/// One thread, like pgbench: write requests until `inFlight` are outstanding, then block
-/// reading responses. No hand-offs between threads, so the driver adds as little as possible
-/// to each request's latency. The worker writes `{"jsonrpc":"2.0","id":N,"result"…` or
-/// `…,"error"…`, so the id and the outcome are read straight from the bytes.
-final class LoadDriver {
+/// Like pgbench, no thread hands work to another on the way: each answer completes on the
+/// connection's stdout thread, which records its latency and sends the next request right
+/// there. The answer's outcome comes from its first bytes (`ResponseLine.isError`); the rest
+/// of the line is never parsed.
+final class LoadDriver: @unchecked Sendable { // vars under `condition`
     struct Result {
         var latencies: [UInt64]
         var errors: Int
@@ -23,135 +23,75 @@ final class LoadDriver {
         }
     }
 
-    private let pid: pid_t
-    private let toWorker: Int32
-    private let fromWorker: Int32
+    private let connection: WorkerConnection
     private let inFlight: Int
     private let requests: RequestMaker
-
-    private static let prefix = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
-    /// Bytes kept of each response line: the id and the outcome are in its first bytes.
-    private static let lineBytesKept = 64
-
-    private var sentAt = [UInt64](repeating: 0, count: 1 << 22)
+    private let condition = NSCondition()
     private var latencies: [UInt64] = []
     private var errors = 0
     private var outstanding = 0
-    /// The start of the current response line.
-    private var line: [UInt8] = []
+    private var deadline: UInt64 = 0
 
-    /// Spawns `binary arguments…` with its stdin and stdout on pipes (stderr inherited).
+    /// Spawns `binary arguments…`; its stderr lines are copied to this process's stderr.
     init(binary: String, arguments: [String], inFlight: Int, requests: RequestMaker) throws {
         self.inFlight = inFlight
         self.requests = requests
-        var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
-        guard pipe(&input) == 0, pipe(&output) == 0 else { throw SpawnError(binary: binary, code: errno) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_addclose(&actions, input[1])
-        posix_spawn_file_actions_addclose(&actions, output[0])
-        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, binary, &actions, nil, argv, environ)
-        close(input[0])
-        close(output[1])
-        guard status == 0 else {
-            close(input[1])
-            close(output[0])
-            throw SpawnError(binary: binary, code: status)
-        }
-        pid = child
-        toWorker = input[1]
-        fromWorker = output[0]
+        connection = try WorkerConnection(
+            command: WorkerCommand(executable: binary, arguments: arguments),
+            handlers: .init(stderrLine: { line in FileHandle.standardError.write(Data(line + [0x0A])) }))
         latencies.reserveCapacity(1 << 20)
     }
 
-    struct SpawnError: Error, CustomStringConvertible {
-        let binary: String
-        let code: Int32
-        var description: String { "cannot start \(binary): \(String(cString: strerror(code)))" }
-    }
-
     /// Sends for `seconds`, then closes the worker's stdin (EOF: it answers what it has and
-    /// exits), reads the remaining responses and waits for the worker.
+    /// exits), waits for the answers still outstanding and for the worker.
     func run(seconds: Double) -> Result {
         let start = Self.now()
-        let deadline = start + UInt64(seconds * 1e9)
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var outgoing: [UInt8] = []
-        var nextID = 0
-        var sending = true
-        while sending || outstanding > 0 {
-            if sending && Self.now() >= deadline {
-                sending = false
-                close(toWorker)
-            }
-            // Requests that can go now leave in one write, as a gateway would send what it has.
-            while sending && outstanding < inFlight && nextID + 1 < sentAt.count {
-                nextID += 1
-                outgoing.append(contentsOf: requests.line(id: nextID))
-                sentAt[nextID] = Self.now()
-                outstanding += 1
-            }
-            if !outgoing.isEmpty {
-                var written = 0
-                while written < outgoing.count {
-                    let result = outgoing[written...].withUnsafeBytes { write(toWorker, $0.baseAddress, $0.count) }
-                    guard result > 0 else { break }
-                    written += result
-                }
-                outgoing.removeAll(keepingCapacity: true)
-            }
-            let count = read(fromWorker, &buffer, buffer.count)
-            if count <= 0 { break }
-            var lineStart = 0
-            while lineStart < count {
-                let newline: Int? = buffer.withUnsafeBytes { bytes in
-                    memchr(bytes.baseAddress! + lineStart, 10, count - lineStart).map { UnsafeRawPointer($0) - bytes.baseAddress! }
-                }
-                guard let newline else {
-                    collect(buffer[lineStart..<count])
-                    break
-                }
-                collect(buffer[lineStart..<newline])
-                finishLine()
-                lineStart = newline + 1
-            }
+        condition.withLock {
+            deadline = start + UInt64(seconds * 1e9)
+            outstanding = inFlight
         }
-        if sending { close(toWorker) }
-        close(fromWorker)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        return Result(latencies: latencies, errors: errors, seconds: Double(Self.now() - start) / 1e9)
+        for _ in 0..<inFlight { send() }
+        condition.lock()
+        while outstanding > 0 { condition.wait() }
+        let result = Result(latencies: latencies, errors: errors, seconds: Double(Self.now() - start) / 1e9)
+        condition.unlock()
+        connection.closeInput()
+        _ = connection.waitForExit(timeout: 60)
+        return result
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// Keeps at most `lineBytesKept` bytes of each line.
-    private func collect(_ bytes: ArraySlice<UInt8>) {
-        let room = Self.lineBytesKept - line.count
-        if room > 0 { line.append(contentsOf: bytes.prefix(room)) }
+    /// Sends one request in a place already counted in `outstanding`; its answer sends the next.
+    private func send() {
+        let (method, params) = requests.next()
+        let sentAt = Self.now()
+        do {
+            try connection.send(method: method, params: params) { [self] answer in finished(sentAt: sentAt, answer) }
+        } catch {
+            FileHandle.standardError.write(Data("habit-bench: \(error)\n".utf8))
+            finished(sentAt: sentAt, .failure(error))
+        }
     }
 
-    private func finishLine() {
-        defer { line.removeAll(keepingCapacity: true) }
-        let prefix = Self.prefix
-        guard line.count > prefix.count + 2, line.starts(with: prefix) else { return }
-        var index = prefix.count
-        var id = 0
-        while index < line.count, line[index] >= 48, line[index] <= 57 {
-            id = id * 10 + Int(line[index] - 48)
-            index += 1
+    /// Records an answer; before the deadline its place goes to the next request at once.
+    private func finished(sentAt: UInt64, _ answer: Swift.Result<ResponseLine, HabitClientError>) {
+        let now = Self.now()
+        condition.lock()
+        switch answer {
+        case .success(let line):
+            latencies.append(now - sentAt)
+            if line.isError { errors += 1 }
+        case .failure:
+            errors += 1
+            deadline = 0 // the worker is gone: stop sending
         }
-        if index + 2 < line.count, line[index + 2] == UInt8(ascii: "e") { errors += 1 }
-        if id > 0, id < sentAt.count, sentAt[id] != 0 {
-            latencies.append(Self.now() - sentAt[id])
-            sentAt[id] = 0
+        let again = now < deadline
+        if !again {
             outstanding -= 1
+            if outstanding == 0 { condition.broadcast() }
         }
+        condition.unlock()
+        if again { send() }
     }
 }

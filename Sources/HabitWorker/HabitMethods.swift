@@ -17,6 +17,7 @@ extension ParamsReader {
 
 enum SystemPing: LocalMethod {
     static let name = "system.ping"
+    static let retry = RetrySafety.always
     static let summary = "Answers {\"ok\": true} without the database."
     static func decode(_ params: ParamsReader) throws(RPCError) {}
     static func run(_ params: Void) throws(RPCError) -> Pong { Pong() }
@@ -29,6 +30,7 @@ enum SystemPing: LocalMethod {
 
 enum SystemHealth: DatabaseMethod {
     static let name = "system.health"
+    static let retry = RetrySafety.always
     static let summary = "Checks the database with one query and returns the schema version."
     static func decode(_ params: ParamsReader) throws(RPCError) {}
     static func run(_ params: Void, in context: MethodContext) throws -> Health {
@@ -52,6 +54,7 @@ enum SystemHealth: DatabaseMethod {
 
 enum ProfileGet: DatabaseMethod {
     static let name = "profile.get"
+    static let retry = RetrySafety.always
     static let summary = "The user's profile (time zone); UTC for a user without one."
     static func decode(_ params: ParamsReader) throws(RPCError) -> UUID { try params.userID() }
     static func run(_ user: UUID, in context: MethodContext) throws -> Profile {
@@ -61,6 +64,7 @@ enum ProfileGet: DatabaseMethod {
 
 enum ProfileSet: DatabaseMethod {
     static let name = "profile.set"
+    static let retry = RetrySafety.always
     static let summary = "Creates or replaces the user's profile."
     struct Params: Sendable { let user: UUID; let timeZone: String }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -74,6 +78,7 @@ enum ProfileSet: DatabaseMethod {
 
 enum HabitsCreate: DatabaseMethod {
     static let name = "habits.create"
+    static let retry = RetrySafety.withClientID
     static let summary = "Creates a habit; with a client id, safe to retry."
     static let errors: [DomainErrorCode] = [.limitExceeded, .idConflict]
     struct Params: Sendable { let user: UUID; let draft: HabitDraft }
@@ -94,6 +99,7 @@ enum HabitsCreate: DatabaseMethod {
 
 enum HabitsUpdate: DatabaseMethod {
     static let name = "habits.update"
+    static let retry = RetrySafety.always
     static let summary = "Changes a habit's name, icon, color or sort order."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: HabitChanges }
@@ -112,6 +118,7 @@ enum HabitsUpdate: DatabaseMethod {
 
 enum HabitsDeactivate: DatabaseMethod {
     static let name = "habits.deactivate"
+    static let retry = RetrySafety.always
     static let summary = "Deactivates a habit (idempotent); its completions are kept."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -122,6 +129,7 @@ enum HabitsDeactivate: DatabaseMethod {
 
 enum HabitsActivate: DatabaseMethod {
     static let name = "habits.activate"
+    static let retry = RetrySafety.always
     static let summary = "Activates a habit again (idempotent); activated_at keeps its value."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -132,6 +140,7 @@ enum HabitsActivate: DatabaseMethod {
 
 enum HabitsDelete: DatabaseMethod {
     static let name = "habits.delete"
+    static let retry = RetrySafety.always
     static let summary = "Deletes a habit and its completions."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -143,6 +152,7 @@ enum HabitsDelete: DatabaseMethod {
 
 enum HabitsList: DatabaseMethod {
     static let name = "habits.list"
+    static let retry = RetrySafety.always
     static let summary = "A page of the user's habits in display order."
     struct Params: Sendable { let user: UUID; let includeInactive: Bool; let page: PageRequest<HabitSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -206,6 +216,7 @@ extension DayView: MethodResult {
 
 enum DayGet: SingleStatementMethod {
     static let name = "day.get"
+    static let retry = RetrySafety.always
     static let summary = "One day: the habits active on it and the completions dated it."
     typealias Result = DayView
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String? }
@@ -222,6 +233,7 @@ enum DayGet: SingleStatementMethod {
 // transaction) up to the statement timeout, and would hold up every request sharing its round trip.
 enum CompletionsSet: DatabaseMethod {
     static let name = "completions.set"
+    static let retry = RetrySafety.always
     static let summary = "Sets whether a habit is completed on a date (idempotent)."
     static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let completed: Bool; let timeZone: String? }
@@ -252,6 +264,7 @@ extension CompletionChange: MethodResult {
 
 enum CompletionsToggle: DatabaseMethod {
     static let name = "completions.toggle"
+    static let retry = RetrySafety.never
     static let summary = "Flips whether a habit is completed on a date (not idempotent)."
     static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let timeZone: String? }
@@ -274,6 +287,7 @@ enum CompletionsToggle: DatabaseMethod {
 
 enum WeekCounts: DatabaseMethod {
     static let name = "week.counts"
+    static let retry = RetrySafety.always
     static let summary = "Per day of one week: the active habits and their completions."
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {

@@ -62,15 +62,8 @@ final class WorkerStatus: @unchecked Sendable {
         }
     }
 
-    static func now() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_nsec / 1_000_000)
-    }
+    /// The log lines' clock (UTC, milliseconds), so a status and the log agree on times.
+    static func now() -> String { StderrLogHandler.timestamp() }
 }
 
 /// `--health-socket PATH`: a unix stream socket served by its own thread, independent of

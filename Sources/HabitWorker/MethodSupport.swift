@@ -30,6 +30,10 @@ protocol MethodDeclaration: SendableMetatype {
     /// The domain errors this method answers besides those every database method (or every
     /// method) can answer (`MethodRegistry.databaseErrors`, `.anyMethodErrors`).
     static var errors: [DomainErrorCode] { get }
+    /// Whether a gateway may send the request again when its outcome is unknown (no answer:
+    /// crash, kill, gateway timeout). Declared by every method, with no default, so a new method
+    /// cannot be listed as safe by accident; docs/protocol.md's retry table says the same.
+    static var retry: RetrySafety { get }
     /// Reads the params, and so declares them: run against a describing reader
     /// (`ParamsReader.declarations(of:)`) it yields the method's params and accepted keys; any
     /// other key is -32602 "unknown key" before `decode` runs. So every param must be read on
@@ -41,6 +45,17 @@ protocol MethodDeclaration: SendableMetatype {
 
 extension MethodDeclaration {
     static var errors: [DomainErrorCode] { [] }
+}
+
+/// A method's retry safety, published as `x-retry-safe` in the OpenRPC document.
+enum RetrySafety: String, Sendable, CaseIterable {
+    /// Sending it again after it took effect changes nothing more (reads, set-to-a-value writes,
+    /// deletes, which answer not_found the second time).
+    case always
+    /// A create: safe when the request carries a client `id`, otherwise a retry makes a second row.
+    case withClientID = "with_id"
+    /// Each attempt changes the state again (toggles, cycles).
+    case never
 }
 
 /// A method's result: how it writes itself and its JSON Schema, declared together. It is
@@ -91,6 +106,7 @@ struct MethodRegistry: Sendable {
     struct Description: Sendable {
         let name: String
         let summary: String
+        let retry: RetrySafety
         let params: [ParamDeclaration]
         let result: JSONValue
         /// Ordered by code, from -32001 down.
@@ -146,7 +162,7 @@ struct MethodRegistry: Sendable {
         }
         entries[Method.name] = Entry(keys: Set(params.map(\.name))) { reader in try prepare(try Method.decode(reader)) }
         let errors = Set(Method.errors + implied + Self.anyMethodErrors).sorted { $0.rawValue > $1.rawValue }
-        descriptions.append(Description(name: Method.name, summary: Method.summary, params: params,
+        descriptions.append(Description(name: Method.name, summary: Method.summary, retry: Method.retry, params: params,
                                         result: result, errors: errors))
     }
 

@@ -52,6 +52,7 @@ enum OpenRPCDocument {
             ("paramStructure", "by-name"),
             ("params", .array((description.params + Envelope.declarations).map(param))),
             ("result", .object(JSONObject([("name", "result"), ("schema", description.result)]))),
+            ("x-retry-safe", .string(description.retry.rawValue)),
         ])
         if !description.errors.isEmpty {
             method.append(key: "errors", value: .array(description.errors.map(error)))
@@ -89,6 +90,7 @@ enum OpenRPCDocument {
 /// `rpc.discover`: the OpenRPC document (the OpenRPC service discovery method).
 enum RPCDiscover: LocalMethod {
     static let name = "rpc.discover"
+    static let retry = RetrySafety.always
     static let summary = "This OpenRPC document (docs/openrpc.json)."
     static func decode(_ params: ParamsReader) throws(RPCError) {}
     static func run(_ params: Void) throws(RPCError) -> Document { Document() }

@@ -12,6 +12,7 @@ private let positionRange = Int(Int32.min)...Int(Int32.max)
 
 enum ListsCreate: DatabaseMethod {
     static let name = "lists.create"
+    static let retry = RetrySafety.withClientID
     static let summary = "Creates a list; with a client id, safe to retry."
     static let errors: [DomainErrorCode] = [.limitExceeded, .idConflict]
     struct Params: Sendable { let user: UUID; let id: UUID?; let name: String }
@@ -26,6 +27,7 @@ enum ListsCreate: DatabaseMethod {
 
 enum ListsUpdate: DatabaseMethod {
     static let name = "lists.update"
+    static let retry = RetrySafety.always
     static let summary = "Renames a list."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let name: String }
@@ -39,6 +41,7 @@ enum ListsUpdate: DatabaseMethod {
 
 enum ListsDelete: DatabaseMethod {
     static let name = "lists.delete"
+    static let retry = RetrySafety.always
     static let summary = "Deletes a list; its tasks stay, without a list."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -50,6 +53,7 @@ enum ListsDelete: DatabaseMethod {
 
 enum ListsList: DatabaseMethod {
     static let name = "lists.list"
+    static let retry = RetrySafety.always
     static let summary = "A page of the user's lists in creation order."
     struct Params: Sendable { let user: UUID; let page: PageRequest<TaskListSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -82,6 +86,7 @@ enum ListsList: DatabaseMethod {
 
 enum TasksCreate: DatabaseMethod {
     static let name = "tasks.create"
+    static let retry = RetrySafety.withClientID
     static let summary = "Creates a task, not started; with a client id, safe to retry."
     static let errors: [DomainErrorCode] = [.notFound, .limitExceeded, .idConflict]
     struct Params: Sendable { let user: UUID; let draft: TaskDraft }
@@ -103,6 +108,7 @@ enum TasksCreate: DatabaseMethod {
 
 enum TasksUpdate: DatabaseMethod {
     static let name = "tasks.update"
+    static let retry = RetrySafety.always
     static let summary = "Changes a task's title, notes, list, date or position (never its state)."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: TaskChanges }
@@ -122,6 +128,7 @@ enum TasksUpdate: DatabaseMethod {
 
 enum TasksDelete: DatabaseMethod {
     static let name = "tasks.delete"
+    static let retry = RetrySafety.always
     static let summary = "Deletes a task."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -133,6 +140,7 @@ enum TasksDelete: DatabaseMethod {
 
 enum TasksComplete: DatabaseMethod {
     static let name = "tasks.complete"
+    static let retry = RetrySafety.always
     static let summary = "Any state → completed (idempotent)."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -143,6 +151,7 @@ enum TasksComplete: DatabaseMethod {
 
 enum TasksUncomplete: DatabaseMethod {
     static let name = "tasks.uncomplete"
+    static let retry = RetrySafety.always
     static let summary = "completed → not_started; refused for an active task."
     static let errors: [DomainErrorCode] = [.notFound, .invalidState]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -153,6 +162,7 @@ enum TasksUncomplete: DatabaseMethod {
 
 enum TasksCycle: DatabaseMethod {
     static let name = "tasks.cycle"
+    static let retry = RetrySafety.never
     static let summary = "One step of not_started → active → completed → not_started."
     static let errors: [DomainErrorCode] = [.notFound]
     static func decode(_ params: ParamsReader) throws(RPCError) -> OwnedID { try params.ownedID() }
@@ -163,6 +173,7 @@ enum TasksCycle: DatabaseMethod {
 
 enum TasksSetState: DatabaseMethod {
     static let name = "tasks.set_state"
+    static let retry = RetrySafety.always
     static let summary = "Any state → the given state (idempotent)."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let state: TaskState }
@@ -177,6 +188,7 @@ enum TasksSetState: DatabaseMethod {
 
 enum TasksToday: DatabaseMethod {
     static let name = "tasks.today"
+    static let retry = RetrySafety.always
     static let summary = "A page of the tasks scheduled on one day, with the day's counts."
     static let cursorKind = "today"
     struct Params: Sendable { let user: UUID; let date: CalendarDate?; let timeZone: String?; let page: PageRequest<TaskSortKey> }
@@ -221,6 +233,7 @@ enum TasksToday: DatabaseMethod {
 
 enum TasksList: DatabaseMethod {
     static let name = "tasks.list"
+    static let retry = RetrySafety.always
     static let summary = "A page of the inbox, the upcoming tasks or one list's tasks."
     static let errors: [DomainErrorCode] = [.notFound]
     static let views = ["inbox", "upcoming", "list"]

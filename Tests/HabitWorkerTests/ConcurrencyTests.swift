@@ -50,14 +50,7 @@ struct ConcurrencyTests {
                 // Wait (hang guard 20 s) until the worker's UPDATE waits for the lock.
                 let observer = try session.database.connect()
                 defer { observer.close() }
-                let deadline = Date(timeIntervalSinceNow: 20)
-                while try observer.queryOne("""
-                    SELECT count(*) FROM pg_stat_activity
-                    WHERE datname = current_database() AND application_name = 'habit-serve' AND wait_event_type = 'Lock'
-                    """).decode(Int.self, at: 0) == 0 {
-                    guard Date() < deadline else { Issue.record("the worker's UPDATE never waited for the lock"); return }
-                    usleep(5_000)
-                }
+                _ = try observer.workerBackendsWaitingForLocks()
                 try worker.sendRequest("system.ping", params: nil, id: "ping")
                 // Another user's: the blocked user's own later requests wait for it (UserOrderTests).
                 try worker.sendRequest("habits.list", params: params(UUID()), id: "list")

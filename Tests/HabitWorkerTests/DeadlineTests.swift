@@ -28,17 +28,8 @@ struct DeadlineTests {
     private func waitForLockWaits(_ session: WorkerSession, count: Int = 1) throws {
         let observer = try session.database.connect()
         defer { observer.close() }
-        let deadline = Date(timeIntervalSinceNow: 20)
-        while try observer.queryOne("""
-            SELECT count(*) FROM pg_stat_activity
-            WHERE datname = current_database() AND application_name = 'habit-serve' AND wait_event_type = 'Lock'
-            """).decode(Int.self, at: 0) < count {
-            guard Date() < deadline else { throw UnexpectedLockState() }
-            usleep(5_000)
-        }
+        _ = try observer.workerBackendsWaitingForLocks(atLeast: count)
     }
-
-    struct UnexpectedLockState: Error {}
 
     @Test("a completions.set blocked on a row lock past its 200 ms deadline is cancelled: deadline_exceeded, nothing written")
     func runningRequestIsCancelled() throws {

@@ -233,15 +233,7 @@ struct ErrorCodeTests {
                 // The admin holds the completion row; the worker's toggle locks the habit, then waits for that row…
                 try connection.execute("DELETE FROM public.habit_completions WHERE template_id = \(id)")
                 try worker.sendRequest("completions.toggle", params: params(user, ["template_id": .uuid(id), "date": .string(today)]), id: "toggle")
-                var waiting = false
-                for _ in 0..<500 where !waiting {
-                    waiting = try watcher.queryOne("""
-                        SELECT count(*) > 0 FROM pg_stat_activity
-                        WHERE datname = current_database() AND application_name = 'habit-serve' AND wait_event_type = 'Lock'
-                        """).decode(Bool.self, at: 0)
-                    if !waiting { usleep(10_000) }
-                }
-                try #require(waiting, "the worker's toggle never waited for the admin's row lock")
+                _ = try watcher.workerBackendsWaitingForLocks()  // the worker's toggle waits for the admin's row lock
                 // …and the admin now waits for the habit: a cycle. The worker's backend waited first, so
                 // its deadlock check (after deadlock_timeout) finds the cycle and aborts its transaction.
                 try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) FOR UPDATE")

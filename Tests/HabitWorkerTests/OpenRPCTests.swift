@@ -93,6 +93,43 @@ struct OpenRPCTests {
         }
     }
 
+    @Test("each method's x-retry-safe is what protocol.md's retry table says")
+    func retrySafetyMatchesTheRetryTable() throws {
+        let document = try Self.fileDocument()
+        var declared: [String: String] = [:]
+        for method in document["methods"]?.arrayValue ?? [] {
+            if let name = method["name"]?.stringValue { declared[name] = method["x-retry-safe"]?.stringValue ?? "missing" }
+        }
+        // The table under "Retries and unknown outcomes": | methods | yes… or **no** | answer |.
+        // A create has a "with `id`" row (yes) and a "without `id`" row (no).
+        let protocolText = try String(contentsOf: Self.root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        guard let start = protocolText.range(of: "| method | retry-safe |") else {
+            Issue.record("protocol.md has no retry table")
+            return
+        }
+        var verdicts: [String: Set<String>] = [:]
+        for line in protocolText[start.upperBound...].split(separator: "\n").dropFirst(2) {  // the header's rest, |---|
+            guard line.hasPrefix("| ") else { break }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count > 3 else { continue }
+            let verdict = cells[2].hasPrefix("yes") ? "yes" : cells[2] == "**no**" ? "no" : "unreadable: \(cells[2])"
+            let qualifier = cells[1].contains("without `id`") ? " without id" : cells[1].contains("with `id`") ? " with id" : ""
+            for match in cells[1].matches(of: /`([a-z_]+\.[a-z_]+)`/) {
+                verdicts[String(match.1), default: []].insert(verdict + qualifier)
+            }
+        }
+        var documented: [String: String] = [:]
+        for (name, set) in verdicts {
+            switch set {
+            case ["yes"]: documented[name] = "always"
+            case ["no"]: documented[name] = "never"
+            case ["yes with id", "no without id"]: documented[name] = "with_id"
+            default: documented[name] = "contradictory: \(set.sorted())"
+            }
+        }
+        #expect(documented == declared, "protocol.md's table and x-retry-safe disagree")
+    }
+
     @Test("every method accepts exactly the params the document lists")
     func documentedParamsAreTheAcceptedKeys() throws {
         let document = try Self.fileDocument()

@@ -93,16 +93,8 @@ struct RetrySafeCreatesTests {
             try blocker.execute("BEGIN")
             try blocker.execute("SELECT pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || \(user)::text, 0))")
             try session.worker.sendRequest("habits.create", params: request, id: "lost")
-            var backend: Int32?
-            for _ in 0..<1_000 where backend == nil {
-                backend = try watcher.queryOptional("""
-                    SELECT pid FROM pg_stat_activity
-                    WHERE datname = current_database() AND application_name = 'habit-serve'
-                      AND wait_event_type = 'Lock' AND wait_event = 'advisory'
-                    """)?.decode(Int32.self, at: 0)
-                if backend == nil { usleep(10_000) }
-            }
-            let waiting = try #require(backend, "the create never waited for the advisory lock")
+            // The create waits for the advisory lock.
+            let waiting = try #require(try watcher.workerBackendsWaitingForLocks(event: "advisory").first)
             #expect(session.worker.terminate(signal: SIGKILL))
             #expect(session.worker.waitForExit() != nil)
             try blocker.execute("ROLLBACK")

@@ -105,15 +105,8 @@ struct TraceableLogTests {
                                                                              "traceparent": .string(Self.traceparent)]), id: "doomed")
                 let observer = try session.database.connect()
                 defer { observer.close() }
-                let deadline = Date(timeIntervalSinceNow: 20)
-                var terminated = false
-                while !terminated {
-                    terminated = try observer.queryOne("""
-                        SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                        WHERE datname = current_database() AND application_name = 'habit-serve' AND wait_event_type = 'Lock'
-                        """).decode(Int.self, at: 0) > 0
-                    guard terminated || Date() < deadline else { Issue.record("the worker's UPDATE never waited for the lock"); return }
-                    if !terminated { usleep(5_000) }
+                for backend in try observer.workerBackendsWaitingForLocks() {
+                    _ = try observer.queryOne("SELECT pg_terminate_backend(\(backend))")
                 }
                 expectError(try worker.response(id: "doomed"), code: Code.databaseUnavailable, id: "doomed")
             }

@@ -115,36 +115,23 @@ extension WorkerProcess {
     }
 }
 
-/// stdout split into lines, handed out in order.
+/// stdout lines (split by `WorkerConnection`'s reader), handed out in order.
 final class StdoutLines: @unchecked Sendable {
     private let condition = NSCondition()
     private var lines: [[UInt8]] = []
     private var head = 0
-    private var partial: [UInt8] = []
     private var finished = false
 
-    func append(_ bytes: UnsafeRawBufferPointer) {
+    func append(line: [UInt8]) {
         condition.lock()
         defer { condition.unlock() }
-        var start = 0
-        for index in 0..<bytes.count where bytes[index] == 0x0A {
-            partial.append(contentsOf: bytes[start..<index])
-            lines.append(partial)
-            partial = []
-            start = index + 1
-        }
-        partial.append(contentsOf: bytes[start..<bytes.count])
+        lines.append(line)
         condition.broadcast()
     }
 
     func finish() {
         condition.lock()
         defer { condition.unlock() }
-        if !partial.isEmpty {
-            // A last line without "\n" is still output; the test sees it as a line.
-            lines.append(partial)
-            partial = []
-        }
         finished = true
         condition.broadcast()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HabitClient
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,39 +9,43 @@ import Darwin
 #endif
 
 /// A child process (normally `habit serve`) driven through pipes on its stdin, stdout and
-/// stderr, for black-box tests of the JSON-RPC worker.
+/// stderr, for black-box tests of the JSON-RPC worker: a thin layer over HabitClient's
+/// `WorkerConnection`, which spawns the process, reads stdout and stderr on a thread each
+/// and reaps it. This layer keeps every stdout line in order (tests write their own ids and
+/// hostile lines with `send`/`sendRaw`; none of them goes through the connection's id
+/// matching) and stderr whole, and waits synchronously with hang guards.
 ///
-/// * Spawned with `posix_spawn` from pipes made close-on-exec under a lock, so workers started
+/// * Spawned with close-on-exec pipes under a lock (`WorkerConnection`), so workers started
 ///   by tests running in parallel never inherit each other's pipe ends (which would hide EOF).
-/// * stdout is drained line by line and stderr byte by byte by background threads, so the
-///   child never blocks on a full pipe while the test is still writing requests.
+/// * stdout and stderr are drained by background threads, so the child never blocks on a
+///   full pipe while the test is still writing requests.
 /// * Every wait has a timeout that is only a hang guard (default 30 s): reads block until
 ///   the data arrives, nothing sleeps to wait for work, nothing asserts speed.
-/// * A reaper thread waits for the child without reaping it first (`WNOWAIT`), so
-///   `terminate(signal:)` can never hit a recycled pid.
+/// * The exit is waited for without reaping first (`WNOWAIT`), so `terminate(signal:)` can
+///   never hit a recycled pid.
 /// * `withServe(…)`/`forceStop()` kill and reap the child on every path; so does deinit.
+/// * `connection` offers HabitClient's typed async calls on the same worker (`try await
+///   worker.connection.dayGet(…)`); their answers are matched by id and do not appear in
+///   this layer's stdout lines.
 ///
 /// Not meant for concurrent use by several test threads at once (one test drives one worker).
 ///
-/// This file spawns the process and owns its pipes, stdin and the captured stderr. Reading
-/// responses and matching them to requests: WorkerProcess+Responses.swift; the checks every
-/// response line must pass: WorkerResponse.swift; one-shot commands (`habit migrate`…):
-/// WorkerProcess+Commands.swift.
+/// This file starts the process and keeps stderr. Reading responses and matching them to
+/// requests: WorkerProcess+Responses.swift; the checks every response line must pass:
+/// WorkerResponse.swift; one-shot commands (`habit migrate`…): WorkerProcess+Commands.swift.
 public final class WorkerProcess: @unchecked Sendable {
     /// Default hang guard for reads and waits.
     public static let defaultTimeout: TimeInterval = 30
 
-    public let pid: pid_t
+    public let connection: WorkerConnection
+    public var pid: pid_t { connection.pid }
     public let executable: String
     public let arguments: [String]
 
-    private let inputLock = NSLock()
-    private var inputFD: Int32
-    private let stderrCapture = StderrCapture()
-    private let exitMonitor = ExitMonitor()
+    private let stderrCapture: StderrCapture
 
     // Response collection (WorkerProcess+Responses.swift).
-    let stdoutLines = StdoutLines()
+    let stdoutLines: StdoutLines
     let stateLock = NSLock()
     /// Responses read while waiting for another id (see `response(id:)`), oldest first.
     var pending: [WorkerResponse] = []
@@ -52,80 +57,23 @@ public final class WorkerProcess: @unchecked Sendable {
     /// the read end of the child's stdout is closed at once (a client that went away), so
     /// its writes fail with EPIPE; `nextOutput` then reports `.endOfOutput` immediately.
     public init(executable: String, arguments: [String], environment: [String: String], closeOutput: Bool = false) throws {
-        _ = WorkerProcess.ignoreSIGPIPE
         self.executable = executable
         self.arguments = arguments
-
-        var stdinPipe: [Int32] = [-1, -1]
-        var stdoutPipe: [Int32] = [-1, -1]
-        var stderrPipe: [Int32] = [-1, -1]
-        func closeAll() { for fd in stdinPipe + stdoutPipe + stderrPipe where fd >= 0 { close(fd) } }
-        // pipe2(O_CLOEXEC) is not exported to Swift: pipe + FD_CLOEXEC, and every spawn of this
-        // helper holds the same lock, so no concurrently spawned child inherits these ends.
-        Self.spawnLock.lock()
-        defer { Self.spawnLock.unlock() }
-        func makePipe(_ fds: inout [Int32]) -> Bool {
-            guard pipe(&fds) == 0 else { return false }
-            return fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0 && fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
+        let stdoutLines = StdoutLines()
+        let stderrCapture = StderrCapture()
+        self.stdoutLines = stdoutLines
+        self.stderrCapture = stderrCapture
+        do {
+            connection = try WorkerConnection(
+                command: WorkerCommand(executable: executable, arguments: arguments, environment: environment),
+                // Tests send over-long lines on purpose (sendRaw), never through the connection's check.
+                options: .init(maxLineBytes: .max, closeOutput: closeOutput),
+                handlers: .init(stderrLine: { stderrCapture.append(line: $0) }, stderrEnded: { stderrCapture.finish() },
+                                otherLine: { stdoutLines.append(line: $0) }, outputEnded: { stdoutLines.finish() }))
+        } catch {
+            if case .spawnFailed(let what, let code) = error { throw WorkerProcessError.spawnFailed(what, errno: code) }
+            throw error
         }
-        guard makePipe(&stdinPipe), makePipe(&stdoutPipe), makePipe(&stderrPipe) else {
-            let error = errno
-            closeAll()
-            throw WorkerProcessError.spawnFailed("pipe", errno: error)
-        }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 clears close-on-exec on the child's 0/1/2 only.
-        posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The test process ignores SIGPIPE; the child starts with default dispositions and
-        // an empty signal mask, as it would from a shell.
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        close(stdinPipe[0])
-        close(stdoutPipe[1])
-        close(stderrPipe[1])
-        guard status == 0 else {
-            close(stdinPipe[1])
-            close(stdoutPipe[0])
-            close(stderrPipe[0])
-            throw WorkerProcessError.spawnFailed(executable, errno: status)
-        }
-        pid = child
-        inputFD = stdinPipe[1]
-
-        let stdoutLines = self.stdoutLines
-        let stderrCapture = self.stderrCapture
-        if closeOutput {
-            close(stdoutPipe[0])
-            stdoutLines.finish()
-        } else {
-            Self.startReader(fd: stdoutPipe[0], name: "worker-stdout-\(child)", onData: { stdoutLines.append($0) }, onEnd: { stdoutLines.finish() })
-        }
-        Self.startReader(fd: stderrPipe[0], name: "worker-stderr-\(child)", onData: { stderrCapture.append($0) }, onEnd: { stderrCapture.finish() })
-        exitMonitor.startReaping(pid: child)
     }
 
     /// Starts `habit serve --database-url <url> <arguments…>` from `binaryPath()`.
@@ -203,13 +151,6 @@ public final class WorkerProcess: @unchecked Sendable {
             && FileManager.default.isExecutableFile(atPath: path)
     }
 
-    private static let spawnLock = NSLock()
-
-    private static let ignoreSIGPIPE: Void = {
-        // Writing to a worker that already exited must be an EPIPE error, not death by SIGPIPE.
-        signal(SIGPIPE, SIG_IGN)
-    }()
-
     // MARK: - Writing
 
     /// Writes `line` and a newline.
@@ -224,30 +165,17 @@ public final class WorkerProcess: @unchecked Sendable {
 
     /// Writes exactly these bytes (no newline added). Blocks while the pipe is full.
     public func sendRaw(_ bytes: [UInt8]) throws {
-        inputLock.lock()
-        defer { inputLock.unlock() }
-        guard inputFD >= 0 else { throw WorkerProcessError.inputClosed(errno: EBADF) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(inputFD, $0.baseAddress, $0.count) }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                throw WorkerProcessError.inputClosed(errno: errno)
-            }
+        do {
+            try connection.sendRaw(bytes)
+        } catch {
+            if case .notSent(_, let code) = error { throw WorkerProcessError.inputClosed(errno: code) }
+            throw error
         }
     }
 
     /// Closes the worker's stdin: it sees EOF after the bytes already written.
     public func closeInput() {
-        inputLock.lock()
-        defer { inputLock.unlock() }
-        if inputFD >= 0 {
-            close(inputFD)
-            inputFD = -1
-        }
+        connection.closeInput()
     }
 
     // MARK: - stderr
@@ -269,15 +197,15 @@ public final class WorkerProcess: @unchecked Sendable {
     /// Waits for the process to exit: its exit status, 128 + signal number if a signal
     /// killed it, or nil if the hang guard expired.
     public func waitForExit(timeout: TimeInterval = WorkerProcess.defaultTimeout) -> Int32? {
-        exitMonitor.wait(deadline: Date(timeIntervalSinceNow: timeout))
+        connection.waitForExit(timeout: timeout)
     }
 
-    public var isRunning: Bool { exitMonitor.status == nil }
+    public var isRunning: Bool { connection.isRunning }
 
     /// Sends `signal` unless the process was already reaped (never a recycled pid).
     @discardableResult
     public func terminate(signal: Int32 = SIGTERM) -> Bool {
-        exitMonitor.signalIfRunning(pid: pid, signal: signal)
+        connection.terminate(signal: signal)
     }
 
     /// Closes stdin, SIGKILLs the process if it still runs and waits for it. Idempotent.
@@ -287,29 +215,6 @@ public final class WorkerProcess: @unchecked Sendable {
             terminate(signal: SIGKILL)
             _ = waitForExit(timeout: 10)
         }
-    }
-
-    // MARK: - Threads
-
-    private static func startReader(fd: Int32, name: String, onData: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
-                                    onEnd: @escaping @Sendable () -> Void) {
-        let thread = Thread {
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count > 0 {
-                    buffer.withUnsafeBytes { onData(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
-            close(fd)
-            onEnd()
-        }
-        thread.name = name
-        thread.start()
     }
 }
 
@@ -336,15 +241,16 @@ public enum WorkerProcessError: Error, CustomStringConvertible {
 
 // MARK: - Capture
 
-/// stderr, kept whole.
+/// stderr, kept whole (line by line, each with its "\n").
 final class StderrCapture: @unchecked Sendable {
     private let condition = NSCondition()
     private var storage: [UInt8] = []
     private var finished = false
 
-    func append(_ bytes: UnsafeRawBufferPointer) {
+    func append(line: [UInt8]) {
         condition.lock()
-        storage.append(contentsOf: bytes)
+        storage.append(contentsOf: line)
+        storage.append(0x0A)
         condition.unlock()
     }
 
@@ -368,56 +274,5 @@ final class StderrCapture: @unchecked Sendable {
             if !condition.wait(until: deadline) { return finished }
         }
         return true
-    }
-}
-
-/// Waits for the child on its own thread. The child is first waited for with WNOWAIT
-/// (left a zombie, so its pid cannot be reused), then reaped under the lock that
-/// `signalIfRunning` takes.
-final class ExitMonitor: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var exitStatus: Int32?
-
-    var status: Int32? {
-        condition.lock()
-        defer { condition.unlock() }
-        return exitStatus
-    }
-
-    func startReaping(pid: pid_t) {
-        let thread = Thread { [self] in
-            var info = siginfo_t()
-            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
-            condition.lock()
-            var raw: Int32 = 0
-            var reaped: pid_t
-            repeat { reaped = waitpid(pid, &raw, 0) } while reaped < 0 && errno == EINTR
-            if reaped == pid {
-                let signal = raw & 0x7F
-                exitStatus = signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
-            } else {
-                exitStatus = -1 // reaped by someone else: status unknown
-            }
-            condition.broadcast()
-            condition.unlock()
-        }
-        thread.name = "worker-reaper-\(pid)"
-        thread.start()
-    }
-
-    func wait(deadline: Date) -> Int32? {
-        condition.lock()
-        defer { condition.unlock() }
-        while exitStatus == nil {
-            if !condition.wait(until: deadline) { return exitStatus }
-        }
-        return exitStatus
-    }
-
-    func signalIfRunning(pid: pid_t, signal: Int32) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard exitStatus == nil else { return false }
-        return kill(pid, signal) == 0
     }
 }

@@ -1,0 +1,460 @@
+import Foundation
+import JSONRPC
+
+/// Which methods may be sent again when their outcome is unknown: one list, used by
+/// `RetryPolicy` and quoted by docs/client.md (it matches docs/protocol.md, Retrying).
+public enum HabitMethods {
+    /// Sending these twice has the effect of sending them once: reads, and writes that set
+    /// a state rather than change it. A repeated `*.delete` answers -32001 (`not_found`) if
+    /// the first one committed: the row is gone either way.
+    public static let retrySafe: Set<String> = [
+        "system.ping", "system.health", "rpc.discover",
+        "profile.get", "profile.set",
+        "habits.list", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
+        "day.get", "week.counts", "completions.set",
+        "lists.list", "lists.update", "lists.delete",
+        "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
+        "tasks.complete", "tasks.uncomplete", "tasks.set_state",
+    ]
+
+    /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
+    /// row the first attempt created; other fields answer `id_conflict`).
+    public static let retrySafeWithID: Set<String> = ["habits.create", "lists.create", "tasks.create"]
+
+    /// Never retry-safe: each call changes the state again (`completions.toggle`, `tasks.cycle`).
+    public static func isRetrySafe(method: String, params: JSONObject?) -> Bool {
+        if retrySafe.contains(method) { return true }
+        if retrySafeWithID.contains(method) { return params?["id"]?.stringValue != nil }
+        return false
+    }
+}
+
+/// The protocol's methods, typed. `HabitClient` (a pool of workers) and `WorkerConnection`
+/// (one worker) both have them; each builds `params`, calls `call(method:params:options:)`
+/// and decodes the result.
+public protocol HabitCalling: Sendable {
+    func call(method: String, params: JSONObject?, options: CallOptions) async throws -> JSONValue
+}
+
+extension WorkerConnection: HabitCalling {}
+
+/// An update's field: keep the stored value (member absent), set it, or clear it (null).
+public enum FieldUpdate<Value: Sendable>: Sendable {
+    case keep
+    case set(Value)
+    case clear
+}
+
+public enum WeekStart: String, Sendable, Codable { case monday, sunday }
+public enum TaskView: String, Sendable, Codable { case inbox, upcoming, list }
+
+// MARK: - Results
+
+/// Dates are `YYYY-MM-DD` and timestamps RFC 3339 text exactly as the worker wrote them
+/// (microseconds kept); ids are UUIDs.
+public struct Habit: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var icon: String?
+    public var color: String?
+    public var isActive: Bool
+    public var activatedAt: String
+    public var deactivatedAt: String?
+    public var sortOrder: Int?
+    public var createdAt: String
+    public var updatedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
+        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at"
+    }
+}
+
+public struct HabitTask: Codable, Sendable, Equatable {
+    public enum State: String, Sendable, Codable { case notStarted = "not_started", active, completed }
+
+    public var id: UUID
+    public var title: String
+    public var notes: String?
+    public var listID: UUID?
+    public var state: State
+    public var scheduledDate: String?
+    public var position: Int
+    public var completedAt: String?
+    public var createdAt: String
+    public var updatedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, title, notes, listID = "list_id", state, scheduledDate = "scheduled_date", position
+        case completedAt = "completed_at", createdAt = "created_at", updatedAt = "updated_at"
+    }
+}
+
+public struct TaskList: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var createdAt: String
+    public var updatedAt: String
+
+    enum CodingKeys: String, CodingKey { case id, name, createdAt = "created_at", updatedAt = "updated_at" }
+}
+
+public struct Profile: Codable, Sendable, Equatable {
+    public var userID: UUID
+    public var timezone: String
+
+    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone }
+}
+
+public struct Ping: Codable, Sendable, Equatable { public var ok: Bool }
+
+public struct Health: Codable, Sendable, Equatable {
+    public var database: String
+    public var schemaVersion: Int
+    enum CodingKeys: String, CodingKey { case database, schemaVersion = "schema_version" }
+}
+
+public struct Deleted: Codable, Sendable, Equatable { public var deleted: Bool }
+
+public struct HabitsPage: Codable, Sendable, Equatable {
+    public var habits: [Habit]
+    public var nextCursor: String?
+    enum CodingKeys: String, CodingKey { case habits, nextCursor = "next_cursor" }
+}
+
+public struct Day: Codable, Sendable, Equatable {
+    public var date: String
+    public var today: String
+    public var isFuture: Bool
+    public var habits: [Habit]
+    /// Template ids completed on `date`, sorted.
+    public var completed: [UUID]
+    enum CodingKeys: String, CodingKey { case date, today, isFuture = "is_future", habits, completed }
+}
+
+public struct CompletionSet: Codable, Sendable, Equatable {
+    public var completed: Bool
+    /// False when the completion already was in that state.
+    public var changed: Bool
+}
+
+public struct CompletionToggle: Codable, Sendable, Equatable {
+    public var completed: Bool
+}
+
+public struct WeekCounts: Codable, Sendable, Equatable {
+    public struct DayCount: Codable, Sendable, Equatable {
+        public var date: String
+        public var completed: Int
+        public var active: Int
+    }
+    public var weekStart: String
+    public var days: [DayCount]
+    enum CodingKeys: String, CodingKey { case weekStart = "week_start", days }
+}
+
+public struct ListsPage: Codable, Sendable, Equatable {
+    public var lists: [TaskList]
+    public var nextCursor: String?
+    enum CodingKeys: String, CodingKey { case lists, nextCursor = "next_cursor" }
+}
+
+public struct TasksToday: Codable, Sendable, Equatable {
+    public var date: String
+    public var tasks: [HabitTask]
+    public var completedCount: Int
+    public var totalCount: Int
+    public var nextCursor: String?
+    enum CodingKeys: String, CodingKey {
+        case date, tasks, completedCount = "completed_count", totalCount = "total_count", nextCursor = "next_cursor"
+    }
+}
+
+public struct TasksPage: Codable, Sendable, Equatable {
+    public var view: TaskView
+    public var tasks: [HabitTask]
+    public var nextCursor: String?
+    enum CodingKeys: String, CodingKey { case view, tasks, nextCursor = "next_cursor" }
+}
+
+// MARK: - Building params
+
+/// `params` built member by member; nil values are left out (absent = the default).
+struct Params {
+    var object = JSONObject()
+
+    init(user: UUID?) {
+        if let user { object.append(key: "user_id", value: .string(user.uuidString.lowercased())) }
+    }
+
+    mutating func add(_ key: String, _ value: String?) {
+        if let value { object.append(key: key, value: .string(value)) }
+    }
+
+    mutating func add(_ key: String, _ value: UUID?) {
+        if let value { object.append(key: key, value: .string(value.uuidString.lowercased())) }
+    }
+
+    mutating func add(_ key: String, _ value: Int?) {
+        if let value { object.append(key: key, value: .int(value)) }
+    }
+
+    mutating func add(_ key: String, _ value: Bool?) {
+        if let value { object.append(key: key, value: .bool(value)) }
+    }
+
+    mutating func update(_ key: String, _ value: FieldUpdate<String>) {
+        switch value {
+        case .keep: break
+        case .set(let text): object.append(key: key, value: .string(text))
+        case .clear: object.append(key: key, value: .null)
+        }
+    }
+
+    mutating func update(_ key: String, _ value: FieldUpdate<UUID>) {
+        switch value {
+        case .keep: break
+        case .set(let id): object.append(key: key, value: .string(id.uuidString.lowercased()))
+        case .clear: object.append(key: key, value: .null)
+        }
+    }
+
+    mutating func update(_ key: String, _ value: FieldUpdate<Int>) {
+        switch value {
+        case .keep: break
+        case .set(let number): object.append(key: key, value: .int(number))
+        case .clear: object.append(key: key, value: .null)
+        }
+    }
+}
+
+// MARK: - The methods
+
+extension HabitCalling {
+    /// `call` with default options.
+    public func call(method: String, params: JSONObject? = nil) async throws -> JSONValue {
+        try await call(method: method, params: params, options: CallOptions())
+    }
+
+    /// Calls `method` and decodes its result as `Result`.
+    public func call<Result: Decodable>(_ method: String, _ params: JSONObject?, options: CallOptions,
+                                        as type: Result.Type = Result.self) async throws -> Result {
+        let value = try await call(method: method, params: params, options: options)
+        do {
+            return try JSONDecoder().decode(Result.self, from: Data(value.jsonBytes))
+        } catch {
+            throw HabitClientError.unexpectedResult(method: method, problem: "\(error)")
+        }
+    }
+
+    public func systemPing(options: CallOptions = CallOptions()) async throws -> Ping {
+        try await call("system.ping", nil, options: options)
+    }
+
+    public func systemHealth(options: CallOptions = CallOptions()) async throws -> Health {
+        try await call("system.health", nil, options: options)
+    }
+
+    /// The OpenRPC document.
+    public func rpcDiscover(options: CallOptions = CallOptions()) async throws -> JSONValue {
+        try await call(method: "rpc.discover", params: nil, options: options)
+    }
+
+    public func profileGet(userID: UUID, options: CallOptions = CallOptions()) async throws -> Profile {
+        try await call("profile.get", Params(user: userID).object, options: options)
+    }
+
+    public func profileSet(userID: UUID, timezone: String, options: CallOptions = CallOptions()) async throws -> Profile {
+        var params = Params(user: userID)
+        params.add("timezone", timezone)
+        return try await call("profile.set", params.object, options: options)
+    }
+
+    /// With `id`, retry-safe: the same id and fields again return the existing habit.
+    public func habitsCreate(userID: UUID, name: String, icon: String? = nil, color: String? = nil,
+                             activatedAt: String? = nil, sortOrder: Int? = nil, id: UUID? = nil,
+                             options: CallOptions = CallOptions()) async throws -> Habit {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("name", name)
+        params.add("icon", icon)
+        params.add("color", color)
+        params.add("activated_at", activatedAt)
+        params.add("sort_order", sortOrder)
+        return try await call("habits.create", params.object, options: options)
+    }
+
+    public func habitsUpdate(userID: UUID, id: UUID, name: String? = nil, icon: FieldUpdate<String> = .keep,
+                             color: FieldUpdate<String> = .keep, sortOrder: FieldUpdate<Int> = .keep,
+                             options: CallOptions = CallOptions()) async throws -> Habit {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("name", name)
+        params.update("icon", icon)
+        params.update("color", color)
+        params.update("sort_order", sortOrder)
+        return try await call("habits.update", params.object, options: options)
+    }
+
+    public func habitsDeactivate(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Habit {
+        try await call("habits.deactivate", idParams(userID, id), options: options)
+    }
+
+    public func habitsActivate(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Habit {
+        try await call("habits.activate", idParams(userID, id), options: options)
+    }
+
+    public func habitsDelete(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Deleted {
+        try await call("habits.delete", idParams(userID, id), options: options)
+    }
+
+    public func habitsList(userID: UUID, includeInactive: Bool? = nil, cursor: String? = nil, limit: Int? = nil,
+                           options: CallOptions = CallOptions()) async throws -> HabitsPage {
+        var params = Params(user: userID)
+        params.add("include_inactive", includeInactive)
+        params.add("cursor", cursor)
+        params.add("limit", limit)
+        return try await call("habits.list", params.object, options: options)
+    }
+
+    /// `date` is `YYYY-MM-DD`.
+    public func dayGet(userID: UUID, date: String, timezone: String? = nil, options: CallOptions = CallOptions()) async throws -> Day {
+        var params = Params(user: userID)
+        params.add("date", date)
+        params.add("timezone", timezone)
+        return try await call("day.get", params.object, options: options)
+    }
+
+    public func completionsSet(userID: UUID, templateID: UUID, date: String, completed: Bool, timezone: String? = nil,
+                               options: CallOptions = CallOptions()) async throws -> CompletionSet {
+        var params = Params(user: userID)
+        params.add("template_id", templateID)
+        params.add("date", date)
+        params.add("completed", completed)
+        params.add("timezone", timezone)
+        return try await call("completions.set", params.object, options: options)
+    }
+
+    /// Not retry-safe: use `completionsSet` where the gateway knows the state it wants.
+    public func completionsToggle(userID: UUID, templateID: UUID, date: String, timezone: String? = nil,
+                                  options: CallOptions = CallOptions()) async throws -> CompletionToggle {
+        var params = Params(user: userID)
+        params.add("template_id", templateID)
+        params.add("date", date)
+        params.add("timezone", timezone)
+        return try await call("completions.toggle", params.object, options: options)
+    }
+
+    public func weekCounts(userID: UUID, date: String, weekStart: WeekStart? = nil, timezone: String? = nil,
+                           options: CallOptions = CallOptions()) async throws -> WeekCounts {
+        var params = Params(user: userID)
+        params.add("date", date)
+        params.add("week_start", weekStart?.rawValue)
+        params.add("timezone", timezone)
+        return try await call("week.counts", params.object, options: options)
+    }
+
+    /// With `id`, retry-safe (see `habitsCreate`).
+    public func listsCreate(userID: UUID, name: String, id: UUID? = nil, options: CallOptions = CallOptions()) async throws -> TaskList {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("name", name)
+        return try await call("lists.create", params.object, options: options)
+    }
+
+    public func listsUpdate(userID: UUID, id: UUID, name: String, options: CallOptions = CallOptions()) async throws -> TaskList {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("name", name)
+        return try await call("lists.update", params.object, options: options)
+    }
+
+    public func listsDelete(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Deleted {
+        try await call("lists.delete", idParams(userID, id), options: options)
+    }
+
+    public func listsList(userID: UUID, cursor: String? = nil, limit: Int? = nil, options: CallOptions = CallOptions()) async throws -> ListsPage {
+        var params = Params(user: userID)
+        params.add("cursor", cursor)
+        params.add("limit", limit)
+        return try await call("lists.list", params.object, options: options)
+    }
+
+    /// With `id`, retry-safe (see `habitsCreate`).
+    public func tasksCreate(userID: UUID, title: String, notes: String? = nil, listID: UUID? = nil, scheduledDate: String? = nil,
+                            position: Int? = nil, id: UUID? = nil, options: CallOptions = CallOptions()) async throws -> HabitTask {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("title", title)
+        params.add("notes", notes)
+        params.add("list_id", listID)
+        params.add("scheduled_date", scheduledDate)
+        params.add("position", position)
+        return try await call("tasks.create", params.object, options: options)
+    }
+
+    public func tasksUpdate(userID: UUID, id: UUID, title: String? = nil, notes: FieldUpdate<String> = .keep,
+                            listID: FieldUpdate<UUID> = .keep, scheduledDate: FieldUpdate<String> = .keep,
+                            position: Int? = nil, options: CallOptions = CallOptions()) async throws -> HabitTask {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("title", title)
+        params.update("notes", notes)
+        params.update("list_id", listID)
+        params.update("scheduled_date", scheduledDate)
+        params.add("position", position)
+        return try await call("tasks.update", params.object, options: options)
+    }
+
+    public func tasksDelete(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Deleted {
+        try await call("tasks.delete", idParams(userID, id), options: options)
+    }
+
+    public func tasksComplete(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> HabitTask {
+        try await call("tasks.complete", idParams(userID, id), options: options)
+    }
+
+    public func tasksUncomplete(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> HabitTask {
+        try await call("tasks.uncomplete", idParams(userID, id), options: options)
+    }
+
+    /// Not retry-safe: each call moves the task one state on.
+    public func tasksCycle(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> HabitTask {
+        try await call("tasks.cycle", idParams(userID, id), options: options)
+    }
+
+    public func tasksSetState(userID: UUID, id: UUID, state: HabitTask.State, options: CallOptions = CallOptions()) async throws -> HabitTask {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("state", state.rawValue)
+        return try await call("tasks.set_state", params.object, options: options)
+    }
+
+    public func tasksToday(userID: UUID, date: String? = nil, timezone: String? = nil, cursor: String? = nil, limit: Int? = nil,
+                           options: CallOptions = CallOptions()) async throws -> TasksToday {
+        var params = Params(user: userID)
+        params.add("date", date)
+        params.add("timezone", timezone)
+        params.add("cursor", cursor)
+        params.add("limit", limit)
+        return try await call("tasks.today", params.object, options: options)
+    }
+
+    /// `listID` is required for `view: .list`.
+    public func tasksList(userID: UUID, view: TaskView, listID: UUID? = nil, timezone: String? = nil, cursor: String? = nil,
+                          limit: Int? = nil, options: CallOptions = CallOptions()) async throws -> TasksPage {
+        var params = Params(user: userID)
+        params.add("view", view.rawValue)
+        params.add("list_id", listID)
+        params.add("timezone", timezone)
+        params.add("cursor", cursor)
+        params.add("limit", limit)
+        return try await call("tasks.list", params.object, options: options)
+    }
+
+    private func idParams(_ user: UUID, _ id: UUID) -> JSONObject {
+        var params = Params(user: user)
+        params.add("id", id)
+        return params.object
+    }
+}

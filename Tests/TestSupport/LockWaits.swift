@@ -1,0 +1,28 @@
+import Foundation
+import PostgresClient
+
+/// The worker's backends (`application_name` habit-serve) seen waiting for a lock.
+public struct LockWaitTimedOut: Error, CustomStringConvertible {
+    public let wanted: Int
+    public var description: String { "fewer than \(wanted) of the worker's statements waited for a lock within the hang guard" }
+}
+
+extension Connection {
+    /// Polls `pg_stat_activity` from this (observer) connection until at least `count` of the
+    /// worker's backends wait for a lock (of wait event `event`, e.g. "advisory", when given) and
+    /// returns their pids. The 20 s limit is a hang guard, not a speed check.
+    public func workerBackendsWaitingForLocks(atLeast count: Int = 1, event: String? = nil) throws -> [Int32] {
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while true {
+            let pids = try query("""
+                SELECT pid FROM pg_stat_activity
+                WHERE datname = current_database() AND application_name = 'habit-serve'
+                  AND wait_event_type = 'Lock' AND (\(event)::text IS NULL OR wait_event = \(event))
+                ORDER BY pid
+                """).map { try $0.decode(Int32.self, at: 0) }
+            if pids.count >= count { return pids }
+            guard Date() < deadline else { throw LockWaitTimedOut(wanted: count) }
+            usleep(5_000)
+        }
+    }
+}
