@@ -6,7 +6,11 @@
 --   habit_templates.schedule the schedule in force now (or at the next activation)
 --   habit.valid_schedule     the four schedule shapes (CHECK of both schedule columns)
 --   habit.period_on_days     THE definition of "on": the local dates a period makes its habit on
---   habit.habit_days_at      per habit and day of one user: on (by period_on_days), due, schedule
+--   habit.due_days           THE definition of "due": the due days of a range of on-days
+--   habit.week_target_met_on the day a times_per_week target is met (the times-th completion)
+--   habit.habit_days_at      per habit and day of one user: on (by period_on_days), due (by
+--                            due_days), schedule, done, skipped
+--   profiles.week_start      the user's week (times_per_week targets; week.counts' default)
 --   habit.habit_days         the same with today from the user's zone
 --   habit.set_schedule       change a habit's schedule (closes the open period, opens one)
 --   HB003 future_date, HB004 habit_not_active, HB005 done_and_skipped, HB006 backfill_not_allowed
@@ -68,6 +72,24 @@ COMMENT ON COLUMN public.habit_templates.activated_at IS
     'Start of the habit''s first period (habit_periods).';
 COMMENT ON COLUMN public.habit_templates.deactivated_at IS
     'End of the last closed period while inactive; NULL while active.';
+
+-- The user's week: times_per_week counts completions per week, and the week starts on the
+-- user's day. Default Monday (ISO), what week.counts and the batch defaulted to before.
+ALTER TABLE public.profiles
+    ADD COLUMN week_start text NOT NULL DEFAULT 'monday'
+        CONSTRAINT profiles_week_start_check CHECK (week_start IN ('monday', 'sunday'));
+COMMENT ON COLUMN public.profiles.week_start IS
+    'First day of the user''s week: ''monday'' (default) or ''sunday''. A times_per_week schedule counts completions in these weeks; week.counts groups by it unless the request says otherwise.';
+
+-- The ISO weekday the user's week starts on: the profile's, else Monday (1).
+CREATE FUNCTION habit.user_week_start_isodow(p_user uuid) RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT coalesce((SELECT habit.week_start_isodow(p.week_start) FROM public.profiles p WHERE p.user_id = p_user), 1)
+    $fn$;
+COMMENT ON FUNCTION habit.user_week_start_isodow(uuid) IS
+    'ISO weekday (1 = Monday, 7 = Sunday) on which the user''s week starts: profiles.week_start, else Monday.';
 
 -- 2. Periods -------------------------------------------------------------------------------
 -- The composite key the periods and skips reference (habit_templates has UNIQUE (id, user_id)).
@@ -290,44 +312,109 @@ CREATE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestampt
 COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date) IS
     'THE rule of "on", per period: the local dates (in zone, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010).';
 
+-- THE definition of "due": on how many days of `days` (dates on which one period makes its
+-- habit on, from that period's first local day first_day on; bounded) the schedule asks for
+-- the habit. A day is due by `days` = [D, D + 1).
+--   daily           every day
+--   weekdays        the days whose ISO weekday is listed (whole weeks, then the remainder's
+--                   weekdays: offset from lower(days)'s weekday below the remainder)
+--   every_n_days    the days D with (D − first_day) a multiple of n
+--   times_per_week  every day until the week's target is met: target_met_on is the date of the
+--                   week's times-th completion (habit.week_target_met_on), NULL while it is
+--                   not met; days after it are not due (days then lie in one week). The day of
+--                   the completion that meets the target is still due, so completing never
+--                   makes a day stop being due.
+-- Inlinable (one expression, no SET clause, schema-qualified): the batch evaluates it per
+-- week and habit, habit.habit_days_at per day. STABLE, not IMMUTABLE, only because
+-- jsonb_build_object is (an IMMUTABLE function calling it would not be inlined).
+CREATE FUNCTION habit.due_days(schedule jsonb, first_day date, days daterange, target_met_on date) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN pg_catalog.isempty(days) THEN 0
+           ELSE CASE schedule OPERATOR(pg_catalog.->>) 'type'
+               WHEN 'weekdays' THEN
+                   ((pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) OPERATOR(pg_catalog./) 7)
+                       OPERATOR(pg_catalog.*) pg_catalog.jsonb_array_length(schedule OPERATOR(pg_catalog.->) 'days')
+                   OPERATOR(pg_catalog.+) pg_catalog.jsonb_array_length(pg_catalog.jsonb_path_query_array(
+                       schedule OPERATOR(pg_catalog.->) 'days', '$[*] ? ((@ - $s + 7) % 7 < $r)'::pg_catalog.jsonpath,
+                       pg_catalog.jsonb_build_object('s', EXTRACT(isodow FROM pg_catalog.lower(days)),
+                                                     'r', (pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) OPERATOR(pg_catalog.%) 7)))
+               WHEN 'every_n_days' THEN
+                   ((pg_catalog.upper(days) OPERATOR(pg_catalog.-) 1 OPERATOR(pg_catalog.-) first_day)
+                        OPERATOR(pg_catalog./) (schedule OPERATOR(pg_catalog.->>) 'n')::integer)
+                   OPERATOR(pg_catalog.-) ((pg_catalog.lower(days) OPERATOR(pg_catalog.-) first_day OPERATOR(pg_catalog.+) (schedule OPERATOR(pg_catalog.->>) 'n')::integer OPERATOR(pg_catalog.-) 1)
+                        OPERATOR(pg_catalog./) (schedule OPERATOR(pg_catalog.->>) 'n')::integer)
+                   OPERATOR(pg_catalog.+) 1
+               WHEN 'times_per_week' THEN
+                   CASE WHEN target_met_on IS NULL THEN pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)
+                        ELSE GREATEST(0, LEAST(pg_catalog.upper(days), target_met_on OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) END
+               ELSE pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days) END END
+    $fn$;
+COMMENT ON FUNCTION habit.due_days(jsonb, date, daterange, date) IS
+    'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010).';
+
+-- The date of the times-th completion of a habit in the week starting week_start: the day a
+-- times_per_week target is met (NULL: not met). Completions are unique per day, so the k-th
+-- row by date is the k-th completion.
+CREATE FUNCTION habit.week_target_met_on(p_user uuid, p_template uuid, week_start date, times integer) RETURNS date
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT c.completed_date FROM public.habit_completions c
+    WHERE c.user_id = p_user AND c.template_id = p_template
+      AND c.completed_date >= week_start AND c.completed_date < week_start + 7
+    ORDER BY c.completed_date OFFSET times - 1 LIMIT 1
+    $fn$;
+COMMENT ON FUNCTION habit.week_target_met_on(uuid, uuid, date, integer) IS
+    'The date of the times-th completion of the habit in the week from week_start, or NULL (a times_per_week target not met).';
+
 -- PL/pgSQL (plan kept per session) rather than an inlined SQL function: its callers (a day,
 -- a week of one user, the triggers) ask for few rows, and the set-returning function is
 -- planned once instead of inside every caller's plan.
 CREATE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today date, p_zone text DEFAULT NULL)
-    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb)
+    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb, done boolean, skipped boolean)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         tz text := habit.user_time_zone(p_user, p_zone);
+        week_isodow integer := habit.user_week_start_isodow(p_user);
     BEGIN
         RETURN QUERY
-        SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day,
-               CASE s.schedule ->> 'type'
-                   WHEN 'weekdays' THEN (s.schedule -> 'days') @> to_jsonb(extract(isodow FROM s.day)::integer)
-                   -- lower(s.days): the period's first local day (the range is not empty).
-                   WHEN 'every_n_days' THEN (s.day - lower(s.days)) % (s.schedule ->> 'n')::integer = 0
-                   ELSE true END,
-               s.schedule
+        SELECT o.template_id, o.day,
+               habit.due_days(o.schedule, o.first_day, daterange(o.day, o.day + 1, '[)'),
+                              CASE WHEN o.schedule ->> 'type' = 'times_per_week'
+                                   THEN habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, week_isodow),
+                                                                 (o.schedule ->> 'times')::integer) END) > 0,
+               o.schedule,
+               EXISTS (SELECT 1 FROM public.habit_completions c
+                       WHERE c.user_id = p_user AND c.template_id = o.template_id AND c.completed_date = o.day),
+               EXISTS (SELECT 1 FROM public.habit_skips k
+                       WHERE k.user_id = p_user AND k.template_id = o.template_id AND k.skipped_date = o.day)
         FROM (
-            SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
-            FROM public.habit_periods p
-            CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
-            CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
-                                               least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
-            WHERE p.user_id = p_user
-              -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
-              AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
-              AND NOT isempty(r.days)
-        ) s
-        ORDER BY s.template_id, s.day, s.started_at DESC;
+            -- The schedule in force on a day: the latest-starting period that makes it on.
+            SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day, s.schedule, lower(s.days) AS first_day
+            FROM (
+                SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
+                FROM public.habit_periods p
+                CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
+                CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
+                                                   least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
+                WHERE p.user_id = p_user
+                  -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
+                  AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
+                  AND NOT isempty(r.days)
+            ) s
+            ORDER BY s.template_id, s.day, s.started_at DESC
+        ) o
+        ORDER BY o.template_id, o.day;
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_days_at(uuid, date, date, date, text) IS
-    'Per habit of p_user and local date in [p_from, p_to] on which the habit is on (habit.period_on_days, given today p_today), whether it is due and its schedule (sql/0010).';
+    'Per habit of p_user and local date in [p_from, p_to] on which the habit is on (habit.period_on_days, given today p_today): whether it is due (habit.due_days), its schedule, whether it is done and skipped (sql/0010).';
 
 CREATE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date, p_zone text DEFAULT NULL)
-    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb)
+    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb, done boolean, skipped boolean)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -338,9 +425,12 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
     'habit.habit_days_at with today from the user''s zone at now().';
 
 REVOKE ALL ON FUNCTION habit.valid_schedule(jsonb), habit.set_schedule(uuid, jsonb),
-    habit.period_on_days(timestamptz, timestamptz, text, date),
+    habit.period_on_days(timestamptz, timestamptz, text, date), habit.user_week_start_isodow(uuid),
+    habit.due_days(jsonb, date, daterange, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text), habit.habit_days(uuid, date, date, text) FROM PUBLIC, anon;
 GRANT EXECUTE ON FUNCTION habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
+    habit.user_week_start_isodow(uuid), habit.due_days(jsonb, date, daterange, date),
+    habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text),
     habit.habit_days(uuid, date, date, text) TO authenticated, service_role, habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.set_schedule(uuid, jsonb) TO authenticated, service_role;
@@ -382,6 +472,7 @@ CREATE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
+        tz text;
         today date;
     BEGIN
         IF habit.backfilling() THEN
@@ -392,13 +483,18 @@ CREATE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping
         IF NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = habit AND t.user_id = acting_user) THEN
             RETURN;
         END IF;
-        today := habit.local_date(now(), habit.user_time_zone(acting_user, NULL));
+        tz := habit.user_time_zone(acting_user, NULL);
+        today := habit.local_date(now(), tz);
         IF (NOT skipping AND day > today) OR (skipping AND day > today + 366) THEN
             RAISE EXCEPTION '% on % is after %', CASE WHEN skipping THEN 'skipping more than 366 days ahead' ELSE 'completing' END,
                 day, CASE WHEN skipping THEN 'today + 366 days' ELSE 'today (' || today || ') in the user''s time zone' END
                 USING ERRCODE = 'HB003', DETAIL = today::text;
         END IF;
-        IF NOT EXISTS (SELECT 1 FROM habit.habit_days_at(acting_user, day, day, today) h WHERE h.template_id = habit) THEN
+        -- On that day: habit.period_on_days of one of its periods (the rule habit_days_at
+        -- expands), for this one habit.
+        IF NOT EXISTS (SELECT 1 FROM public.habit_periods p
+                       WHERE p.user_id = acting_user AND p.template_id = habit
+                         AND habit.period_on_days(p.started_at, p.ended_at, tz, today) @> day) THEN
             RAISE EXCEPTION 'habit % is not on %', habit, day USING ERRCODE = 'HB004';
         END IF;
     END
@@ -456,18 +552,28 @@ CREATE TRIGGER habit_skips_rules BEFORE INSERT OR UPDATE OF user_id, template_id
     ON public.habit_skips FOR EACH ROW EXECUTE FUNCTION habit.check_skip();
 
 -- 8. Callers in SQL use the one definition ---------------------------------------------------
--- habit.weekly_counts (the batch): active_habit_days is now the habit-days on by
--- habit.period_on_days, the definition habit.habit_days_at expands (a deactivated habit counts
--- on the past days it was active, a reactivated one not on the days between), with today from
--- each user's zone at now() as habit.habit_days has it. Counted set-based, over all users at
--- once: per habit the union of its periods' ranges, per week the days of that union in the
--- week (as 0005 counted activation spans) — no row per habit-day, no call per user.
--- WeeklyCountsStoreTests checks it equals, for random histories, the sum of the per-user
--- habit.habit_days_at answers. Same signature, columns and other rules; still without a SET
--- clause and schema-qualified (sql/0005), so that it stays inlinable.
-CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
+-- habit.weekly_counts (the batch), with the definitions of habit.habit_days_at, for every
+-- user at once (today from each user's zone at now(), as habit.habit_days has it):
+--   active_habit_days   habit-days on (habit.period_on_days)
+--   due_habit_days      of those, the due ones (habit.due_days, the schedule in force that day)
+--   skipped_habit_days  skipped habit-days on
+--   completion_rate     done ÷ (due − skipped), over due days only: completions on due days
+--                       divided by the due days not skipped (4 decimals; NULL when that is 0).
+--                       A completion on a day the schedule does not ask for counts in
+--                       `completions` but not in the rate, so the rate stays within [0, 1].
+-- Set-based, no call per user and no row per habit-day: each period's on-days minus the days
+-- a later-starting period of its habit is on (its schedule is in force there, as in
+-- habit_days_at), cut into weeks; habit.due_days counts a piece's due days at once. Only
+-- times_per_week pieces are counted per day, since their target is met in the user's week
+-- (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests checks, for
+-- random histories, that it equals the sum of the per-user habit.habit_days_at answers.
+-- New columns, so the function is dropped and created again (the grants of 0003/0005 with
+-- it); still without a SET clause and schema-qualified (sql/0005), so that it stays inlinable.
+DROP FUNCTION habit.weekly_counts(date, date, text, uuid);
+CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
     RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
-                   active_habit_days bigint, completion_rate numeric)
+                   active_habit_days bigint, due_habit_days bigint, skipped_habit_days bigint,
+                   completion_rate numeric)
     LANGUAGE sql STABLE
     AS $fn$
     WITH bounds AS (
@@ -486,48 +592,99 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_
         SELECT p.user_id FROM public.profiles p WHERE only_user IS NULL OR p.user_id OPERATOR(pg_catalog.=) only_user
     ),
     zones AS (
-        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz
+        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz,
+               coalesce(habit.week_start_isodow(p.week_start), 1) AS week_isodow
         FROM users u LEFT JOIN public.profiles p ON p.user_id OPERATOR(pg_catalog.=) u.user_id
     ),
-    completed AS (
-        SELECT c.user_id, habit.week_start(c.completed_date, b.start_isodow) AS week_start,
-               pg_catalog.count(*) AS completions, pg_catalog.count(DISTINCT c.completed_date) AS days_with_completion
-        FROM public.habit_completions c, bounds b
-        WHERE c.completed_date OPERATOR(pg_catalog.>=) b.first_week
-          AND c.completed_date OPERATOR(pg_catalog.<) (b.last_week OPERATOR(pg_catalog.+) 7)
-          AND (only_user IS NULL OR c.user_id OPERATOR(pg_catalog.=) only_user)
+    -- Per period, its on-days without those of later-starting periods of its habit, within the
+    -- run's weeks: disjoint ranges per habit, each with the schedule in force on it.
+    segments AS (
+        SELECT q.user_id, q.template_id, q.schedule, q.first_day, q.week_isodow, g.days
+        FROM (SELECT p.user_id, p.template_id, p.schedule, z.week_isodow, pg_catalog.lower(r.days) AS first_day,
+                     (pg_catalog.datemultirange(r.days)
+                      OPERATOR(pg_catalog.-) coalesce(pg_catalog.range_agg(r.days) OVER later, '{}'::pg_catalog.datemultirange))
+                     OPERATOR(pg_catalog.*) pg_catalog.datemultirange(pg_catalog.daterange(b.first_week, (b.last_week OPERATOR(pg_catalog.+) 7), '[)')) AS days
+              FROM public.habit_periods p
+              JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
+              CROSS JOIN bounds b
+              CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz))) AS r(days)
+              WHERE (only_user IS NULL OR p.user_id OPERATOR(pg_catalog.=) only_user)
+                AND NOT pg_catalog.isempty(r.days)
+              WINDOW later AS (PARTITION BY p.template_id ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
+        CROSS JOIN LATERAL pg_catalog.unnest(q.days) AS g(days)
+    ),
+    -- A segment's days in one week: on-days, and due days by habit.due_days (per day for
+    -- times_per_week, whose target is met in the user's week).
+    on_days AS (
+        SELECT x.user_id, x.week_start,
+               pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
+               pg_catalog.sum(CASE WHEN x.schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.<>) 'times_per_week'
+                                   THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
+                                   ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
+                                             (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
+                                         WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
+                                                   habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
+                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
+        FROM (SELECT s.user_id, s.template_id, s.schedule, s.first_day, s.week_isodow, w.week_start,
+                     (s.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days
+              FROM segments s JOIN weeks w
+                ON s.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) x
         GROUP BY 1, 2
     ),
-    -- Each habit's on-days: the union of its periods' habit.period_on_days (two periods of
-    -- one habit share a day when it was closed and reopened on that day), as disjoint ranges,
-    -- gathered per user; a user's ranges of different habits overlap, and each counts.
-    on_spans AS (
-        SELECT h.user_id, pg_catalog.array_agg(r.days) AS spans
-        FROM (SELECT p.user_id,
-                     pg_catalog.range_agg(habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz))) AS days
-              FROM public.habit_periods p JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
-              WHERE only_user IS NULL OR p.user_id OPERATOR(pg_catalog.=) only_user
-              GROUP BY p.user_id, p.template_id) h
-        CROSS JOIN LATERAL pg_catalog.unnest(h.days) AS r(days)
-        GROUP BY h.user_id
+    -- Completion and skip rows, each with whether its day is due (the segment it lies in).
+    day_states AS (
+        SELECT e.user_id, e.day, e.done,
+               s.template_id IS NOT NULL AS on_day,
+               coalesce(habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
+                             CASE WHEN s.schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.=) 'times_per_week'
+                                  THEN habit.week_target_met_on(e.user_id, e.template_id, habit.week_start(e.day, s.week_isodow),
+                                                                (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END), 0)
+                   OPERATOR(pg_catalog.>) 0 AS due
+        FROM (SELECT c.user_id, c.template_id, c.completed_date AS day, true AS done FROM public.habit_completions c
+              UNION ALL
+              SELECT k.user_id, k.template_id, k.skipped_date, false FROM public.habit_skips k) e
+        CROSS JOIN bounds b
+        LEFT JOIN segments s ON s.template_id OPERATOR(pg_catalog.=) e.template_id AND s.user_id OPERATOR(pg_catalog.=) e.user_id
+                            AND s.days OPERATOR(pg_catalog.@>) e.day
+        WHERE e.day OPERATOR(pg_catalog.>=) b.first_week
+          AND e.day OPERATOR(pg_catalog.<) (b.last_week OPERATOR(pg_catalog.+) 7)
+          AND (only_user IS NULL OR e.user_id OPERATOR(pg_catalog.=) only_user)
+    ),
+    states AS (
+        SELECT d.user_id, habit.week_start(d.day, b.start_isodow) AS week_start,
+               pg_catalog.count(*) FILTER (WHERE d.done) AS completions,
+               pg_catalog.count(DISTINCT d.day) FILTER (WHERE d.done) AS days_with_completion,
+               pg_catalog.count(*) FILTER (WHERE d.done AND d.due) AS done_due,
+               pg_catalog.count(*) FILTER (WHERE NOT d.done AND d.on_day) AS skipped,
+               pg_catalog.count(*) FILTER (WHERE NOT d.done AND d.due) AS skipped_due
+        FROM day_states d, bounds b
+        GROUP BY 1, 2
     )
     SELECT z.user_id, w.week_start,
            coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
-           a.active_habit_days,
-           CASE WHEN a.active_habit_days OPERATOR(pg_catalog.=) 0 THEN NULL
-                ELSE pg_catalog.round((coalesce(c.completions, 0)::numeric OPERATOR(pg_catalog./) a.active_habit_days), 4) END
+           coalesce(a.active, 0)::bigint, coalesce(a.due, 0)::bigint, coalesce(c.skipped, 0),
+           CASE WHEN (coalesce(a.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0)) OPERATOR(pg_catalog.<=) 0 THEN NULL
+                ELSE pg_catalog.round((coalesce(c.done_due, 0)::numeric
+                                       OPERATOR(pg_catalog./) (a.due OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
     FROM zones z CROSS JOIN weeks w
-    LEFT JOIN completed c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
-    LEFT JOIN on_spans o ON o.user_id OPERATOR(pg_catalog.=) z.user_id
-    -- The habit-days of the week: the days of each range inside it (empty ranges give NULL).
-    CROSS JOIN LATERAL (
-        SELECT coalesce(pg_catalog.sum((pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days))), 0)::bigint AS active_habit_days
-        FROM pg_catalog.unnest(o.spans) AS s(days)
-        CROSS JOIN LATERAL (SELECT (s.days OPERATOR(pg_catalog.*)
-                                    pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days) x
-    ) a
+    LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
+    LEFT JOIN on_days a ON a.user_id OPERATOR(pg_catalog.=) z.user_id AND a.week_start OPERATOR(pg_catalog.=) w.week_start
     ORDER BY z.user_id, w.week_start
     $fn$;
+COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
+    'Per user and week in [from_day, to_day] (weeks from week_start_day): completions, days with a completion, habit-days on, due and skipped, and the completion rate done ÷ (due − skipped) over due days (sql/0010).';
+REVOKE EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid) FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid) TO habit_batch, habit_admin, service_role;
+
+-- The stored counts get the new columns (rows stored before keep 0 until the batch runs
+-- again; their completion_rate is the old completions ÷ active_habit_days until then).
+ALTER TABLE public.weekly_completion_counts
+    ADD COLUMN due_habit_days bigint NOT NULL DEFAULT 0 CONSTRAINT weekly_completion_counts_due_check CHECK (due_habit_days >= 0),
+    ADD COLUMN skipped_habit_days bigint NOT NULL DEFAULT 0 CONSTRAINT weekly_completion_counts_skipped_check CHECK (skipped_habit_days >= 0);
+COMMENT ON COLUMN public.weekly_completion_counts.active_habit_days IS 'Sum over the week''s days of the habits on that day (habit.period_on_days, user''s time zone).';
+COMMENT ON COLUMN public.weekly_completion_counts.due_habit_days IS 'Of active_habit_days, those the schedule in force asked for (habit.due_days).';
+COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS 'Skipped habit-days on (habit_skips).';
+COMMENT ON COLUMN public.weekly_completion_counts.completion_rate IS 'Completions on due days ÷ (due days − skipped due days); NULL when that is 0.';
 
 -- admin.user_week: active_habits = habits on that day by habit.habit_days. Same signature
 -- and results' shape; the SET clause is given again (a replacement takes the new settings).

@@ -4,9 +4,13 @@ import PostgresClient
 public struct Profile: Sendable, Equatable {
     public var userID: UUID
     public var timeZone: String
-    public init(userID: UUID, timeZone: String) {
+    /// The first day of the user's week (profiles.week_start, sql/0010): a times_per_week
+    /// schedule counts completions in these weeks, and week.counts groups by it by default.
+    public var weekStart: WeekStart
+    public init(userID: UUID, timeZone: String, weekStart: WeekStart = .monday) {
         self.userID = userID
         self.timeZone = timeZone
+        self.weekStart = weekStart
     }
 }
 
@@ -26,6 +30,11 @@ public struct Habit: Sendable, Equatable {
     static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at"
 
     static let columnNames = columns.split(separator: ", ").map(String.init)
+
+    /// `columns` qualified by a table alias (`prefix`, e.g. "t."), for joins.
+    static func columnList(prefix: String) -> String {
+        columnNames.map { prefix + $0 }.joined(separator: ", ")
+    }
 
     /// Decodes `columns` by position, starting at column `first`: looking each column up by
     /// name cost as much as decoding it. Debug builds (the tests) check the names, so a
@@ -92,8 +101,13 @@ public struct DayView: Sendable, Equatable {
     public var isFuture: Bool { date > today }
     /// The habits on `date` (`habit.habit_days_at`, sql/0010), in display order.
     public var habits: [Habit]
-    /// Template ids completed on `date`.
+    /// Ids of `habits` done on `date`.
     public var completed: Set<UUID>
+    /// Ids of `habits` skipped on `date` (habit_skips).
+    public var skipped: Set<UUID> = []
+    /// Ids of `habits` due on `date`: their schedule asks for them (`habit.due_days`;
+    /// times_per_week: the week's target was not met before `date`).
+    public var due: Set<UUID> = []
 }
 
 public struct CompletionChange: Sendable, Equatable {
@@ -118,8 +132,12 @@ public enum WeekStart: String, Sendable, CaseIterable {
 
 public struct DayCount: Sendable, Equatable {
     public var date: CalendarDate
-    /// Completions that day of habits active that day.
+    /// Completions that day of habits on that day.
     public var completed: Int
-    /// Habits active that day (same rule as the daily view).
+    /// Habits on that day (same rule as the daily view).
     public var active: Int
+    /// Of those, the due ones (`habit.due_days`).
+    public var due: Int = 0
+    /// Of those, the skipped ones.
+    public var skipped: Int = 0
 }

@@ -25,19 +25,40 @@ public final class HabitRepository {
     // MARK: - Profile
 
     public func profile(user: UUID) throws -> Profile {
-        // habit.user_time_zone holds the rule: the profile's zone, else UTC.
-        let zone = try scope.query(as: user, "SELECT habit.user_time_zone(\(user), NULL)").single().decode(String.self, at: 0)
-        return Profile(userID: user, timeZone: zone)
+        // habit.user_time_zone holds the rule: the profile's zone, else UTC; the week starts
+        // on the profile's day, else Monday.
+        let row = try scope.query(as: user, """
+            SELECT habit.user_time_zone(\(user), NULL),
+                   coalesce((SELECT p.week_start FROM public.profiles p WHERE p.user_id = \(user)), 'monday')
+            """).single()
+        return try Self.profile(user: user, row)
+    }
+
+    /// Creates or changes the user's profile: the fields given (nil keeps the stored value, or
+    /// the default for a new profile: UTC, Monday).
+    public func setProfile(user: UUID, timeZone: String?, weekStart: WeekStart? = nil) throws -> Profile {
+        try Validation.timeZone(timeZone, using: connection)
+        let row = try scope.query(as: user, """
+            INSERT INTO public.profiles (user_id, timezone, week_start)
+            VALUES (\(user), coalesce(\(timeZone), 'UTC'), coalesce(\(weekStart?.rawValue), 'monday'))
+            ON CONFLICT (user_id) DO UPDATE SET
+                timezone = coalesce(\(timeZone), profiles.timezone),
+                week_start = coalesce(\(weekStart?.rawValue), profiles.week_start)
+            RETURNING timezone, week_start
+            """).single()
+        return try Self.profile(user: user, row)
     }
 
     public func setTimeZone(user: UUID, timeZone: String) throws -> Profile {
-        try Validation.timeZone(timeZone, using: connection)
-        let rows = try scope.query(as: user, """
-            INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), \(timeZone))
-            ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone
-            RETURNING timezone
-            """)
-        return Profile(userID: user, timeZone: try rows.single().decode(String.self, at: 0))
+        try setProfile(user: user, timeZone: timeZone)
+    }
+
+    private static func profile(user: UUID, _ row: Row) throws -> Profile {
+        let weekStart = try row.decode(String.self, at: 1)
+        guard let start = WeekStart(rawValue: weekStart) else {
+            throw PostgresError(kind: .decoding, message: "unknown week start \"\(weekStart)\"")
+        }
+        return Profile(userID: user, timeZone: try row.decode(String.self, at: 0), weekStart: start)
     }
 
     // MARK: - Habits
@@ -132,8 +153,8 @@ public final class HabitRepository {
             """).map { try $0.decode(UUID.self, at: 0) })
     }
 
-    /// Everything the daily view needs, in one statement: today in the user's zone, the
-    /// completed ids and the active habits.
+    /// Everything the daily view needs, in one statement: today in the user's zone and the
+    /// habits on `date` with whether each is due, done and skipped (`habit.habit_days_at`).
     public func day(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> DayView {
         try scope.run(dayStatement(user: user, date: date, timeZone: timeZone))
     }
@@ -143,32 +164,30 @@ public final class HabitRepository {
         try Validation.timeZone(timeZone, using: connection)
         return UserStatement(user: user, statement: """
             WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            header AS (
-                SELECT habit.local_date(now(), zone.tz) AS today,
-                       ARRAY(SELECT c.template_id FROM public.habit_completions c
-                             WHERE c.user_id = \(user) AND c.completed_date = \(date)) AS completed
-                FROM zone
-            ),
+            header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
             on_day AS (
-                SELECT d.template_id FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
+                SELECT d.template_id, d.due, d.done, d.skipped
+                FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
             )
-            SELECT header.today, header.completed, t.*
+            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))
             FROM header LEFT JOIN LATERAL (
-                SELECT \(unsafeSQL: Habit.columns)
+                SELECT on_day.due, on_day.done, on_day.skipped, \(unsafeSQL: Habit.columnList(prefix: "h."))
                 FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
                 WHERE h.user_id = \(user)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
-            // Columns: today, completed, then Habit.columns (all NULL when no habit matched).
-            let habits = try rows.filter { !$0.isNull(at: 2) }.map { try Habit(row: $0, at: 2) }
-            return DayView(
-                date: date,
-                today: try first.decode(CalendarDate.self, at: 0),
-                habits: habits,
-                completed: Set(try first.decode([UUID].self, at: 1))
-            )
+            // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit matched).
+            var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
+            for row in rows where !row.isNull(at: 4) {
+                let habit = try Habit(row: row, at: 4)
+                view.habits.append(habit)
+                if try row.decode(Bool.self, at: 1) { view.due.insert(habit.id) }
+                if try row.decode(Bool.self, at: 2) { view.completed.insert(habit.id) }
+                if try row.decode(Bool.self, at: 3) { view.skipped.insert(habit.id) }
+            }
+            return view
         }
     }
 
@@ -296,29 +315,36 @@ public final class HabitRepository {
         }
     }
 
-    /// The seven days of the week containing `date`: per day, completions of habits on that
-    /// day and the number of such habits (the week strip's dots), by `habit.habit_days_at`.
-    public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart,
+    /// The seven days of the week containing `date` (weeks from `weekStart`, else the user's
+    /// profiles.week_start): per day, the habits on that day (`habit.habit_days_at`), how many
+    /// of them are done, due and skipped (the week strip's dots).
+    public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart? = nil,
                            timeZone: String? = nil) throws -> [DayCount] {
         try Validation.timeZone(timeZone, using: connection)
-        let first = weekStart.weekStart(containing: date)
         return try scope.query(as: user, """
-            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            days AS (SELECT \(first) + offset_days AS day FROM generate_series(0, 6) AS offset_days),
+            WITH zone AS MATERIALIZED (
+                SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz,
+                       habit.week_start(\(date), CASE WHEN \(weekStart?.rawValue)::text IS NULL THEN habit.user_week_start_isodow(\(user))
+                                                        ELSE habit.week_start_isodow(\(weekStart?.rawValue)) END) AS first_day
+            ),
+            days AS (SELECT zone.first_day + offset_days AS day FROM zone, generate_series(0, 6) AS offset_days),
             on_days AS MATERIALIZED (
-                SELECT d.template_id, d.day
-                FROM zone, habit.habit_days_at(\(user), \(first), \(first) + 6, habit.local_date(now(), zone.tz), \(timeZone)) d
+                SELECT d.day, d.due, d.done, d.skipped
+                FROM zone, habit.habit_days_at(\(user), zone.first_day, zone.first_day + 6, habit.local_date(now(), zone.tz), \(timeZone)) d
             )
             SELECT days.day,
-                   (SELECT count(*) FROM public.habit_completions c
-                    JOIN on_days ON on_days.template_id = c.template_id AND on_days.day = c.completed_date
-                    WHERE c.user_id = \(user) AND c.completed_date = days.day) AS completed,
-                   (SELECT count(*) FROM on_days WHERE on_days.day = days.day) AS active
-            FROM days ORDER BY days.day
+                   count(o.day) FILTER (WHERE o.done) AS completed,
+                   count(o.day) AS active,
+                   count(o.day) FILTER (WHERE o.due) AS due,
+                   count(o.day) FILTER (WHERE o.skipped) AS skipped
+            FROM days LEFT JOIN on_days o ON o.day = days.day
+            GROUP BY days.day ORDER BY days.day
             """).map { row in
             DayCount(date: try row.decode(CalendarDate.self, "day"),
                      completed: try row.decode(Int.self, "completed"),
-                     active: try row.decode(Int.self, "active"))
+                     active: try row.decode(Int.self, "active"),
+                     due: try row.decode(Int.self, "due"),
+                     skipped: try row.decode(Int.self, "skipped"))
         }
     }
 }

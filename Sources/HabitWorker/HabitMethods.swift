@@ -55,7 +55,7 @@ enum SystemHealth: DatabaseMethod {
 enum ProfileGet: DatabaseMethod {
     static let name = "profile.get"
     static let retry = RetrySafety.always
-    static let summary = "The user's profile (time zone); UTC for a user without one."
+    static let summary = "The user's profile (time zone, week start); UTC and Monday for a user without one."
     static func decode(_ params: ParamsReader) throws(RPCError) -> UUID { try params.userID() }
     static func run(_ user: UUID, in context: MethodContext) throws -> Profile {
         try context.habits.profile(user: user)
@@ -65,14 +65,15 @@ enum ProfileGet: DatabaseMethod {
 enum ProfileSet: DatabaseMethod {
     static let name = "profile.set"
     static let retry = RetrySafety.always
-    static let summary = "Creates or replaces the user's profile."
-    struct Params: Sendable { let user: UUID; let timeZone: String }
+    static let summary = "Creates or replaces the user's profile (time zone; week start, kept when absent)."
+    struct Params: Sendable { let user: UUID; let timeZone: String; let weekStart: WeekStart? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let zone = try params.requiredTimeZone()
-        return Params(user: try params.userID(), timeZone: zone)
+        let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
+        return Params(user: try params.userID(), timeZone: zone, weekStart: weekStart)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Profile {
-        try context.habits.setTimeZone(user: params.user, timeZone: params.timeZone)
+        try context.habits.setProfile(user: params.user, timeZone: params.timeZone, weekStart: params.weekStart)
     }
 }
 
@@ -190,10 +191,18 @@ extension DayView: MethodResult {
         ("date", ValueSchema.date),
         ("today", JSONSchema.described(ValueSchema.date, "Today in the zone used.")),
         ("is_future", JSONSchema.boolean),
-        ("habits", JSONSchema.described(JSONSchema.array(of: Habit.schema),
+        ("habits", JSONSchema.described(JSONSchema.array(of: dayHabitSchema),
                                         "The habits on date (a period of activity makes them on: past days it overlaps, or an open one from today on), in display order.")),
         ("completed", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
-                                           "Ids (sorted) of all the user's completions dated date, of listed habits or not.")),
+                                           "Ids (sorted) of the listed habits done on date.")),
+        ("skipped", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
+                                         "Ids (sorted) of the listed habits skipped on date.")),
+    ])
+
+    /// A habit as the day lists it: the habit, and whether its schedule asks for it that day.
+    static let dayHabitSchema = JSONSchema.extending(Habit.objectSchema, with: [
+        ("due", JSONSchema.described(JSONSchema.boolean,
+                                     "The schedule in force that day asks for the habit (times_per_week: the week's target was not met before that day).")),
     ])
 
     public func write(to json: inout JSONWriter) {
@@ -202,22 +211,25 @@ extension DayView: MethodResult {
         json.key("today"); json.date(today)
         json.key("is_future"); json.bool(isFuture)
         json.key("habits"); json.beginArray()
-        for habit in habits { json.habit(habit) }
+        for habit in habits { json.habit(habit, due: due.contains(habit.id)) }
         json.endArray()
         // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
         json.key("completed"); json.beginArray()
         for id in completed.sorted(by: UUID.textOrder) { json.uuid(id) }
         json.endArray()
+        json.key("skipped"); json.beginArray()
+        for id in skipped.sorted(by: UUID.textOrder) { json.uuid(id) }
+        json.endArray()
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 256 + 320 * habits.count + 40 * completed.count }
+    public var estimatedJSONBytes: Int { 256 + 340 * habits.count + 40 * (completed.count + skipped.count) }
 }
 
 enum DayGet: SingleStatementMethod {
     static let name = "day.get"
     static let retry = RetrySafety.always
-    static let summary = "One day: the habits active on it and the completions dated it."
+    static let summary = "One day: the habits on it, which are due, done and skipped."
     typealias Result = DayView
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -288,22 +300,26 @@ enum CompletionsToggle: DatabaseMethod {
 enum WeekCounts: DatabaseMethod {
     static let name = "week.counts"
     static let retry = RetrySafety.always
-    static let summary = "Per day of one week: the active habits and their completions."
-    struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart; let timeZone: String? }
+    static let summary = "Per day of one week: the habits on it, and how many are done, due and skipped."
+    struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart?; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        let weekStart = try params.optionalOneOf("week_start", WeekStart.self) ?? .monday
+        let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
         let date = try params.date("date", description: "Any day of the week; the whole week must lie in 0001-01-01…9999-12-31.")
         // The placeholders a describing reader returns pass this check, so the reads after it still declare.
-        let first = weekStart.weekStart(containing: date)
-        guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
-            throw .invalidParams(field: "date", reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
+        // Without week_start the profile's applies: the week must fit whichever it is.
+        for start in weekStart.map({ [$0] }) ?? WeekStart.allCases {
+            let first = start.weekStart(containing: date)
+            guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
+                throw .invalidParams(field: "date", reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
+            }
         }
         return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Week {
         let days = try context.habits.weekCounts(user: params.user, containing: params.date, weekStart: params.weekStart,
                                                  timeZone: params.timeZone)
-        return Week(start: params.weekStart.weekStart(containing: params.date), days: days)
+        guard let first = days.first else { throw PostgresError(kind: .unexpectedRowCount, message: "week.counts returned no day") }
+        return Week(start: first.date, days: days)
     }
 
     struct Week: MethodResult {
@@ -314,8 +330,10 @@ enum WeekCounts: DatabaseMethod {
             ("week_start", ValueSchema.date),
             ("days", JSONSchema.array(of: JSONSchema.object([
                 ("date", ValueSchema.date),
-                ("completed", JSONSchema.integer(0...Int.max)),
-                ("active", JSONSchema.integer(0...Int.max)),
+                ("completed", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on that day done that day.")),
+                ("active", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on that day (as day.get lists them).")),
+                ("due", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the due ones (day.get's due).")),
+                ("skipped", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the skipped ones.")),
             ]))),
         ])
         func write(to json: inout JSONWriter) {
@@ -327,6 +345,8 @@ enum WeekCounts: DatabaseMethod {
                 json.key("date"); json.date(day.date)
                 json.key("completed"); json.int(day.completed)
                 json.key("active"); json.int(day.active)
+                json.key("due"); json.int(day.due)
+                json.key("skipped"); json.int(day.skipped)
                 json.endObject()
             }
             json.endArray()

@@ -39,7 +39,7 @@ extension JSONWriter {
 
     /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
     /// created_at, updated_at}` (docs/protocol.md, "Habit").
-    mutating func habit(_ habit: Habit) {
+    mutating func habit(_ habit: Habit, due: Bool? = nil) {
         beginObject()
         key("id"); uuid(habit.id)
         key("name"); string(habit.name)
@@ -51,6 +51,7 @@ extension JSONWriter {
         key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
         key("created_at"); timestamp(habit.createdAt)
         key("updated_at"); timestamp(habit.updatedAt)
+        if let due { key("due"); bool(due) }
         endObject()
     }
 
@@ -137,12 +138,15 @@ extension Profile: SchemaComponent {
     static let objectSchema = JSONSchema.object([
         ("user_id", ValueSchema.uuid),
         ("timezone", JSONSchema.string()),
+        ("week_start", JSONSchema.described(JSONSchema.string(oneOf: WeekStart.allCases.map(\.rawValue)),
+                                            "First day of the user's week: times_per_week targets count in these weeks; week.counts' default.")),
     ])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
         json.key("user_id"); json.uuid(userID)
         json.key("timezone"); json.string(timeZone)
+        json.key("week_start"); json.string(weekStart.rawValue)
         json.endObject()
     }
 }
