@@ -424,6 +424,10 @@ CREATE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date, p_zone tex
 COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
     'habit.habit_days_at with today from the user''s zone at now().';
 
+-- The users' roles now need the week helpers of 0003 (a times_per_week target is met in the
+-- user's week); they compute nothing about other users.
+GRANT EXECUTE ON FUNCTION habit.week_start(date, integer), habit.week_start_isodow(text) TO authenticated;
+
 REVOKE ALL ON FUNCTION habit.valid_schedule(jsonb), habit.set_schedule(uuid, jsonb),
     habit.period_on_days(timestamptz, timestamptz, text, date), habit.user_week_start_isodow(uuid),
     habit.due_days(jsonb, date, daterange, date), habit.week_target_met_on(uuid, uuid, date, integer),

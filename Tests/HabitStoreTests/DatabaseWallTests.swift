@@ -16,6 +16,7 @@ import Testing
         "habit.weekly_counts(date,date,text,uuid)",
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
+        "habit.due_days(jsonb,date,daterange,date)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
