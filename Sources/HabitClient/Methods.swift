@@ -63,10 +63,12 @@ public struct Habit: Codable, Sendable, Equatable {
     public var sortOrder: Int?
     public var createdAt: String
     public var updatedAt: String
+    /// Only in day.get's habits: the schedule in force that day asks for the habit.
+    public var due: Bool?
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
-        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at"
+        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", due
     }
 }
 
@@ -102,8 +104,9 @@ public struct TaskList: Codable, Sendable, Equatable {
 public struct Profile: Codable, Sendable, Equatable {
     public var userID: UUID
     public var timezone: String
+    public var weekStart: WeekStart
 
-    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone }
+    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone, weekStart = "week_start" }
 }
 
 public struct Ping: Codable, Sendable, Equatable { public var ok: Bool }
@@ -127,9 +130,11 @@ public struct Day: Codable, Sendable, Equatable {
     public var today: String
     public var isFuture: Bool
     public var habits: [Habit]
-    /// Template ids completed on `date`, sorted.
+    /// Ids of `habits` done on `date`, sorted.
     public var completed: [UUID]
-    enum CodingKeys: String, CodingKey { case date, today, isFuture = "is_future", habits, completed }
+    /// Ids of `habits` skipped on `date`, sorted.
+    public var skipped: [UUID]
+    enum CodingKeys: String, CodingKey { case date, today, isFuture = "is_future", habits, completed, skipped }
 }
 
 public struct CompletionSet: Codable, Sendable, Equatable {
@@ -147,6 +152,8 @@ public struct WeekCounts: Codable, Sendable, Equatable {
         public var date: String
         public var completed: Int
         public var active: Int
+        public var due: Int
+        public var skipped: Int
     }
     public var weekStart: String
     public var days: [DayCount]
@@ -264,9 +271,12 @@ extension HabitCalling {
         try await call("profile.get", Params(user: userID).object, options: options)
     }
 
-    public func profileSet(userID: UUID, timezone: String, options: CallOptions = CallOptions()) async throws -> Profile {
+    /// `weekStart` nil keeps the stored one (Monday for a new profile).
+    public func profileSet(userID: UUID, timezone: String, weekStart: WeekStart? = nil,
+                           options: CallOptions = CallOptions()) async throws -> Profile {
         var params = Params(user: userID)
         params.add("timezone", timezone)
+        if let weekStart { params.add("week_start", weekStart.rawValue) }
         return try await call("profile.set", params.object, options: options)
     }
 
