@@ -378,19 +378,17 @@ CREATE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today
     AS $fn$
     DECLARE
         tz text := habit.user_time_zone(p_user, p_zone);
-        week_isodow integer := habit.user_week_start_isodow(p_user);
     BEGIN
         RETURN QUERY
         SELECT o.template_id, o.day,
-               habit.due_days(o.schedule, o.first_day, daterange(o.day, o.day + 1, '[)'),
-                              CASE WHEN o.schedule ->> 'type' = 'times_per_week'
-                                   THEN habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, week_isodow),
-                                                                 (o.schedule ->> 'times')::integer) END) > 0,
+               habit.due_days(o.schedule, o.first_day, daterange(o.day, o.day + 1, '[)'), target.met_on) > 0,
                o.schedule,
-               EXISTS (SELECT 1 FROM public.habit_completions c
-                       WHERE c.user_id = p_user AND c.template_id = o.template_id AND c.completed_date = o.day),
-               EXISTS (SELECT 1 FROM public.habit_skips k
-                       WHERE k.user_id = p_user AND k.template_id = o.template_id AND k.skipped_date = o.day)
+               -- Scalar subqueries, one key lookup per row: as EXISTS the planner may hash
+               -- every completion of the user instead.
+               coalesce((SELECT true FROM public.habit_completions c
+                         WHERE c.user_id = p_user AND c.template_id = o.template_id AND c.completed_date = o.day), false),
+               coalesce((SELECT true FROM public.habit_skips k
+                         WHERE k.user_id = p_user AND k.template_id = o.template_id AND k.skipped_date = o.day), false)
         FROM (
             -- The schedule in force on a day: the latest-starting period that makes it on.
             SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day, s.schedule, lower(s.days) AS first_day
@@ -407,6 +405,16 @@ CREATE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today
             ) s
             ORDER BY s.template_id, s.day, s.started_at DESC
         ) o
+        -- A times_per_week target, looked up only for such habits; a plain column for
+        -- habit.due_days, which is then inlined (an argument calling a function is not).
+        -- OFFSET 0 keeps the subquery whole, so the lookup runs after its WHERE (pulled up
+        -- into the join, it ran for every habit).
+        LEFT JOIN LATERAL (
+            SELECT habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, habit.user_week_start_isodow(p_user)),
+                                            (o.schedule ->> 'times')::integer) AS met_on
+            WHERE o.schedule ->> 'type' = 'times_per_week'
+            OFFSET 0
+        ) target ON true
         ORDER BY o.template_id, o.day;
     END
     $fn$;
