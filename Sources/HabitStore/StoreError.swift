@@ -114,6 +114,9 @@ extension StoreError {
         "habit_templates_icon_check": ("icon", .invalidIcon),
         "habit_templates_color_check": ("color", .invalidColor),
         "habit_templates_schedule_check": ("schedule", .invalidSchedule),
+        // A bad schedule on an active habit meets this one first: the history trigger (BEFORE
+        // UPDATE) writes the new period before the habit's own CHECK is evaluated.
+        "habit_periods_schedule_check": ("schedule", .invalidSchedule),
         "profiles_timezone_fkey": ("timezone", .invalidTimeZone),
         "tasks_title_check": ("title", .invalidText),
         "tasks_notes_check": ("notes", .tooLong),
