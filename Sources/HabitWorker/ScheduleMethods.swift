@@ -91,7 +91,7 @@ extension ParamsReader {
                                  message: #"expected "daily", "weekdays", "every_n_days" or "times_per_week""#)
         }
         for key in object.keys where key != "type" && key != member {
-            throw .invalidParams(field: "schedule." + key, reason: RPCReason.unknownKey, message: "not a member of a \(type) schedule")
+            throw .invalidParams(field: "schedule." + key, reason: RPCReason.unknownKey, message: "not a member of schedule type \(type)")
         }
         let schedule: HabitSchedule
         switch member {
