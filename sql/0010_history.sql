@@ -727,3 +727,57 @@ CREATE OR REPLACE FUNCTION admin.user_week(target_user uuid, of_day date DEFAULT
 -- query, but its comment says so.
 COMMENT ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text) IS
     'Superseded by habit.habit_days_at (sql/0010): the pre-history rule, kept for old queries; the service no longer uses it.';
+
+-- 9. Creating with a schedule; reading history -----------------------------------------------
+-- habit.create_habit with a schedule: the 0009 function (which 0009 fixes) plus a trailing
+-- new_schedule (NULL: daily). The same retry rule, with the schedule among the fields that
+-- must be equal: a retry with the same id and the same fields — schedule included, compared
+-- as jsonb (key order does not matter; the order of weekdays does, and the worker sends them
+-- sorted) — returns the row as it is now; anything else is HB002 (id_conflict). The INSERT's
+-- AFTER INSERT trigger (habit.open_first_period) opens the first period with NEW.schedule. A
+-- bad schedule is refused by habit_templates_schedule_check (23514), as for any writer.
+-- The 0009 overload stays for its callers (it creates daily habits and ignores the schedule
+-- when retried).
+CREATE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb)
+    RETURNS public.habit_templates
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        result public.habit_templates;
+        wanted jsonb := coalesce(new_schedule, '{"type":"daily"}');
+    BEGIN
+        INSERT INTO public.habit_templates AS h (id, user_id, name, icon, color, activated_at, sort_order, schedule)
+        VALUES (coalesce(new_id, gen_random_uuid()), acting_user, new_name, new_icon, new_color,
+                coalesce(new_activated_at, now()),
+                coalesce(new_sort_order, habit.next_habit_sort_order(acting_user)), wanted)
+        ON CONFLICT DO NOTHING
+        RETURNING h.* INTO result;
+        IF FOUND THEN
+            RETURN result;
+        END IF;
+        SELECT h.* INTO result FROM public.habit_templates h WHERE h.id = new_id AND h.user_id = acting_user;
+        IF FOUND AND result.name = new_name
+               AND result.icon IS NOT DISTINCT FROM new_icon
+               AND result.color IS NOT DISTINCT FROM new_color
+               AND result.schedule = wanted
+               AND (new_activated_at IS NULL OR result.activated_at = new_activated_at)
+               AND (new_sort_order IS NULL OR result.sort_order IS NOT DISTINCT FROM new_sort_order) THEN
+            RETURN result;
+        END IF;
+        RAISE EXCEPTION 'id_conflict: the id is taken'
+            USING ERRCODE = 'HB002', TABLE = 'habit_templates', SCHEMA = 'public';
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb) IS
+    'Creates a habit of acting_user with a schedule (NULL: daily; new_id NULL: a generated id), or returns the caller''s habit with new_id when its fields, schedule included, equal the given ones; else SQLSTATE HB002 (sql/0010).';
+REVOKE EXECUTE ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb) FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb)
+    TO authenticated, service_role;
+
+-- Reading a habit's history needs nothing new: public.habit_periods is readable by its owner
+-- under row-level security (habit_periods_select_own), ordered by (user_id, template_id,
+-- started_at) through habit_periods_user_template_start_idx. habits.history reads it joined
+-- to the habit, so an unknown id (or another user's) is told apart from a habit without
+-- periods.

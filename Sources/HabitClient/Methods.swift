@@ -10,7 +10,7 @@ public enum HabitMethods {
     public static let retrySafe: Set<String> = [
         "system.ping", "system.health", "rpc.discover",
         "profile.get", "profile.set",
-        "habits.list", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
+        "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
         "day.get", "week.counts", "completions.set",
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
@@ -63,13 +63,74 @@ public struct Habit: Codable, Sendable, Equatable {
     public var sortOrder: Int?
     public var createdAt: String
     public var updatedAt: String
+    /// The schedule in force now (the open period's), or from the next activation while inactive;
+    /// in day.get's habits, the schedule in force on that day.
+    public var schedule: Schedule
     /// Only in day.get's habits: the schedule in force that day asks for the habit.
     public var due: Bool?
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
-        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", due
+        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", schedule, due
     }
+}
+
+/// When a habit is due (docs/protocol.md, "Schedules"). The worker writes weekdays ascending.
+public enum Schedule: Codable, Sendable, Equatable {
+    case daily
+    /// ISO weekdays, 1 = Monday … 7 = Sunday.
+    case weekdays([Int])
+    /// Every n days from the period's first day (1…365).
+    case everyNDays(Int)
+    /// That many completions per week (1…7).
+    case timesPerWeek(Int)
+
+    enum CodingKeys: String, CodingKey { case type, days, n, times }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .type) {
+        case "daily": self = .daily
+        case "weekdays": self = .weekdays(try container.decode([Int].self, forKey: .days))
+        case "every_n_days": self = .everyNDays(try container.decode(Int.self, forKey: .n))
+        case "times_per_week": self = .timesPerWeek(try container.decode(Int.self, forKey: .times))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown schedule type \(other)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .daily: try container.encode("daily", forKey: .type)
+        case .weekdays(let days): try container.encode("weekdays", forKey: .type); try container.encode(days, forKey: .days)
+        case .everyNDays(let n): try container.encode("every_n_days", forKey: .type); try container.encode(n, forKey: .n)
+        case .timesPerWeek(let times): try container.encode("times_per_week", forKey: .type); try container.encode(times, forKey: .times)
+        }
+    }
+
+    /// The params value.
+    var json: JSONValue {
+        switch self {
+        case .daily: ["type": "daily"]
+        case .weekdays(let days): ["type": "weekdays", "days": .array(days.map { JSONValue.int($0) })]
+        case .everyNDays(let n): ["type": "every_n_days", "n": .int(n)]
+        case .timesPerWeek(let times): ["type": "times_per_week", "times": .int(times)]
+        }
+    }
+}
+
+/// `habits.history`: a habit's periods of activity, oldest first.
+public struct HabitHistory: Codable, Sendable, Equatable {
+    public struct Period: Codable, Sendable, Equatable {
+        public var startedAt: String
+        /// nil for the open period.
+        public var endedAt: String?
+        public var schedule: Schedule
+        enum CodingKeys: String, CodingKey { case startedAt = "started_at", endedAt = "ended_at", schedule }
+    }
+    public var id: UUID
+    public var periods: [Period]
 }
 
 public struct HabitTask: Codable, Sendable, Equatable {
@@ -206,6 +267,10 @@ struct Params {
         if let value { object.append(key: key, value: .int(value)) }
     }
 
+    mutating func add(_ key: String, _ value: Schedule?) {
+        if let value { object.append(key: key, value: value.json) }
+    }
+
     mutating func add(_ key: String, _ value: Bool?) {
         if let value { object.append(key: key, value: .bool(value)) }
     }
@@ -282,7 +347,7 @@ extension HabitCalling {
 
     /// With `id`, retry-safe: the same id and fields again return the existing habit.
     public func habitsCreate(userID: UUID, name: String, icon: String? = nil, color: String? = nil,
-                             activatedAt: String? = nil, sortOrder: Int? = nil, id: UUID? = nil,
+                             activatedAt: String? = nil, sortOrder: Int? = nil, schedule: Schedule? = nil, id: UUID? = nil,
                              options: CallOptions = CallOptions()) async throws -> Habit {
         var params = Params(user: userID)
         params.add("id", id)
@@ -291,11 +356,12 @@ extension HabitCalling {
         params.add("color", color)
         params.add("activated_at", activatedAt)
         params.add("sort_order", sortOrder)
+        params.add("schedule", schedule)
         return try await call("habits.create", params.object, options: options)
     }
 
     public func habitsUpdate(userID: UUID, id: UUID, name: String? = nil, icon: FieldUpdate<String> = .keep,
-                             color: FieldUpdate<String> = .keep, sortOrder: FieldUpdate<Int> = .keep,
+                             color: FieldUpdate<String> = .keep, sortOrder: FieldUpdate<Int> = .keep, schedule: Schedule? = nil,
                              options: CallOptions = CallOptions()) async throws -> Habit {
         var params = Params(user: userID)
         params.add("id", id)
@@ -303,7 +369,13 @@ extension HabitCalling {
         params.update("icon", icon)
         params.update("color", color)
         params.update("sort_order", sortOrder)
+        params.add("schedule", schedule)
         return try await call("habits.update", params.object, options: options)
+    }
+
+    /// The habit's periods of activity with their schedules; another user's habit is `not_found`.
+    public func habitsHistory(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> HabitHistory {
+        try await call("habits.history", idParams(userID, id), options: options)
     }
 
     public func habitsDeactivate(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Habit {

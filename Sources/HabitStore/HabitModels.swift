@@ -25,15 +25,18 @@ public struct Habit: Sendable, Equatable {
     public var sortOrder: Int?
     public var createdAt: PostgresTimestamp
     public var updatedAt: PostgresTimestamp
+    /// The schedule in force now (the open period's), or from the next activation while inactive.
+    public var schedule: HabitSchedule
 
     /// The columns `init(row:at:)` reads, in this order, in a SELECT or RETURNING list.
-    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at"
+    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule"
 
     static let columnNames = columns.split(separator: ", ").map(String.init)
 
-    /// `columns` qualified by a table alias (`prefix`, e.g. "t."), for joins.
-    static func columnList(prefix: String) -> String {
-        columnNames.map { prefix + $0 }.joined(separator: ", ")
+    /// `columns` qualified by a table alias (`prefix`, e.g. "t."), for joins; `replacing` gives
+    /// other expressions for some columns (kept under the column's name).
+    static func columnList(prefix: String, replacing: [String: String] = [:]) -> String {
+        columnNames.map { name in replacing[name].map { "\($0) AS \(name)" } ?? prefix + name }.joined(separator: ", ")
     }
 
     /// Decodes `columns` by position, starting at column `first`: looking each column up by
@@ -52,6 +55,7 @@ public struct Habit: Sendable, Equatable {
         sortOrder = try row.decode(Int32?.self, at: first + 7).map(Int.init)
         createdAt = try row.decode(PostgresTimestamp.self, at: first + 8)
         updatedAt = try row.decode(PostgresTimestamp.self, at: first + 9)
+        schedule = try HabitSchedule(storedJSON: row.decode(JSONB.self, at: first + 10).text)
     }
 }
 
@@ -66,15 +70,18 @@ public struct HabitDraft: Sendable {
     public var activatedAt: PostgresTimestamp?
     /// Position in the list; default after the user's last habit.
     public var sortOrder: Int?
+    /// The schedule of the first period; default daily.
+    public var schedule: HabitSchedule?
 
     public init(id: UUID? = nil, name: String, icon: String? = nil, color: String? = nil,
-                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil) {
+                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil, schedule: HabitSchedule? = nil) {
         self.id = id
         self.name = name
         self.icon = icon
         self.color = color
         self.activatedAt = activatedAt
         self.sortOrder = sortOrder
+        self.schedule = schedule
     }
 }
 
@@ -84,13 +91,38 @@ public struct HabitChanges: Sendable {
     public var icon: String??
     public var color: String??
     public var sortOrder: Int??
+    /// A new schedule: while active, the open period ends now and one starts with it
+    /// (sql/0010's history trigger); while inactive, the next activation uses it.
+    public var schedule: HabitSchedule?
 
-    public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil) {
+    public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil,
+                schedule: HabitSchedule? = nil) {
         self.name = name
         self.icon = icon
         self.color = color
         self.sortOrder = sortOrder
+        self.schedule = schedule
     }
+}
+
+/// One period of activity of a habit, `[startedAt, endedAt)` (public.habit_periods).
+public struct HabitPeriod: Sendable, Equatable {
+    public var startedAt: PostgresTimestamp
+    /// nil for the open period.
+    public var endedAt: PostgresTimestamp?
+    public var schedule: HabitSchedule
+
+    public init(startedAt: PostgresTimestamp, endedAt: PostgresTimestamp?, schedule: HabitSchedule) {
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.schedule = schedule
+    }
+}
+
+/// A habit's periods, oldest first.
+public struct HabitHistory: Sendable, Equatable {
+    public var id: UUID
+    public var periods: [HabitPeriod]
 }
 
 /// Everything the daily habit view shows for one date.

@@ -64,16 +64,20 @@ public final class HabitRepository {
     // MARK: - Habits
 
     /// Creates a habit. With `draft.id`, safe to retry: when the user already has a habit with
-    /// that id and the same fields, that habit is returned as it is now; other fields, or an id
-    /// of another user's row, is `idConflict` (the rule is `habit.create_habit`, sql/0009).
+    /// that id and the same fields (schedule included), that habit is returned as it is now;
+    /// other fields, or an id of another user's row, is `idConflict` (the rule is
+    /// `habit.create_habit`, sql/0009, with a schedule: sql/0010). The habit's first period
+    /// starts at `activatedAt` with the schedule (the insert's trigger).
     public func createHabit(user: UUID, _ draft: HabitDraft) throws -> Habit {
         let name = try Validation.habitName(draft.name)
         let icon = try draft.icon.map(Validation.icon)
         let color = try draft.color.map(Validation.color)
         let sortOrder = try draft.sortOrder.map { Int32(try Validation.sortOrder($0)) }
+        let schedule = try (draft.schedule ?? .daily).validated()
         return try Habit(row: scope.query(as: user, """
             SELECT \(unsafeSQL: Habit.columns)
-            FROM habit.create_habit(\(user), \(draft.id), \(name), \(icon), \(color), \(draft.activatedAt), \(sortOrder))
+            FROM habit.create_habit(\(user), \(draft.id), \(name), \(icon), \(color), \(draft.activatedAt), \(sortOrder),
+                                    \(schedule.jsonb))
             """).single())
     }
 
@@ -82,14 +86,17 @@ public final class HabitRepository {
         let icon = try changes.icon.map { try $0.map(Validation.icon) }
         let color = try changes.color.map { try $0.map(Validation.color) }
         let sortOrder = try changes.sortOrder.map { try $0.map { try Validation.sortOrder($0) } }
+        let schedule = try changes.schedule.map { schedule throws(StoreError) in try schedule.validated() }
         // One statement for any combination of fields: a flag per optional field says
-        // whether to replace it (possibly with NULL).
+        // whether to replace it (possibly with NULL). A new schedule fires sql/0010's history
+        // trigger (the open period ends now, one starts with it); the same schedule does not.
         let rows = try scope.query(as: user, """
             UPDATE public.habit_templates SET
                 name = coalesce(\(name), name),
                 icon = CASE WHEN \(icon != nil) THEN \(icon ?? nil) ELSE icon END,
                 color = CASE WHEN \(color != nil) THEN \(color ?? nil) ELSE color END,
-                sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END
+                sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END,
+                schedule = coalesce(\(schedule?.jsonb), schedule)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
@@ -115,6 +122,34 @@ public final class HabitRepository {
             RETURNING \(unsafeSQL: Habit.columns)
             """)
         return try Habit(row: rows.found())
+    }
+
+    /// The habit's periods of activity, oldest first, each with its schedule
+    /// (public.habit_periods, written by sql/0010's triggers). One statement: the habit joined
+    /// to its periods, so an unknown id (or another user's, which row-level security hides) is
+    /// `notFound` while a habit that never was active has no periods.
+    public func history(user: UUID, id: UUID) throws -> HabitHistory {
+        try scope.run(historyStatement(user: user, id: id))
+    }
+
+    /// `history`'s statement, for running several requests in one round trip.
+    public func historyStatement(user: UUID, id: UUID) -> UserStatement<HabitHistory> {
+        UserStatement(user: user, statement: """
+            SELECT p.started_at, p.ended_at, p.schedule
+            FROM public.habit_templates t
+            LEFT JOIN public.habit_periods p ON p.user_id = t.user_id AND p.template_id = t.id
+            WHERE t.id = \(id) AND t.user_id = \(user)
+            ORDER BY p.started_at
+            """) { rows in
+            guard !rows.isEmpty else { throw StoreError.notFound }
+            // A habit without periods: one row of NULLs.
+            let periods = try rows.filter { !$0.isNull(at: 0) }.map { row in
+                HabitPeriod(startedAt: try row.decode(PostgresTimestamp.self, at: 0),
+                            endedAt: try row.decode(PostgresTimestamp?.self, at: 1),
+                            schedule: try HabitSchedule(storedJSON: row.decode(JSONB.self, at: 2).text))
+            }
+            return HabitHistory(id: id, periods: periods)
+        }
     }
 
     /// Deletes a habit and, by ON DELETE CASCADE, all its completions. Deleting a habit that
@@ -154,7 +189,8 @@ public final class HabitRepository {
     }
 
     /// Everything the daily view needs, in one statement: today in the user's zone and the
-    /// habits on `date` with whether each is due, done and skipped (`habit.habit_days_at`).
+    /// habits on `date` with whether each is due, done and skipped and the schedule in force
+    /// that day (`habit.habit_days_at`).
     public func day(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> DayView {
         try scope.run(dayStatement(user: user, date: date, timeZone: timeZone))
     }
@@ -166,12 +202,14 @@ public final class HabitRepository {
             WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
             on_day AS (
-                SELECT d.template_id, d.due, d.done, d.skipped
+                SELECT d.template_id, d.due, d.done, d.skipped, d.schedule
                 FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
             )
             SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))
             FROM header LEFT JOIN LATERAL (
-                SELECT on_day.due, on_day.done, on_day.skipped, \(unsafeSQL: Habit.columnList(prefix: "h."))
+                -- The schedule in force on that day, not the habit's current one.
+                SELECT on_day.due, on_day.done, on_day.skipped,
+                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "on_day.schedule"]))
                 FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
                 WHERE h.user_id = \(user)
             ) t ON true

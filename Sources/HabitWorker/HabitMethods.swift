@@ -90,7 +90,8 @@ enum HabitsCreate: DatabaseMethod {
             icon: try params.optionalString("icon", description: "SF Symbol name: lowercase dot-separated words."),
             color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),
             activatedAt: try params.optionalTimestamp("activated_at", description: "When the habit starts; default now."),
-            sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest.")
+            sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest."),
+            schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily.")
         ))
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
@@ -101,7 +102,7 @@ enum HabitsCreate: DatabaseMethod {
 enum HabitsUpdate: DatabaseMethod {
     static let name = "habits.update"
     static let retry = RetrySafety.always
-    static let summary = "Changes a habit's name, icon, color or sort order."
+    static let summary = "Changes a habit's name, icon, color, sort order or schedule."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: HabitChanges }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -109,7 +110,8 @@ enum HabitsUpdate: DatabaseMethod {
             name: try params.optionalString("name", description: "Absent or null: keep."),
             icon: try params.clearableString("icon"),
             color: try params.clearableString("color"),
-            sortOrder: try params.clearableInt("sort_order", range: sortOrderRange)
+            sortOrder: try params.clearableInt("sort_order", range: sortOrderRange),
+            schedule: try params.optionalSchedule(description: "A new schedule: while active, the open period ends now and one starts with it (habits.history). Absent or null: keep.")
         ))
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
@@ -182,7 +184,7 @@ enum HabitsList: DatabaseMethod {
             json.key("next_cursor"); json.string(nextCursor)
             json.endObject()
         }
-        var estimatedJSONBytes: Int { 128 + 320 * habits.count }
+        var estimatedJSONBytes: Int { 128 + 360 * habits.count }
     }
 }
 
@@ -223,7 +225,7 @@ extension DayView: MethodResult {
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 256 + 340 * habits.count + 40 * (completed.count + skipped.count) }
+    public var estimatedJSONBytes: Int { 256 + 380 * habits.count + 40 * (completed.count + skipped.count) }
 }
 
 enum DayGet: SingleStatementMethod {

@@ -38,7 +38,8 @@ extension JSONWriter {
     }
 
     /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
-    /// created_at, updated_at}` (docs/protocol.md, "Habit").
+    /// created_at, updated_at, schedule}` (docs/protocol.md, "Habit"), and `due` where given
+    /// (day.get).
     mutating func habit(_ habit: Habit, due: Bool? = nil) {
         beginObject()
         key("id"); uuid(habit.id)
@@ -51,6 +52,7 @@ extension JSONWriter {
         key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
         key("created_at"); timestamp(habit.createdAt)
         key("updated_at"); timestamp(habit.updatedAt)
+        key("schedule"); schedule(habit.schedule)
         if let due { key("due"); bool(due) }
         endObject()
     }
@@ -95,10 +97,11 @@ extension Habit: SchemaComponent {
         ("sort_order", JSONSchema.nullable(ValueSchema.int32)),
         ("created_at", ValueSchema.timestamp),
         ("updated_at", ValueSchema.timestamp),
+        ("schedule", JSONSchema.described(HabitSchedule.schema, "The schedule in force now (the open period's), or from the next activation while inactive.")),
     ])
 
     public func write(to json: inout JSONWriter) { json.habit(self) }
-    public var estimatedJSONBytes: Int { 320 }
+    public var estimatedJSONBytes: Int { 360 }
 }
 
 extension TaskItem: SchemaComponent {

@@ -14,6 +14,7 @@ extension MethodRegistry {
         registry.register(HabitsActivate.self)
         registry.register(HabitsDelete.self)
         registry.register(HabitsList.self)
+        registry.register(HabitsHistory.self)
         registry.register(DayGet.self)
         registry.register(CompletionsSet.self)
         registry.register(CompletionsToggle.self)

@@ -173,6 +173,11 @@ struct OpenRPCTests {
             let bare = try record("habits.create", params(user, ["name": "Read", "activated_at": "2020-01-01T00:00:00Z"]))
             let habit = try #require(full["id"]), other = try #require(bare["id"])
             try record("habits.update", params(user, ["id": habit, "icon": .null, "sort_order": .null]))
+            try record("habits.update", params(user, ["id": habit, "schedule": try WireJSON.parse(#"{"type":"weekdays","days":[1,5]}"#)]))
+            for shape in [#"{"type":"every_n_days","n":2}"#, #"{"type":"times_per_week","times":3}"#] {
+                try record("habits.create", params(user, ["name": "Shaped", "schedule": try WireJSON.parse(shape)]))
+            }
+            try record("habits.history", params(user, ["id": habit]))
             try record("habits.deactivate", params(user, ["id": other]))
             try record("habits.activate", params(user, ["id": other]))
             let page = try record("habits.list", params(user, ["include_inactive": true, "limit": 1]))

@@ -51,6 +51,7 @@ struct HostileLineGenerator {
         MethodSpec(name: "habits.activate", isWrite: true, params: [user, id]),
         MethodSpec(name: "habits.delete", isWrite: true, params: [user, id]),
         MethodSpec(name: "habits.list", isWrite: false, params: [user, ParamSpec("include_inactive", .bool)]),
+        MethodSpec(name: "habits.history", isWrite: false, params: [user, id]),
         MethodSpec(name: "day.get", isWrite: false, params: [user, ParamSpec("date", .date, required: true), ParamSpec("timezone", .zone)]),
         MethodSpec(name: "completions.set", isWrite: true, params: [user, ParamSpec("template_id", .uuid, required: true),
                                                                    ParamSpec("date", .date, required: true),
