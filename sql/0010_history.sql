@@ -781,3 +781,171 @@ GRANT EXECUTE ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, times
 -- started_at) through habit_periods_user_template_start_idx. habits.history reads it joined
 -- to the habit, so an unknown id (or another user's) is told apart from a habit without
 -- periods.
+
+-- 10. Day states: completions.set with state, skips.set_range --------------------------------
+-- The worker's writers of a day's state, one statement each. Both are plpgsql SECURITY
+-- INVOKER: row-level security and the tables' triggers (section 7) apply as to any writer,
+-- and the triggers stay the one implementation of HB003/HB004/HB005 for other writers. These
+-- functions check the same rules first with the zone of the request (p_zone, else the
+-- profile's), so the worker's refusals name the today it used; a trigger can still refuse
+-- with the profile's today (HB003's DETAIL says which).
+--
+-- Both lock the habit rows they write (FOR NO KEY UPDATE, as the triggers do), then read:
+-- plpgsql takes a new snapshot per statement, so a write that waited for the lock sees the
+-- write it waited for. Two writers of one day therefore serialize, and the later replaces
+-- the earlier (set_day_state) or leaves its completion alone (set_skips): never both a
+-- completion and a skip, and no HB005 between these functions.
+
+-- Sets one habit's state on p_day: 'done' (a completion), 'skipped' (a skip) or 'none'
+-- (neither), removing the other state in the same transaction. Idempotent. Returns one row
+-- (today in the zone used, whether anything changed), or no row when p_template is not
+-- p_user's habit (or not visible under row-level security). Refuses, unless backfilling:
+--   HB003 (DETAIL today) done after today; skipped after today + 366; none after today + 366,
+--         or after today when p_clear_ahead is false (completions.set's `completed: false`,
+--         whose rule has always been "not after today");
+--   HB004 done or skipped on a day the habit is not on (habit.period_on_days with p_zone).
+--         'none' is allowed on any day (removing history of an inactive habit stays allowed).
+CREATE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_day date, p_state text,
+                                    p_zone text DEFAULT NULL, p_clear_ahead boolean DEFAULT true)
+    RETURNS TABLE (today date, changed boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_today date;
+        v_horizon date;
+        v_changed bigint := 0;
+        v_count bigint;
+    BEGIN
+        IF p_state IS NULL OR p_state NOT IN ('done', 'skipped', 'none') THEN
+            RAISE EXCEPTION 'state must be done, skipped or none, not %', coalesce(p_state, 'NULL')
+                USING ERRCODE = 'data_exception';
+        END IF;
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+        IF NOT habit.backfilling() THEN
+            v_horizon := v_today + CASE WHEN p_state = 'skipped' OR (p_state = 'none' AND p_clear_ahead) THEN 366 ELSE 0 END;
+            IF p_day > v_horizon THEN
+                RAISE EXCEPTION '% on % is after %', p_state, p_day,
+                    CASE WHEN p_state = 'done' OR NOT p_clear_ahead THEN 'today (' || v_today || ')'
+                         ELSE 'today (' || v_today || ') + 366 days' END
+                    USING ERRCODE = 'HB003', DETAIL = v_today::text;
+            END IF;
+            -- On that day: habit.period_on_days of one of this habit's periods (the rule
+            -- habit_days_at expands), in the request's zone.
+            IF p_state <> 'none' AND NOT EXISTS (
+                    SELECT 1 FROM public.habit_periods p
+                    WHERE p.user_id = p_user AND p.template_id = p_template
+                      AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, p_zone), v_today) @> p_day) THEN
+                RAISE EXCEPTION 'habit % is not on %', p_template, p_day USING ERRCODE = 'HB004';
+            END IF;
+        END IF;
+
+        IF p_state <> 'done' THEN
+            DELETE FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        END IF;
+        IF p_state <> 'skipped' THEN
+            DELETE FROM public.habit_skips s
+            WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        END IF;
+        IF p_state = 'done' THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+            SELECT p_user, p_template, p_day
+            WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                              WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+            ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        ELSIF p_state = 'skipped' THEN
+            INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+            SELECT p_user, p_template, p_day
+            WHERE NOT EXISTS (SELECT 1 FROM public.habit_skips s
+                              WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day)
+            ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        END IF;
+        RETURN QUERY SELECT v_today, v_changed > 0;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_day_state(uuid, uuid, date, text, text, boolean) IS
+    'Sets a habit''s state on a day (done, skipped, none), replacing the other; no row when the habit is not the user''s; HB003/HB004 (sql/0010 section 10).';
+
+-- Skips (p_skipped) or unskips every habit of p_user (or only p_template) on each day of
+-- [p_from, p_to] (at most 366 days). Skipping writes a skip on each day the habit is on
+-- (habit.habit_days_at with p_zone) that is neither done nor already skipped: done days
+-- stay done, days the habit is not on are passed over. Unskipping removes the skips of the
+-- range (any day). Returns one row: found (false when p_template is given and is not the
+-- user's habit; nothing is written), today in the zone used, the number of habit-days
+-- changed, and the dates (sorted) on which something changed. Refuses: HB003 (DETAIL today)
+-- when skipping reaches past today + 366; data_exception for an empty or too long range.
+CREATE FUNCTION habit.set_skips(p_user uuid, p_template uuid, p_from date, p_to date, p_skipped boolean,
+                                p_zone text DEFAULT NULL)
+    RETURNS TABLE (found boolean, today date, changed bigint, days date[])
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_today date;
+        v_changed bigint;
+        v_days date[];
+    BEGIN
+        IF p_from IS NULL OR p_to IS NULL OR p_skipped IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
+            RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
+        END IF;
+        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+        -- In id order, so two ranges over the same habits cannot deadlock.
+        PERFORM 1 FROM (SELECT t.id FROM public.habit_templates t
+                        WHERE t.user_id = p_user AND (p_template IS NULL OR t.id = p_template)
+                        ORDER BY t.id FOR NO KEY UPDATE) locked;
+        IF p_template IS NOT NULL AND NOT FOUND THEN
+            RETURN QUERY SELECT false, v_today, 0::bigint, '{}'::date[];
+            RETURN;
+        END IF;
+        IF p_skipped THEN
+            IF p_to > v_today + 366 AND NOT habit.backfilling() THEN
+                RAISE EXCEPTION 'skipping until % is after today (%) + 366 days', p_to, v_today
+                    USING ERRCODE = 'HB003', DETAIL = v_today::text;
+            END IF;
+            WITH inserted AS (
+                INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+                SELECT p_user, h.template_id, h.day
+                FROM habit.habit_days_at(p_user, p_from, p_to, v_today, p_zone) h
+                WHERE (p_template IS NULL OR h.template_id = p_template)
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                  WHERE c.user_id = p_user AND c.template_id = h.template_id AND c.completed_date = h.day)
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
+                                  WHERE s.user_id = p_user AND s.template_id = h.template_id AND s.skipped_date = h.day)
+                ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING
+                RETURNING skipped_date
+            )
+            SELECT count(*), coalesce(array_agg(DISTINCT i.skipped_date ORDER BY i.skipped_date), '{}')
+            INTO v_changed, v_days FROM inserted i;
+        ELSE
+            WITH deleted AS (
+                DELETE FROM public.habit_skips s
+                WHERE s.user_id = p_user AND (p_template IS NULL OR s.template_id = p_template)
+                  AND s.skipped_date BETWEEN p_from AND p_to
+                RETURNING s.skipped_date
+            )
+            SELECT count(*), coalesce(array_agg(DISTINCT d.skipped_date ORDER BY d.skipped_date), '{}')
+            INTO v_changed, v_days FROM deleted d;
+        END IF;
+        RETURN QUERY SELECT true, v_today, v_changed, v_days;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_skips(uuid, uuid, date, date, boolean, text) IS
+    'Skips (or unskips) every habit of a user, or one, on each on-day of a range of at most 366 days; done days stay done (sql/0010 section 10).';
+
+REVOKE ALL ON FUNCTION habit.set_day_state(uuid, uuid, date, text, text, boolean),
+    habit.set_skips(uuid, uuid, date, date, boolean, text) FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.set_day_state(uuid, uuid, date, text, text, boolean),
+    habit.set_skips(uuid, uuid, date, date, boolean, text) TO authenticated, service_role;

@@ -11,7 +11,7 @@ public enum HabitMethods {
         "system.ping", "system.health", "rpc.discover",
         "profile.get", "profile.set",
         "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
-        "day.get", "week.counts", "completions.set",
+        "day.get", "week.counts", "completions.set", "skips.set_range",
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
@@ -47,6 +47,8 @@ public enum FieldUpdate<Value: Sendable>: Sendable {
 
 public enum WeekStart: String, Sendable, Codable { case monday, sunday }
 public enum TaskView: String, Sendable, Codable { case inbox, upcoming, list }
+/// A habit's state on a day (`completions.set`'s `state`).
+public enum DayState: String, Sendable, Codable { case done, skipped, none }
 
 // MARK: - Results
 
@@ -199,9 +201,19 @@ public struct Day: Codable, Sendable, Equatable {
 }
 
 public struct CompletionSet: Codable, Sendable, Equatable {
+    /// `state == .done`.
     public var completed: Bool
-    /// False when the completion already was in that state.
+    /// The day's state now.
+    public var state: DayState
+    /// False when the day already was in that state.
     public var changed: Bool
+}
+
+public struct SkipRange: Codable, Sendable, Equatable {
+    /// The number of habit-days skipped (or unskipped) by this call.
+    public var changed: Int
+    /// The dates (`YYYY-MM-DD`, sorted) on which something changed.
+    public var days: [String]
 }
 
 public struct CompletionToggle: Codable, Sendable, Equatable {
@@ -415,6 +427,30 @@ extension HabitCalling {
         params.add("completed", completed)
         params.add("timezone", timezone)
         return try await call("completions.set", params.object, options: options)
+    }
+
+    /// Sets the day's state (done, skipped or none), replacing the other state.
+    public func completionsSet(userID: UUID, templateID: UUID, date: String, state: DayState, timezone: String? = nil,
+                               options: CallOptions = CallOptions()) async throws -> CompletionSet {
+        var params = Params(user: userID)
+        params.add("template_id", templateID)
+        params.add("date", date)
+        params.add("state", state.rawValue)
+        params.add("timezone", timezone)
+        return try await call("completions.set", params.object, options: options)
+    }
+
+    /// Skips (or unskips) every habit, or `templateID`'s, on each day of `from`…`to` (inclusive,
+    /// `YYYY-MM-DD`, at most 366 days). Done days stay done.
+    public func skipsSetRange(userID: UUID, templateID: UUID? = nil, from: String, to: String, skipped: Bool,
+                              timezone: String? = nil, options: CallOptions = CallOptions()) async throws -> SkipRange {
+        var params = Params(user: userID)
+        params.add("template_id", templateID)
+        params.add("from", from)
+        params.add("to", to)
+        params.add("skipped", skipped)
+        params.add("timezone", timezone)
+        return try await call("skips.set_range", params.object, options: options)
     }
 
     /// Not retry-safe: use `completionsSet` where the gateway knows the state it wants.

@@ -142,12 +142,35 @@ public struct DayView: Sendable, Equatable {
     public var due: Set<UUID> = []
 }
 
+/// A habit's state on a day: done (a completion), skipped (a skip) or none. A day is at most
+/// one of done and skipped (sql/0010's triggers).
+public enum DayState: String, Sendable, CaseIterable {
+    case done, skipped, none
+}
+
 public struct CompletionChange: Sendable, Equatable {
-    public var completed: Bool
+    /// The day's state after the change; `completed` is `state == .done`.
+    public var state: DayState
     public var changed: Bool
-    public init(completed: Bool, changed: Bool) {
-        self.completed = completed
+    public var completed: Bool { state == .done }
+    public init(state: DayState, changed: Bool) {
+        self.state = state
         self.changed = changed
+    }
+    /// `completed: true` is done, `false` is none.
+    public init(completed: Bool, changed: Bool) {
+        self.init(state: completed ? .done : .none, changed: changed)
+    }
+}
+
+/// What `skips.set_range` did: the number of habit-days whose state changed and the dates
+/// (sorted) on which something changed.
+public struct SkipRangeChange: Sendable, Equatable {
+    public var changed: Int
+    public var days: [CalendarDate]
+    public init(changed: Int, days: [CalendarDate]) {
+        self.changed = changed
+        self.days = days
     }
 }
 

@@ -9,8 +9,9 @@ import PostgresClient
 /// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
 /// locks the habit first and writes after reading (three round trips). The rules the
 /// statements apply live in the database (sql/0010: `habit.habit_days_at`, which habits are
-/// on a day; sql/0007: `habit.completion_refusal`, `habit.next_habit_sort_order`); `refuse`
-/// maps refusals to errors. The completion tables' triggers (sql/0010) keep the same rules for
+/// on a day, and `habit.set_day_state`/`habit.set_skips`, which raise the triggers' SQLSTATEs
+/// that `StoreError.mapping` maps; sql/0007: `habit.completion_refusal`,
+/// `habit.next_habit_sort_order`); `refuse` maps refusals to errors. The completion tables' triggers (sql/0010) keep the same rules for
 /// every other writer.
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
@@ -231,59 +232,70 @@ public final class HabitRepository {
 
     // MARK: - Completions
 
-    /// Sets whether `template` is completed on `date`. Idempotent — setting the current state
-    /// again changes nothing and is no error — so a gateway can retry it safely.
-    /// The rules are `habit.completion_refusal`'s: completing needs a habit on that day
-    /// (`habit.habit_days_at`); both directions refuse future dates. The table's trigger
-    /// (sql/0010) checks the same with the profile's zone, and refuses a skipped day.
+    /// Sets whether `template` is completed on `date` (`completed: true` = done, `false` =
+    /// none: the completion or a skip removed). Idempotent — setting the current state again
+    /// changes nothing and is no error — so a gateway can retry it safely. As `setDayState`,
+    /// except that `completed: false` keeps its rule of "not after today".
     public func setCompletion(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                               timeZone: String? = nil) throws -> CompletionChange {
-        try scope.run(setCompletionStatement(user: user, template: template, date: date, completed: completed, timeZone: timeZone))
+        try scope.run(setDayStateStatement(user: user, template: template, date: date, state: completed ? .done : .none,
+                                           clearAhead: false, timeZone: timeZone))
     }
 
-    /// `setCompletion`'s statement, for running several requests in one round trip.
-    public func setCompletionStatement(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
-                                       timeZone: String? = nil) throws -> UserStatement<CompletionChange> {
+    /// Sets `template`'s state on `date` to done, skipped or none, removing the other state in
+    /// the same transaction (one statement: `habit.set_day_state`, sql/0010 section 10, which
+    /// locks the habit, checks the rules and writes). Idempotent. Refusals are the database's:
+    /// HB003 (done after today, skipped or none after today + 366; `futureDate` with the
+    /// today of `timeZone`, else the profile's), HB004 (done or skipped on a day the habit is
+    /// not on: `habitNotActive`), HB005 from another writer's racing row (`invalidState`).
+    public func setDayState(user: UUID, template: UUID, date: CalendarDate, state: DayState,
+                            timeZone: String? = nil) throws -> CompletionChange {
+        try scope.run(setDayStateStatement(user: user, template: template, date: date, state: state,
+                                           clearAhead: true, timeZone: timeZone))
+    }
+
+    /// The statement of `setDayState`/`setCompletion`. `clearAhead` false: none refuses dates
+    /// after today (completions.set's `completed: false`).
+    func setDayStateStatement(user: UUID, template: UUID, date: CalendarDate, state: DayState, clearAhead: Bool,
+                              timeZone: String?) throws -> UserStatement<CompletionChange> {
         try Validation.timeZone(timeZone, using: connection)
-        // One statement, one round trip: read the habit's state and write only when the
-        // database's rule (habit.completion_refusal) allows it, so a refused request commits
-        // nothing. ON CONFLICT DO NOTHING makes concurrent inserts of the same key harmless.
-        // zone is MATERIALIZED so that habit.user_time_zone runs once, not once per use.
         return UserStatement(user: user, statement: """
-            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            habit AS (
-                SELECT t.id, habit.local_date(now(), zone.tz) AS today,
-                       habit.completion_refusal(\(completed), \(date), habit.local_date(now(), zone.tz),
-                                                EXISTS (SELECT 1 FROM habit.habit_days_at(\(user), \(date), \(date), habit.local_date(now(), zone.tz), \(timeZone)) d
-                                                        WHERE d.template_id = t.id)) AS refusal
-                FROM public.habit_templates t, zone
-                WHERE t.id = \(template) AND t.user_id = \(user)
-            ),
-            inserted AS (
-                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                SELECT \(user), habit.id, \(date) FROM habit
-                WHERE \(completed) AND habit.refusal IS NULL
-                ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
-                RETURNING 1
-            ),
-            deleted AS (
-                DELETE FROM public.habit_completions c USING habit
-                WHERE NOT \(completed) AND habit.refusal IS NULL
-                  AND c.user_id = \(user) AND c.template_id = habit.id AND c.completed_date = \(date)
-                RETURNING 1
-            )
-            SELECT habit.id IS NOT NULL AS found, habit.today, habit.refusal,
-                   (SELECT count(*) FROM inserted) + (SELECT count(*) FROM deleted) AS changed
-            FROM (SELECT 1) AS one LEFT JOIN habit ON true
+            SELECT s.today, s.changed
+            FROM habit.set_day_state(\(user), \(template), \(date), \(state.rawValue), \(timeZone), \(clearAhead)) s
             """) { rows in
-            guard let row = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "completion statement returned no row") }
-            guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
-            try Self.refuse(row, "refusal")
-            return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
+            // No row: not the user's habit (or no such habit).
+            guard let row = rows.first else { throw StoreError.notFound }
+            return CompletionChange(state: state, changed: try row.decode(Bool.self, "changed"))
         }
     }
 
-    /// Flips the completion of `template` on `date` and returns the new state. Toggles of
+    /// Skips (`skipped`) or unskips every habit of `user` — or only `template` — on each day
+    /// of `from`…`to` (inclusive, at most 366 days), in one statement (`habit.set_skips`,
+    /// sql/0010 section 10). Skipping passes over done days (they stay done) and days a habit
+    /// is not on; it refuses a range reaching past today + 366 (`futureDate`). Unskipping
+    /// removes the skips of the range. Idempotent. `template` not the user's: `notFound`.
+    public func setSkips(user: UUID, template: UUID?, from: CalendarDate, to: CalendarDate, skipped: Bool,
+                         timeZone: String? = nil) throws -> SkipRangeChange {
+        guard to >= from else {
+            throw StoreError.invalidInput(field: "to", reason: .outOfRange, message: "must be on or after from")
+        }
+        guard from.adding(days: Self.maxSkipRangeDays - 1) >= to else {
+            throw StoreError.invalidInput(field: "to", reason: .outOfRange, message: "the range may hold at most \(Self.maxSkipRangeDays) days")
+        }
+        try Validation.timeZone(timeZone, using: connection)
+        let row = try scope.query(as: user, """
+            SELECT s.found, s.changed, s.days
+            FROM habit.set_skips(\(user), \(template), \(from), \(to), \(skipped), \(timeZone)) s
+            """).single()
+        guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
+        return SkipRangeChange(changed: try row.decode(Int.self, "changed"), days: try row.decode([CalendarDate].self, "days"))
+    }
+
+    /// The most days `setSkips` takes at once (sql/0010's `habit.set_skips` has the same bound).
+    public static let maxSkipRangeDays = 366
+
+    /// Flips the completion of `template` on `date` and returns the new state; a skipped day
+    /// becomes done (the skip removed). Toggles of
     /// one habit are serialized by a row lock on the habit, so concurrent toggles each flip
     /// once (none is lost, none fails on the unique key). Same rules as `setCompletion`, for
     /// the direction the flip goes.
@@ -320,10 +332,22 @@ public final class HabitRepository {
                         WHERE user_id = \(user) AND template_id = \(template) AND completed_date = \(date)
                         RETURNING 1
                     ),
+                    -- A skipped day toggles to done: toggling flips "done", and a day is never
+                    -- both, so the skip goes (under the habit's lock, which every writer's trigger
+                    -- takes). A done day has no skip: this deletes nothing then.
+                    unskipped AS (
+                        DELETE FROM public.habit_skips
+                        WHERE \(mayComplete) AND user_id = \(user) AND template_id = \(template) AND skipped_date = \(date)
+                        RETURNING 1
+                    ),
                     inserted AS (
                         INSERT INTO public.habit_completions (user_id, template_id, completed_date)
                         SELECT \(user), \(template), \(date)
                         WHERE \(mayComplete) AND NOT EXISTS (SELECT 1 FROM deleted)
+                          -- Reading all of unskipped (an InitPlan, run before the first row)
+                          -- finishes the skip's delete before this insert's trigger looks for a
+                          -- skip; the trigger's queries see the statement's earlier writes.
+                          AND (SELECT count(*) FROM unskipped) >= 0
                         ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
                         RETURNING 1
                     )

@@ -248,29 +248,50 @@ enum DayGet: SingleStatementMethod {
 enum CompletionsSet: DatabaseMethod {
     static let name = "completions.set"
     static let retry = RetrySafety.always
-    static let summary = "Sets whether a habit is completed on a date (idempotent)."
+    static let summary = "Sets a habit's state on a date: done, skipped or none (idempotent)."
     static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
-    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let completed: Bool; let timeZone: String? }
+    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let state: DayState; let legacy: Bool; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
-               date: try params.date("date", description: "On or before today in the zone used."),
-               completed: try params.requiredBool("completed"), timeZone: try params.timeZone())
+        let user = try params.userID(), template = try params.uuid("template_id", description: "The habit.")
+        let date = try params.date("date", description: "done: on or before today in the zone used; skipped (and none): up to today + 366 days.")
+        let completed = try params.optionalBool("completed", description: "true = state done, false = state none (but, as always, not after today). Exactly one of completed and state.")
+        let state = try params.optionalString("state", oneOf: DayState.allCases.map(\.rawValue),
+                                              description: "done, skipped or none; replaces the day's other state. Exactly one of completed and state.")
+        let timeZone = try params.timeZone()
+        // Both read before their combination is checked (a describing reader returns nil for both).
+        if params.isDescribing { return Params(user: user, template: template, date: date, state: .done, legacy: true, timeZone: timeZone) }
+        switch (completed, state) {
+        case (let completed?, nil):
+            return Params(user: user, template: template, date: date, state: completed ? .done : .none, legacy: true, timeZone: timeZone)
+        case (nil, let state?):
+            return Params(user: user, template: template, date: date, state: DayState(rawValue: state) ?? .none, legacy: false, timeZone: timeZone)
+        case (_?, _?):
+            throw .invalidParams(field: "state", reason: InputFailure.notAllowed, message: "give either completed or state, not both")
+        case (nil, nil):
+            // Named as before `state` existed: the field every older client knows.
+            throw .invalidParams(field: "completed", reason: RPCReason.required, message: "missing: give completed or state")
+        }
     }
     static func run(_ params: Params, in context: MethodContext) throws -> CompletionChange {
-        try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
-                                         completed: params.completed, timeZone: params.timeZone)
+        params.legacy
+            ? try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
+                                               completed: params.state == .done, timeZone: params.timeZone)
+            : try context.habits.setDayState(user: params.user, template: params.template, date: params.date,
+                                             state: params.state, timeZone: params.timeZone)
     }
 }
 
 extension CompletionChange: MethodResult {
     static let schema = JSONSchema.object([
-        ("completed", JSONSchema.boolean),
-        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the completion already was in that state.")),
+        ("completed", JSONSchema.described(JSONSchema.boolean, "Whether the day is done now (state = done).")),
+        ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state now.")),
+        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the day already was in that state.")),
     ])
 
     public func write(to json: inout JSONWriter) {
         json.object { json in
             json.member("completed", completed)
+            json.member("state", state.rawValue)
             json.member("changed", changed)
         }
     }
@@ -297,6 +318,51 @@ enum CompletionsToggle: DatabaseMethod {
         static let schema = JSONSchema.object([("completed", JSONSchema.described(JSONSchema.boolean, "The new state."))])
         func write(to json: inout JSONWriter) { json.object { $0.member("completed", completed) } }
     }
+}
+
+enum SkipsSetRange: DatabaseMethod {
+    static let name = "skips.set_range"
+    static let retry = RetrySafety.always
+    static let summary = "Skips (or unskips) every habit, or one, on each day of a range of at most 366 days (idempotent)."
+    static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
+    struct Params: Sendable { let user: UUID; let template: UUID?; let from: CalendarDate; let to: CalendarDate; let skipped: Bool; let timeZone: String? }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        let user = try params.userID()
+        let template = try params.optionalUUID("template_id", description: "Only this habit. Absent or null: every habit of the user.")
+        let from = try params.date("from", description: "First day of the range.")
+        let to = try params.date("to", description: "Last day (inclusive): on or after from, at most 365 days after it (366 days in all); when skipping, at most today + 366 days.")
+        let skipped = try params.requiredBool("skipped", description: "true: skip each day a habit is on and not done (done days stay done); false: remove the range's skips.")
+        let timeZone = try params.timeZone()
+        guard to >= from else {
+            throw .invalidParams(field: "to", reason: RPCReason.outOfRange, message: "must be on or after from")
+        }
+        guard from.adding(days: HabitRepository.maxSkipRangeDays - 1) >= to else {
+            throw .invalidParams(field: "to", reason: RPCReason.outOfRange, message: "the range may hold at most \(HabitRepository.maxSkipRangeDays) days")
+        }
+        return Params(user: user, template: template, from: from, to: to, skipped: skipped, timeZone: timeZone)
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> SkipRangeChange {
+        try context.habits.setSkips(user: params.user, template: params.template, from: params.from, to: params.to,
+                                    skipped: params.skipped, timeZone: params.timeZone)
+    }
+}
+
+extension SkipRangeChange: MethodResult {
+    static let schema = JSONSchema.object([
+        ("changed", JSONSchema.described(JSONSchema.integer(0...Int.max), "The number of habit-days skipped (or unskipped) by this call; 0 when the range already was so.")),
+        ("days", JSONSchema.described(JSONSchema.array(of: ValueSchema.date), "The dates (sorted) on which something changed.")),
+    ])
+
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("changed"); json.int(changed)
+        json.key("days"); json.beginArray()
+        for day in days { json.date(day) }
+        json.endArray()
+        json.endObject()
+    }
+
+    public var estimatedJSONBytes: Int { 64 + 13 * days.count }
 }
 
 enum WeekCounts: DatabaseMethod {

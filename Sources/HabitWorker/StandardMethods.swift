@@ -18,6 +18,7 @@ extension MethodRegistry {
         registry.register(DayGet.self)
         registry.register(CompletionsSet.self)
         registry.register(CompletionsToggle.self)
+        registry.register(SkipsSetRange.self)
         registry.register(WeekCounts.self)
         registry.register(ListsCreate.self)
         registry.register(ListsUpdate.self)

@@ -21,7 +21,7 @@ struct WorkerIsolationTests {
             let twoID = try #require(two["id"])
             try worker.call("habits.deactivate", params(a, ["id": twoID]))
             #expect(try worker.call("completions.set", params(a, ["template_id": oneID, "date": .string(todayA), "completed": true]))
-                == ["completed": true, "changed": true])
+                == ["completed": true, "state": "done", "changed": true])
 
             func snapshot() throws -> [WireJSON] {
                 [

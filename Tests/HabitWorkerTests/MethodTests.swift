@@ -161,20 +161,20 @@ struct MethodTests {
             func toggle(_ id: WireJSON, _ date: String) throws -> WireJSON {
                 try worker.call("completions.toggle", params(user, ["template_id": id, "date": .string(date)]))
             }
-            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "changed": true])
-            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "changed": false])
+            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "state": "done", "changed": true])
+            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "state": "done", "changed": false])
             #expect(try toggle(gID, "2025-01-08") == ["completed": true])
             #expect(try toggle(gID, "2025-01-09") == ["completed": true])
             #expect(try toggle(gID, "2025-01-09") == ["completed": false])
-            #expect(try set(hID, "2025-01-08", true) == ["completed": true, "changed": true])
+            #expect(try set(hID, "2025-01-08", true) == ["completed": true, "state": "done", "changed": true])
 
             let day8 = try worker.call("day.get", params(user, ["date": "2025-01-08"]))
             #expect(day8["habits"]?.arrayValue?.compactMap { $0["id"] } == [hID, gID])
             let completed = [hID, gID].compactMap(\.stringValue).sorted().map(WireJSON.string)
             #expect(day8["completed"] == .array(completed), "sorted lower-case ids")
 
-            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "changed": true])
-            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "changed": false])
+            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "state": "none", "changed": true])
+            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "state": "none", "changed": false])
             #expect(try worker.call("day.get", params(user, ["date": "2025-01-07"]))["completed"] == [])
 
             func day(_ date: String, completed: Int, active: Int) -> WireJSON {
@@ -206,7 +206,7 @@ struct MethodTests {
             #expect(try worker.call("day.get", params(user, ["date": "2025-01-05", "timezone": "America/Los_Angeles"]))["habits"] == .array([h.with("due", true)]))
             try worker.call("profile.set", params(user, ["timezone": "America/Los_Angeles"]))
             #expect(try worker.call("day.get", params(user, ["date": "2025-01-05"]))["habits"] == .array([h.with("due", true)]))
-            #expect(try set(hID, "2025-01-05", true) == ["completed": true, "changed": true])
+            #expect(try set(hID, "2025-01-05", true) == ["completed": true, "state": "done", "changed": true])
             #expect(try session.completionCount(user: user) == 3)
         }
     }
