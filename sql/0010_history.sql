@@ -611,7 +611,8 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
     -- Per period, its on-days without those of later-starting periods of its habit, within the
     -- run's weeks: disjoint ranges per habit, each with the schedule in force on it.
     segments AS (
-        SELECT q.user_id, q.template_id, q.schedule, q.first_day, q.week_isodow, g.days
+        SELECT q.user_id, q.template_id, q.schedule, q.schedule OPERATOR(pg_catalog.->>) 'type' AS kind,
+               q.first_day, q.week_isodow, g.days
         FROM (SELECT p.user_id, p.template_id, p.schedule, z.week_isodow, pg_catalog.lower(r.days) AS first_day,
                      (pg_catalog.datemultirange(r.days)
                       OPERATOR(pg_catalog.-) coalesce(pg_catalog.range_agg(r.days) OVER later, '{}'::pg_catalog.datemultirange))
@@ -625,33 +626,25 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
               WINDOW later AS (PARTITION BY p.template_id ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
         CROSS JOIN LATERAL pg_catalog.unnest(q.days) AS g(days)
     ),
-    -- A segment's days in one week: on-days, and due days by habit.due_days (per day for
-    -- times_per_week, whose target is met in the user's week).
-    on_days AS (
-        SELECT x.user_id, x.week_start,
-               pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
-               pg_catalog.sum(CASE WHEN x.schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.<>) 'times_per_week'
-                                   THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
-                                   ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
-                                             (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
-                                         WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
-                                                   habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
-                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
-        FROM (SELECT s.user_id, s.template_id, s.schedule, s.first_day, s.week_isodow, w.week_start,
-                     (s.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days
-              FROM segments s JOIN weeks w
-                ON s.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) x
-        GROUP BY 1, 2
+    -- Each user's segments as parallel arrays (one row per user), so that the per-week sums
+    -- below run per (user, week) without sorting a row per segment and week.
+    user_segments AS (
+        SELECT s.user_id, pg_catalog.array_agg(s.days) AS days, pg_catalog.array_agg(s.kind) AS kinds,
+               pg_catalog.array_agg(s.schedule) AS schedules, pg_catalog.array_agg(s.first_day) AS first_days,
+               pg_catalog.array_agg(s.template_id) AS templates, pg_catalog.min(s.week_isodow) AS week_isodow
+        FROM segments s GROUP BY s.user_id
     ),
     -- Completion and skip rows, each with whether its day is due (the segment it lies in).
     day_states AS (
         SELECT e.user_id, e.day, e.done,
                s.template_id IS NOT NULL AS on_day,
-               coalesce(habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
-                             CASE WHEN s.schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.=) 'times_per_week'
+               CASE WHEN s.kind IS NULL THEN false
+                    WHEN s.kind OPERATOR(pg_catalog.=) 'daily' THEN true
+                    ELSE habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
+                             CASE WHEN s.kind OPERATOR(pg_catalog.=) 'times_per_week'
                                   THEN habit.week_target_met_on(e.user_id, e.template_id, habit.week_start(e.day, s.week_isodow),
-                                                                (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END), 0)
-                   OPERATOR(pg_catalog.>) 0 AS due
+                                                                (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END)
+                         OPERATOR(pg_catalog.>) 0 END AS due
         FROM (SELECT c.user_id, c.template_id, c.completed_date AS day, true AS done FROM public.habit_completions c
               UNION ALL
               SELECT k.user_id, k.template_id, k.skipped_date, false FROM public.habit_skips k) e
@@ -680,7 +673,27 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
                                        OPERATOR(pg_catalog./) (a.due OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
     FROM zones z CROSS JOIN weeks w
     LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
-    LEFT JOIN on_days a ON a.user_id OPERATOR(pg_catalog.=) z.user_id AND a.week_start OPERATOR(pg_catalog.=) w.week_start
+    LEFT JOIN user_segments u ON u.user_id OPERATOR(pg_catalog.=) z.user_id
+    -- The week's on-days and due days: each segment's days inside the week, due days by
+    -- habit.due_days (per day for times_per_week, whose target is met in the user's week).
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
+               -- daily (most habits): every on-day, without looking into the schedule.
+               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.=) 'daily'
+                                   THEN pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)
+                                   WHEN x.kind OPERATOR(pg_catalog.<>) 'times_per_week'
+                                   THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
+                                   ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
+                                             (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
+                                         WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
+                                                   habit.week_target_met_on(z.user_id, x.template_id, habit.week_start(d.day::date, u.week_isodow),
+                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
+        FROM (SELECT (e.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days,
+                     e.kind, e.schedule, e.first_day, e.template_id
+              FROM ROWS FROM (pg_catalog.unnest(u.days), pg_catalog.unnest(u.kinds), pg_catalog.unnest(u.schedules),
+                             pg_catalog.unnest(u.first_days), pg_catalog.unnest(u.templates)) AS e(days, kind, schedule, first_day, template_id)
+              WHERE e.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) x
+    ) a
     ORDER BY z.user_id, w.week_start
     $fn$;
 COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
