@@ -639,7 +639,9 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
     day_states AS (
         SELECT e.user_id, e.day, e.done,
                s.template_id IS NOT NULL AS on_day,
-               coalesce(habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
+               -- Off its habit's on-days a row is never due (habit.due_days of a NULL schedule
+               -- would count the day as a daily one's).
+               s.template_id IS NOT NULL AND coalesce(habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
                              CASE WHEN s.schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.=) 'times_per_week'
                                   THEN habit.week_target_met_on(e.user_id, e.template_id, habit.week_start(e.day, s.week_isodow),
                                                                 (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END), 0)
