@@ -70,7 +70,8 @@ import Testing
             var instant = base + Int64.random(in: 0...(12 * 86_400), using: &rng)
             // Often near now: closed yesterday or today, in zones where today is another date.
             if Int.random(in: 0..<3, using: &rng) == 0, base < now - 1 { instant = max(base, now - Int64.random(in: 0...(36 * 3_600), using: &rng)) }
-            // Sometimes on a DST change day: the transition, or that day's or the next day's midnight.
+            // Sometimes at a DST change: the transition itself, or near it (the day before, of or
+            // after it, at that time or an hour later) and then often at that day's midnight.
             if let change = changes.randomElement(using: &rng), change >= base, Int.random(in: 0..<3, using: &rng) == 0 {
                 instant = change + Int64.random(in: -1...1, using: &rng) * 86_400 + (Bool.random(using: &rng) ? 0 : 3_600)
                 if instant < base { instant = change }
