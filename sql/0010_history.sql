@@ -638,6 +638,7 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
     day_states AS (
         SELECT e.user_id, e.day, e.done,
                s.template_id IS NOT NULL AS on_day,
+               -- Off its habit's on-days (no segment) a row is never due.
                CASE WHEN s.kind IS NULL THEN false
                     WHEN s.kind OPERATOR(pg_catalog.=) 'daily' THEN true
                     ELSE habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),

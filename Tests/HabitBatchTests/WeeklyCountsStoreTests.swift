@@ -87,7 +87,8 @@ import Testing
             // The stored rows of the range equal the printed ones.
             let printed = try output(of: job, on: batch).split(separator: "\n").dropFirst().map(String.init)
             let table = try admin.query("""
-                SELECT concat_ws(',', user_id, week_start, completions, days_with_completion, active_habit_days, coalesce(completion_rate::text, ''))
+                SELECT concat_ws(',', user_id, week_start, completions, days_with_completion, active_habit_days,
+                                 due_habit_days, skipped_habit_days, coalesce(completion_rate::text, ''))
                 FROM public.weekly_completion_counts
                 WHERE week_starts_on = 'monday' AND week_start BETWEEN '2020-12-28' AND '2021-01-04' ORDER BY user_id, week_start
                 """).map { try $0.decode(String.self, at: 0) }

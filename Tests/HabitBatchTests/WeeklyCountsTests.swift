@@ -64,13 +64,13 @@ struct WeeklyFixture {
             let job = WeeklyCountsJob(from: day("2020-12-30"), to: day("2021-01-05"))
             let csv = try output(of: job, on: try database.connect(user: "habit_batch"))
             #expect(csv == """
-                user_id,week_start,completions,days_with_completion,active_habit_days,completion_rate
-                00000000-0000-0000-0000-00000000000a,2020-12-28,5,4,10,0.5000
-                00000000-0000-0000-0000-00000000000a,2021-01-04,0,0,7,0.0000
-                00000000-0000-0000-0000-00000000000b,2020-12-28,1,1,1,1.0000
-                00000000-0000-0000-0000-00000000000b,2021-01-04,1,1,7,0.1429
-                00000000-0000-0000-0000-00000000000c,2020-12-28,0,0,0,
-                00000000-0000-0000-0000-00000000000c,2021-01-04,0,0,0,
+                user_id,week_start,completions,days_with_completion,active_habit_days,due_habit_days,skipped_habit_days,completion_rate
+                00000000-0000-0000-0000-00000000000a,2020-12-28,5,4,10,10,0,0.5000
+                00000000-0000-0000-0000-00000000000a,2021-01-04,0,0,7,7,0,0.0000
+                00000000-0000-0000-0000-00000000000b,2020-12-28,1,1,1,1,0,1.0000
+                00000000-0000-0000-0000-00000000000b,2021-01-04,1,1,7,7,0,0.1429
+                00000000-0000-0000-0000-00000000000c,2020-12-28,0,0,0,0,0,
+                00000000-0000-0000-0000-00000000000c,2021-01-04,0,0,0,0,0,
 
                 """)
             // alice, week of 28 Dec: read is active Mon 28 … Fri 1 Jan (5 days: the local
@@ -91,8 +91,8 @@ struct WeeklyFixture {
             let csv = try output(of: job, on: try database.connect(user: "habit_batch"))
             // Sunday 3 Jan starts its own week; bob's walk is active all 7 days from Sunday.
             #expect(csv == """
-                user_id,week_start,completions,days_with_completion,active_habit_days,completion_rate
-                00000000-0000-0000-0000-00000000000b,2021-01-03,2,2,7,0.2857
+                user_id,week_start,completions,days_with_completion,active_habit_days,due_habit_days,skipped_habit_days,completion_rate
+                00000000-0000-0000-0000-00000000000b,2021-01-03,2,2,7,7,0,0.2857
 
                 """)
         }
@@ -112,11 +112,88 @@ struct WeeklyFixture {
             #expect(object?["week_start"] as? String == "2020-12-28")
             #expect(object?["completions"] as? Int == 5)
             #expect(object?["active_habit_days"] as? Int == 10)
+            #expect(object?["due_habit_days"] as? Int == 10)
+            #expect(object?["skipped_habit_days"] as? Int == 0)
             #expect((object?["completion_rate"] as? Double).map { abs($0 - 0.5) < 1e-9 } == true)
             job.format = .table
             let table = try output(of: job, on: try database.connect(user: "habit_batch"))
             #expect(table.split(separator: "\n").count == 3)
             #expect(table.contains("00000000-0000-0000-0000-00000000000a | 2020-12-28 |           5 |"))
+            #expect(table.split(separator: "\n").first.map { $0.contains("due_habit_days") && $0.contains("skipped_habit_days") } == true)
+            #expect(table.split(separator: "\n").last?.hasSuffix("|             10 |                  0 |          0.5000") == true,
+                    "\(table)")
+        }
+    }
+
+    /// dave (UTC, weeks starting on Sunday), all three habits on since December 2020 except N:
+    ///   T  times_per_week 2; done Sun 3, Mon 4, Thu 7 Jan: his week of Sun 3 meets the target
+    ///      on Mon 4, so T is due Sun 3 and Mon 4 only (Thu 7 is done but not due); Sun 10
+    ///      opens his next week, due again.
+    ///   W  weekdays Mon/Wed/Fri; done Mon 4, Fri 8, Sat 9 (on, not due); skipped Tue 5 (not
+    ///      due) and Wed 6 (due).
+    ///   N  daily from Wed 6 Jan 12:00Z; backfilled: done Mon 4 and skipped Tue 5, before it
+    ///      was on; done Thu 7.
+    static func loadDave(_ connection: Connection) throws {
+        try connection.executeScript(unsafeSQL: """
+            SELECT set_config('habit.backfill', 'on', true);
+            INSERT INTO profiles (user_id, timezone, week_start) VALUES ('\(dave)', 'UTC', 'sunday');
+            INSERT INTO habit_templates (id, user_id, name, activated_at, is_active, schedule) VALUES
+                ('d0000000-0000-0000-0000-000000000001', '\(dave)', 'T', '2020-12-01 00:00Z', true, '{"type":"times_per_week","times":2}'),
+                ('d0000000-0000-0000-0000-000000000002', '\(dave)', 'W', '2020-12-01 00:00Z', true, '{"type":"weekdays","days":[1,3,5]}'),
+                ('d0000000-0000-0000-0000-000000000003', '\(dave)', 'N', '2021-01-06 12:00Z', true, '{"type":"daily"}');
+            INSERT INTO habit_completions (user_id, template_id, completed_date) VALUES
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000001', '2021-01-03'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000001', '2021-01-04'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000001', '2021-01-07'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-04'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-08'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-09'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000003', '2021-01-04'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000003', '2021-01-07');
+            INSERT INTO habit_skips (user_id, template_id, skipped_date) VALUES
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-05'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-06'),
+                ('\(dave)', 'd0000000-0000-0000-0000-000000000003', '2021-01-05');
+            """)
+    }
+    static let dave = UUID(uuidString: "00000000-0000-0000-0000-00000000000d")!
+
+    /// Due and skipped habit-days and the rate over due days, derived by hand (see loadDave).
+    /// T's target is met in dave's Sunday week whatever week the run groups by.
+    ///   Monday run, week Mon 4 – Sun 10:
+    ///     T on 7, due Mon 4 and Sun 10 = 2, done 2 (Mon 4, Thu 7), done on due days 1
+    ///     W on 7, due 3, skipped 2 (Tue 5; Wed 6 due), done 3, done on due days 2 (Mon 4, Fri 8)
+    ///     N on Wed 6 – Sun 10 = 5, due 5, done 2 (Mon 4 before it was on, Thu 7), on due days 1;
+    ///       its skip of Tue 5 is not on a day it is on: not counted
+    ///     → 7 completions on 4 days (4, 7, 8, 9), 19 on, 10 due, 2 skipped,
+    ///       rate (1 + 2 + 1) / (10 − 1 skipped due) = 0.4444
+    ///   Sunday run, week Sun 3 – Sat 9:
+    ///     T on 7, due Sun 3 and Mon 4 = 2, done 3, on due days 2
+    ///     W as above: on 7, due 3, skipped 2, done 3, on due days 2
+    ///     N on Wed 6 – Sat 9 = 4, due 4, done 2, on due days 1
+    ///     → 8 completions on 5 days (3, 4, 7, 8, 9), 18 on, 9 due, 2 skipped,
+    ///       rate (2 + 2 + 1) / (9 − 1) = 0.6250
+    /// Counting T's target in the run's Monday week instead would make it due Mon 4 – Thu 7.
+    @Test func dueSkippedAndTheRateOverDueDays() throws {
+        try TestDatabase.with { database throws in
+            try Self.loadDave(try database.connect())
+            let batch = try database.connect(user: "habit_batch")
+            var job = WeeklyCountsJob(from: day("2021-01-04"), to: day("2021-01-10"))
+            job.user = Self.dave
+            #expect(try output(of: job, on: batch).split(separator: "\n").dropFirst().map(String.init)
+                    == ["00000000-0000-0000-0000-00000000000d,2021-01-04,7,4,19,10,2,0.4444"])
+            job.weekStart = .sunday
+            job.from = day("2021-01-03")
+            job.to = day("2021-01-09")
+            #expect(try output(of: job, on: batch).split(separator: "\n").dropFirst().map(String.init)
+                    == ["00000000-0000-0000-0000-00000000000d,2021-01-03,8,5,18,9,2,0.6250"])
+            // The stored row carries the same columns.
+            #expect(try job.runStore(on: batch).written == 1)
+            let stored = try database.connect().queryOne("""
+                SELECT concat_ws(',', completions, days_with_completion, active_habit_days, due_habit_days, skipped_habit_days, completion_rate)
+                FROM weekly_completion_counts WHERE user_id = \(Self.dave)
+                """).decode(String.self, at: 0)
+            #expect(stored == "8,5,18,9,2,0.6250")
         }
     }
 
@@ -168,11 +245,22 @@ struct WeeklyFixture {
                             WHERE t.user_id = u.user_id
                               AND (t.deactivated_at IS NULL OR t.deactivated_at > t.activated_at)
                               AND (t.activated_at AT TIME ZONE p.timezone)::date <= days.day
-                              AND (t.deactivated_at IS NULL OR t.deactivated_at > (days.day::timestamp AT TIME ZONE p.timezone))) AS active
+                              AND (t.deactivated_at IS NULL OR t.deactivated_at > (days.day::timestamp AT TIME ZONE p.timezone))) AS active,
+                           -- The completions of habits on that day (all daily: on = due), the
+                           -- rate's numerator; completions on other days count only in `done`.
+                           (SELECT count(*) FROM habit_templates t JOIN profiles p ON p.user_id = t.user_id
+                            JOIN habit_completions c ON c.template_id = t.id AND c.completed_date = days.day
+                            WHERE t.user_id = u.user_id
+                              AND (t.deactivated_at IS NULL OR t.deactivated_at > t.activated_at)
+                              AND (t.activated_at AT TIME ZONE p.timezone)::date <= days.day
+                              AND (t.deactivated_at IS NULL OR t.deactivated_at > (days.day::timestamp AT TIME ZONE p.timezone))) AS done_on
                     FROM users u, days
                 )
+                -- Every habit is daily and nothing is skipped: due = active, skipped = 0, and
+                -- the rate is the completions of habits on ÷ the habit-days on.
                 SELECT user_id::text || ',' || week_start || ',' || sum(done) || ',' || count(*) FILTER (WHERE done > 0) || ','
-                       || sum(active) || ',' || coalesce(round(sum(done)::numeric / nullif(sum(active), 0), 4)::text, '')
+                       || sum(active) || ',' || sum(active) || ',0,'
+                       || coalesce(round(sum(done_on)::numeric / nullif(sum(active), 0), 4)::text, '')
                 FROM per_day GROUP BY user_id, week_start ORDER BY user_id, week_start
                 """).map { try $0.decode(String.self, at: 0) }
             let lines = csv.split(separator: "\n").dropFirst().map(String.init)
@@ -187,11 +275,11 @@ struct WeeklyFixture {
             var job = WeeklyCountsJob(from: day("2020-03-02"), to: day("2020-03-08"))
             job.user = WeeklyFixture.alice
             let csv = try output(of: job, on: try database.connect(user: "habit_batch"))
-            #expect(csv.split(separator: "\n").dropFirst().map(String.init) == ["00000000-0000-0000-0000-00000000000a,2020-03-02,0,0,0,"])
+            #expect(csv.split(separator: "\n").dropFirst().map(String.init) == ["00000000-0000-0000-0000-00000000000a,2020-03-02,0,0,0,0,0,"])
             // A database with no users at all: just the header.
             try database.connect().execute("TRUNCATE habit_completions, habit_skips, habit_periods, habit_templates, profiles")
             let empty = try output(of: WeeklyCountsJob(from: day("2021-01-01"), to: day("2021-01-31")), on: try database.connect(user: "habit_batch"))
-            #expect(empty == "user_id,week_start,completions,days_with_completion,active_habit_days,completion_rate\n")
+            #expect(empty == "user_id,week_start,completions,days_with_completion,active_habit_days,due_habit_days,skipped_habit_days,completion_rate\n")
         }
     }
 
@@ -218,7 +306,8 @@ struct WeeklyFixture {
             let csv = try output(of: job, on: batch)
             let printed = csv.split(separator: "\n").dropFirst().map(String.init)
             let table = try admin.query("""
-                SELECT concat_ws(',', user_id, week_start, completions, days_with_completion, active_habit_days, coalesce(completion_rate::text, ''))
+                SELECT concat_ws(',', user_id, week_start, completions, days_with_completion, active_habit_days,
+                                 due_habit_days, skipped_habit_days, coalesce(completion_rate::text, ''))
                 FROM weekly_completion_counts ORDER BY user_id, week_start
                 """).map { try $0.decode(String.self, at: 0) }
             #expect(printed == table)

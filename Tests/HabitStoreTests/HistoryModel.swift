@@ -61,8 +61,12 @@ struct HabitDay: Hashable, Sendable, CustomStringConvertible {
     var day: CalendarDate
     var due: Bool
     var schedule: HistorySchedule
+    /// A completion dated that day.
+    var done = false
+    /// A skip dated that day.
+    var skipped = false
 
-    var description: String { "habit \(habit) \(day) due=\(due) \(schedule)" }
+    var description: String { "habit \(habit) \(day) due=\(due) done=\(done) skipped=\(skipped) \(schedule)" }
 }
 
 /// Local dates and local midnights in one IANA zone, from Foundation's time-zone data.
@@ -111,10 +115,21 @@ struct ZoneClock: Sendable {
     }
 }
 
-/// The rules of issue 16 for one user: zone Z, today T.
+/// The rules of issue 16 for one user: zone Z, today T, the user's week starting on ISO
+/// weekday `weekStart` (profiles.week_start: 1 Monday, 7 Sunday), and per habit (by index) the
+/// dates of its completions and skips (rows of any date: a backfill may write them on days the
+/// habit is not on).
 struct HistoryModel: Sendable {
     let clock: ZoneClock
     let today: CalendarDate
+    var weekStart = 1
+    var completions: [Set<CalendarDate>] = []
+    var skips: [Set<CalendarDate>] = []
+
+    /// The first day of the user's week containing `day`.
+    func userWeek(containing day: CalendarDate) -> CalendarDate {
+        day.adding(days: -((day.isoWeekday - weekStart + 7) % 7))
+    }
 
     /// The period that makes a habit with `periods` on `day`, or nil when it is not on.
     /// On D there must be a period p with localDate(p.start) ≤ D and
@@ -130,23 +145,34 @@ struct HistoryModel: Sendable {
         }.max { $0.start < $1.start }
     }
 
-    /// Whether `schedule`, in force through `period`, asks for the habit on `day`.
-    func isDue(_ period: HistoryPeriod, on day: CalendarDate) -> Bool {
+    /// Whether `schedule`, in force through `period`, asks for habit `habit` on `day`.
+    /// times_per_week: while fewer than `times` completions of the habit (any of its rows,
+    /// whatever period or schedule they fell in) are dated in the user's week of `day`
+    /// strictly before `day` — so the day of the completion that meets the target is still
+    /// due, the days after it in that week are not.
+    func isDue(_ period: HistoryPeriod, habit: Int, on day: CalendarDate) -> Bool {
         switch period.schedule {
-        case .daily, .timesPerWeek: true // times_per_week: every day is available
+        case .daily: true
         case .weekdays(let days): days.contains(day.isoWeekday)
         case .everyNDays(let n): clock.localDate(period.start).days(until: day) % n == 0
+        case .timesPerWeek(let times):
+            completions(of: habit).filter { $0 >= userWeek(containing: day) && $0 < day }.count < times
         }
     }
 
-    /// Every (habit, day) in `from…to` on which a habit is on, with its due flag and schedule.
+    func completions(of habit: Int) -> Set<CalendarDate> { habit < completions.count ? completions[habit] : [] }
+    func skips(of habit: Int) -> Set<CalendarDate> { habit < skips.count ? skips[habit] : [] }
+
+    /// Every (habit, day) in `from…to` on which a habit is on, with its due, done and skipped
+    /// flags and schedule.
     func habitDays(_ habits: [[HistoryPeriod]], from: CalendarDate, to: CalendarDate) -> Set<HabitDay> {
         var result = Set<HabitDay>()
         var day = from
         while day <= to {
             for (index, periods) in habits.enumerated() {
                 if let period = periodInForce(periods, on: day) {
-                    result.insert(HabitDay(habit: index, day: day, due: isDue(period, on: day), schedule: period.schedule))
+                    result.insert(HabitDay(habit: index, day: day, due: isDue(period, habit: index, on: day), schedule: period.schedule,
+                                           done: completions(of: index).contains(day), skipped: skips(of: index).contains(day)))
                 }
             }
             day = day.adding(days: 1)

@@ -4,24 +4,46 @@ import PropertyBased
 import TestSupport
 import Testing
 
-/// One generated user: a zone, today, a window of days to ask about, and the periods of each
-/// habit (sorted, never overlapping, at most the last one open).
+/// One generated user: a zone, today, the first day of the user's week, a window of days to
+/// ask about, the periods of each habit (sorted, never overlapping, at most the last one open)
+/// and each habit's completion and skip dates (never both on one date).
 struct HistoryCase: Sendable, CustomStringConvertible {
     var zone: String
     var today: CalendarDate
     var from: CalendarDate
     var to: CalendarDate
     var habits: [[HistoryPeriod]]
+    /// ISO weekday the user's week starts on: 1 (profiles.week_start 'monday') or 7 ('sunday').
+    var weekStart = 1
+    /// Per habit (by index; missing = none), the dates completed and skipped.
+    var completions: [Set<CalendarDate>] = []
+    var skips: [Set<CalendarDate>] = []
 
-    var model: HistoryModel { HistoryModel(clock: ZoneClock(zone), today: today) }
+    var model: HistoryModel {
+        HistoryModel(clock: ZoneClock(zone), today: today, weekStart: weekStart, completions: completions, skips: skips)
+    }
 
     /// Smaller cases for the shrinker, each strictly smaller by (habits + periods + non-daily
-    /// schedules + days in the window), so shrinking always ends.
+    /// schedules + days in the window + completions + skips + a Sunday week start), so
+    /// shrinking always ends.
     var smaller: [HistoryCase] {
         var result: [HistoryCase] = []
         if habits.count > 1 {
-            for index in habits.indices { var copy = self; copy.habits.remove(at: index); result.append(copy) }
+            for index in habits.indices {
+                var copy = self
+                copy.habits.remove(at: index)
+                if index < copy.completions.count { copy.completions.remove(at: index) }
+                if index < copy.skips.count { copy.skips.remove(at: index) }
+                result.append(copy)
+            }
         }
+        for (habit, days) in completions.enumerated() {
+            for day in days { var copy = self; copy.completions[habit].remove(day); result.append(copy) }
+        }
+        for (habit, days) in skips.enumerated() {
+            for day in days { var copy = self; copy.skips[habit].remove(day); result.append(copy) }
+        }
+        if weekStart != 1 { var monday = self; monday.weekStart = 1; result.append(monday) }
         for (habit, periods) in habits.enumerated() {
             for index in periods.indices {
                 var copy = self
@@ -52,12 +74,15 @@ struct HistoryCase: Sendable, CustomStringConvertible {
             let local = String(format: "%02lld:%02lld:%02lld", second / 3600, second / 60 % 60, second % 60)
             return "\(utc) (\(clock.localDate(instant)) \(local) local, offset \(offset)s)"
         }
-        var lines = ["zone \(zone), today \(today), days \(from)…\(to)"]
+        var lines = ["zone \(zone), today \(today), days \(from)…\(to), weeks from ISO weekday \(weekStart)"]
         for (index, periods) in habits.enumerated() {
             lines.append("  habit \(index):" + (periods.isEmpty ? " no periods" : ""))
             for period in periods {
                 lines.append("    [\(show(period.start)), \(period.end.map(show) ?? "open")) \(period.schedule)")
             }
+            let done = model.completions(of: index).sorted(), skipped = model.skips(of: index).sorted()
+            if !done.isEmpty { lines.append("    done \(done.map(\.description).joined(separator: " "))") }
+            if !skipped.isEmpty { lines.append("    skipped \(skipped.map(\.description).joined(separator: " "))") }
         }
         return lines.joined(separator: "\n")
     }
@@ -148,7 +173,29 @@ enum HistoryGenerator {
         }
         let from = min(anchor, today).adding(days: -8)
         let to = max(anchor, today).adding(days: 8)
-        return HistoryCase(zone: zone, today: today, from: from, to: to, habits: habits)
+
+        // Completions and skips on any day from a week before the window (a times_per_week
+        // target counts the whole week, also days before the window) to its end: about one day
+        // in three done, one in six skipped, never both; some fall on days the habit is not on
+        // (a backfill writes them; they still count towards the week's target).
+        var completions: [Set<CalendarDate>] = []
+        var skips: [Set<CalendarDate>] = []
+        for _ in habits {
+            var done = Set<CalendarDate>(), skipped = Set<CalendarDate>()
+            var day = from.adding(days: -7)
+            while day <= to {
+                switch Int.random(in: 0..<6, using: &rng) {
+                case 0, 1: done.insert(day)
+                case 2: skipped.insert(day)
+                default: break
+                }
+                day = day.adding(days: 1)
+            }
+            completions.append(done)
+            skips.append(skipped)
+        }
+        return HistoryCase(zone: zone, today: today, from: from, to: to, habits: habits,
+                           weekStart: Bool.random(using: &rng) ? 1 : 7, completions: completions, skips: skips)
     }
 }
 
@@ -175,18 +222,30 @@ struct HistoryDatabase {
         let user = UUID()
         var ids: [UUID] = []
         try admin.withTransaction { connection in
-            try connection.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), \(history.zone))")
+            // A backfill (a superuser may): completions and skips on any date, also where
+            // the habit is not on or after today; done and skipped never meet (HB005).
+            try connection.execute("SET LOCAL habit.backfill = 'on'")
+            try connection.execute("""
+                INSERT INTO public.profiles (user_id, timezone, week_start)
+                VALUES (\(user), \(history.zone), \(history.weekStart == 7 ? "sunday" : "monday"))
+                """)
             for (index, periods) in history.habits.enumerated() {
                 let id = try connection.queryOne("""
                     INSERT INTO public.habit_templates (user_id, name) VALUES (\(user), \("habit \(index)")) RETURNING id
                     """).decode(UUID.self, at: 0)
                 ids.append(id)
                 try HistoryDatabase.replacePeriods(of: id, user: user, with: periods, on: connection)
+                for day in history.model.completions(of: index) {
+                    try connection.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(user), \(id), \(day))")
+                }
+                for day in history.model.skips(of: index) {
+                    try connection.execute("INSERT INTO public.habit_skips (user_id, template_id, skipped_date) VALUES (\(user), \(id), \(day))")
+                }
             }
         }
         let rows = try RuleFunctionsTests.asUser(user, on: caller) { connection in
             try connection.query("""
-                SELECT template_id, day, due, schedule
+                SELECT template_id, day, due, schedule, done, skipped
                 FROM habit.habit_days_at(\(user), \(history.from), \(history.to), \(history.today))
                 """)
         }
@@ -199,7 +258,8 @@ struct HistoryDatabase {
                 continue
             }
             result.insert(HabitDay(habit: habit, day: try row.decode(CalendarDate.self, at: 1),
-                                   due: try row.decode(Bool.self, at: 2), schedule: schedule))
+                                   due: try row.decode(Bool.self, at: 2), schedule: schedule,
+                                   done: try row.decode(Bool.self, at: 4), skipped: try row.decode(Bool.self, at: 5)))
         }
         return result
     }
@@ -241,8 +301,9 @@ struct HistoryDatabase {
     /// (scripts/reliability.sh sets it).
     static let rounds = ProcessInfo.processInfo.environment["HABIT_PROPERTY_ROUNDS"].flatMap(Int.init) ?? 200
 
-    /// For random histories, zones and days, habit.habit_days_at answers exactly the model's
-    /// (habit, day, due, schedule) set. A failure prints the case, shrunk, and the seed to
+    /// For random histories, zones, week starts, completions, skips and days,
+    /// habit.habit_days_at answers exactly the model's (habit, day, due, schedule, done,
+    /// skipped) set. A failure prints the case, shrunk, and the seed to
     /// replay it with `.fixedSeed(…)`.
     @Test func habitDaysAtMatchesTheModel() async throws {
         try await HistoryDatabase.with { database in
@@ -271,6 +332,21 @@ struct HistoryDatabase {
             return days
         }
     }
+
+    /// Habit 0's days in the window as "YYYY-MM-DD" → "due" or "-", then "+done" and
+    /// "+skipped", from the database, after checking the whole case against the model.
+    static func habitZeroStates(_ history: HistoryCase, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: String] {
+        try await HistoryDatabase.with { database in
+            try database.check(history, sourceLocation: sourceLocation)
+            var days: [String: String] = [:]
+            for row in try database.habitDays(history) where row.habit == 0 {
+                days[row.day.description] = (row.due ? "due" : "-") + (row.done ? "+done" : "") + (row.skipped ? "+skipped" : "")
+            }
+            return days
+        }
+    }
+
+    static func days(_ dates: String...) -> Set<CalendarDate> { Set(dates.map(date)) }
 
     static func period(_ start: Int64, _ end: Int64?, _ schedule: HistorySchedule = .daily) -> HistoryPeriod {
         HistoryPeriod(start: start, end: end, schedule: schedule)
@@ -367,6 +443,84 @@ struct HistoryDatabase {
             [Self.period(seconds("2026-03-08T05:00:00Z"), nil, .everyNDays(2))],
         ])
         #expect(try await Self.habitZeroDays(skipped) == ["2026-03-06": true, "2026-03-07": true])
+    }
+
+    /// times_per_week 3, done Mon 2, Tue 3, Wed 4 March 2026 (Monday weeks): the target is met
+    /// on Wednesday, which is still due; Thursday to Sunday are not. Sunday 1 March ends the
+    /// week before, with nothing done: due.
+    @Test func timesPerWeekIsDueUntilTheDayItsTargetIsMet() async throws {
+        let zone = "UTC"
+        var history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-01"), to: date("2026-03-08"),
+                                  habits: [[Self.period(Self.local("2026-02-01", 9, in: zone), nil, .timesPerWeek(3))]])
+        history.completions = [Self.days("2026-03-02", "2026-03-03", "2026-03-04")]
+        #expect(try await Self.habitZeroStates(history) == [
+            "2026-03-01": "due", "2026-03-02": "due+done", "2026-03-03": "due+done", "2026-03-04": "due+done",
+            "2026-03-05": "-", "2026-03-06": "-", "2026-03-07": "-", "2026-03-08": "-",
+        ])
+    }
+
+    /// The same completions for a user whose week starts on Sunday: the week is Sun 1 – Sat 7,
+    /// so Sunday 1 is due (nothing done before it that week), Thu 5 – Sat 7 are not, and
+    /// Sunday 8 starts a new week: due again.
+    @Test func timesPerWeekCountsInTheUsersSundayWeek() async throws {
+        let zone = "UTC"
+        var history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-01"), to: date("2026-03-08"),
+                                  habits: [[Self.period(Self.local("2026-02-01", 9, in: zone), nil, .timesPerWeek(3))]])
+        history.completions = [Self.days("2026-03-02", "2026-03-03", "2026-03-04")]
+        history.weekStart = 7
+        #expect(try await Self.habitZeroStates(history) == [
+            "2026-03-01": "due", "2026-03-02": "due+done", "2026-03-03": "due+done", "2026-03-04": "due+done",
+            "2026-03-05": "-", "2026-03-06": "-", "2026-03-07": "-", "2026-03-08": "due",
+        ])
+    }
+
+    /// A skipped day stays on and keeps its due flag: a daily habit skipped on Wednesday is
+    /// due and skipped; a Mon/Fri habit skipped on Tuesday is skipped but not due.
+    @Test func skippedDaysKeepTheirDueFlag() async throws {
+        let zone = "Europe/London"
+        var history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-02"), to: date("2026-03-06"), habits: [
+            [Self.period(Self.local("2026-02-01", 9, in: zone), nil)],
+            [Self.period(Self.local("2026-02-01", 9, in: zone), nil, .weekdays([1, 5]))],
+        ])
+        history.skips = [Self.days("2026-03-04"), Self.days("2026-03-03")]
+        history.completions = [Self.days("2026-03-02"), Self.days("2026-03-06")]
+        #expect(try await Self.habitZeroStates(history) == [
+            "2026-03-02": "due+done", "2026-03-03": "due", "2026-03-04": "due+skipped", "2026-03-05": "due", "2026-03-06": "due",
+        ])
+        var second = history
+        second.habits.swapAt(0, 1); second.skips.swapAt(0, 1); second.completions.swapAt(0, 1)
+        #expect(try await Self.habitZeroStates(second) == [
+            "2026-03-02": "due", "2026-03-03": "-+skipped", "2026-03-04": "-", "2026-03-05": "-", "2026-03-06": "due+done",
+        ])
+    }
+
+    /// Weekdays Mon/Fri across the end of January 2026: Fri 30 Jan and Mon 2 Feb are due, the
+    /// days between are not (ISO weekdays, not days of the month).
+    @Test func weekdaysAcrossAMonthEnd() async throws {
+        let zone = "Pacific/Kiritimati"
+        let history = HistoryCase(zone: zone, today: date("2026-02-20"), from: date("2026-01-28"), to: date("2026-02-03"),
+                                  habits: [[Self.period(Self.local("2026-01-05", 9, in: zone), nil, .weekdays([1, 5]))]])
+        #expect(try await Self.habitZeroStates(history) == [
+            "2026-01-28": "-", "2026-01-29": "-", "2026-01-30": "due", "2026-01-31": "-",
+            "2026-02-01": "-", "2026-02-02": "due", "2026-02-03": "-",
+        ])
+    }
+
+    /// times_per_week 2 until Wednesday noon, then every 2 days: Mon 2 and Tue 3 are due
+    /// (fewer than 2 done before them), Wednesday follows the new schedule, counted from its
+    /// own first day (due 4, 6, 8); Thursday's completion is done on a day not due.
+    @Test func everyNDaysAfterAChangeFromTimesPerWeek() async throws {
+        let zone = "UTC"
+        let change = Self.local("2026-03-04", 12, in: zone)
+        var history = HistoryCase(zone: zone, today: date("2026-03-20"), from: date("2026-03-02"), to: date("2026-03-08"), habits: [[
+            Self.period(Self.local("2026-02-01", 9, in: zone), change, .timesPerWeek(2)),
+            Self.period(change, nil, .everyNDays(2)),
+        ]])
+        history.completions = [Self.days("2026-03-02", "2026-03-05")]
+        #expect(try await Self.habitZeroStates(history) == [
+            "2026-03-02": "due+done", "2026-03-03": "due", "2026-03-04": "due", "2026-03-05": "-+done",
+            "2026-03-06": "due", "2026-03-07": "-", "2026-03-08": "due",
+        ])
     }
 }
 
