@@ -13,6 +13,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Property-based tests (generators, shrinking, replayable seeds) for the history rules.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // libpq from Debian's libpq-dev. Only PostgresClient may import it.
@@ -57,7 +59,10 @@ let package = Package(
         .testTarget(name: "HabitClientTests", dependencies: ["HabitClient", "JSONRPC", "PostgresClient", "TestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], exclude: ["FailCases"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
-        .testTarget(name: "HabitStoreTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "HabitStoreTests", dependencies: [
+            "HabitStore", "PostgresClient", "TestSupport",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitBatchTests", dependencies: ["HabitBatch", "HabitStore", "PostgresClient", "TestSupport"]),
         // Several workers, pgbouncer, docker-compose: the deployment as it runs for real.

@@ -10,6 +10,7 @@
 #   scripts/reliability.sh crash [WRITES] [N]    kill -9 / pg_ctl -m immediate during writes (default 10000 writes, 20 crashes)
 #   scripts/reliability.sh timeouts              50 statement timeouts (500 ms) + a 20,000-request soak
 #   scripts/reliability.sh lifecycle [CYCLES]    spawn/EOF and spawn/SIGTERM cycles under load (default 100 each)
+#   scripts/reliability.sh history [ROUNDS]     habit.habit_days_at against the Swift model, random histories (default 10000)
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -23,7 +24,7 @@ SCRATCH=${SCRATCH_PATH:-.build}
 REPORT=${RELIABILITY_REPORT:-$SCRATCH/reliability-report.jsonl}
 LOGDIR=$SCRATCH/reliability-logs
 command=${1:-}
-[ -n "$command" ] || { sed -n '2,19p' "$0" >&2; exit 2; }
+[ -n "$command" ] || { sed -n '2,20p' "$0" >&2; exit 2; }
 shift
 
 if [ "$command" = fuzz ]; then
@@ -89,8 +90,11 @@ lifecycle() {
     bound lifecycle-sigterm '.exit_max_ms <= 2000' "exit within 2 s of SIGTERM"
 }
 
+history() { run history HabitStoreTests.HistoryPropertyTests HABIT_PROPERTY_ROUNDS="${1:-10000}"; }
+
 case "$command" in
     blackbox) blackbox "$@" ;;
+    history) history "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -98,7 +102,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle
+        blackbox; limits; kills; crash; timeouts; lifecycle; history
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

@@ -20,7 +20,8 @@ public struct WeeklyCountsJob {
         self.to = to
     }
 
-    static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days", "completion_rate"]
+    static let columns = ["user_id", "week_start", "completions", "days_with_completion", "active_habit_days",
+                          "due_habit_days", "skipped_habit_days", "completion_rate"]
 
     /// The job acts as the least-privileged batch role whatever the login role is.
     static let prelude: [Query] = ["SET LOCAL ROLE habit_batch"]
@@ -56,7 +57,8 @@ public struct WeeklyCountsJob {
                 try connection.copyOut("""
                     COPY (SELECT json_build_object('user_id', user_id, 'week_start', week_start, 'completions', completions,
                                                    'days_with_completion', days_with_completion,
-                                                   'active_habit_days', active_habit_days, 'completion_rate', completion_rate)
+                                                   'active_habit_days', active_habit_days, 'due_habit_days', due_habit_days,
+                                                   'skipped_habit_days', skipped_habit_days, 'completion_rate', completion_rate)
                           FROM \(unsafeSQL: Self.functionCallFromSettings)) TO STDOUT
                     """) { chunk in
                     try output.write(chunk)
@@ -72,7 +74,9 @@ public struct WeeklyCountsJob {
                         String(try row.decode(Int.self, at: 2)),
                         String(try row.decode(Int.self, at: 3)),
                         String(try row.decode(Int.self, at: 4)),
-                        try row.decode(PostgresNumeric?.self, at: 5)?.text ?? "",
+                        String(try row.decode(Int.self, at: 5)),
+                        String(try row.decode(Int.self, at: 6)),
+                        try row.decode(PostgresNumeric?.self, at: 7)?.text ?? "",
                     ]))
                     progress?.rowDone()
                 }
@@ -96,19 +100,24 @@ public struct WeeklyCountsJob {
                 ),
                 written AS (
                     INSERT INTO public.weekly_completion_counts AS stored
-                        (user_id, week_starts_on, week_start, completions, days_with_completion, active_habit_days, completion_rate)
+                        (user_id, week_starts_on, week_start, completions, days_with_completion, active_habit_days,
+                         due_habit_days, skipped_habit_days, completion_rate)
                     SELECT p.user_id, \(convention), p.week_start, p.completions, p.days_with_completion,
-                           p.active_habit_days, p.completion_rate
+                           p.active_habit_days, p.due_habit_days, p.skipped_habit_days, p.completion_rate
                     FROM produced p
                     ON CONFLICT (user_id, week_starts_on, week_start) DO UPDATE SET
                         completions = EXCLUDED.completions,
                         days_with_completion = EXCLUDED.days_with_completion,
                         active_habit_days = EXCLUDED.active_habit_days,
+                        due_habit_days = EXCLUDED.due_habit_days,
+                        skipped_habit_days = EXCLUDED.skipped_habit_days,
                         completion_rate = EXCLUDED.completion_rate,
                         computed_at = now()
-                    WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days, stored.completion_rate)
+                    WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days,
+                           stored.due_habit_days, stored.skipped_habit_days, stored.completion_rate)
                           IS DISTINCT FROM
-                          (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days, EXCLUDED.completion_rate)
+                          (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days,
+                           EXCLUDED.due_habit_days, EXCLUDED.skipped_habit_days, EXCLUDED.completion_rate)
                     RETURNING 1
                 ),
                 deleted AS (
@@ -152,7 +161,7 @@ public struct WeeklyCountsJob {
         return users * weeks
     }
 
-    static let columnWidths = [36, 10, 11, 20, 17, 15]
+    static let columnWidths = [36, 10, 11, 20, 17, 14, 18, 15]
 
     static func tableLine(_ cells: [String]) -> [UInt8] {
         var line = ""

@@ -10,8 +10,8 @@ public enum HabitMethods {
     public static let retrySafe: Set<String> = [
         "system.ping", "system.health", "rpc.discover",
         "profile.get", "profile.set",
-        "habits.list", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
-        "day.get", "week.counts", "completions.set",
+        "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
+        "day.get", "week.counts", "completions.set", "skips.set_range",
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
@@ -47,6 +47,8 @@ public enum FieldUpdate<Value: Sendable>: Sendable {
 
 public enum WeekStart: String, Sendable, Codable { case monday, sunday }
 public enum TaskView: String, Sendable, Codable { case inbox, upcoming, list }
+/// A habit's state on a day (`completions.set`'s `state`).
+public enum DayState: String, Sendable, Codable { case done, skipped, none }
 
 // MARK: - Results
 
@@ -63,11 +65,74 @@ public struct Habit: Codable, Sendable, Equatable {
     public var sortOrder: Int?
     public var createdAt: String
     public var updatedAt: String
+    /// The schedule in force now (the open period's), or from the next activation while inactive;
+    /// in day.get's habits, the schedule in force on that day.
+    public var schedule: Schedule
+    /// Only in day.get's habits: the schedule in force that day asks for the habit.
+    public var due: Bool?
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
-        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at"
+        case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", schedule, due
     }
+}
+
+/// When a habit is due (docs/protocol.md, "Schedules"). The worker writes weekdays ascending.
+public enum Schedule: Codable, Sendable, Equatable {
+    case daily
+    /// ISO weekdays, 1 = Monday … 7 = Sunday.
+    case weekdays([Int])
+    /// Every n days from the period's first day (1…365).
+    case everyNDays(Int)
+    /// That many completions per week (1…7).
+    case timesPerWeek(Int)
+
+    enum CodingKeys: String, CodingKey { case type, days, n, times }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .type) {
+        case "daily": self = .daily
+        case "weekdays": self = .weekdays(try container.decode([Int].self, forKey: .days))
+        case "every_n_days": self = .everyNDays(try container.decode(Int.self, forKey: .n))
+        case "times_per_week": self = .timesPerWeek(try container.decode(Int.self, forKey: .times))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown schedule type \(other)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .daily: try container.encode("daily", forKey: .type)
+        case .weekdays(let days): try container.encode("weekdays", forKey: .type); try container.encode(days, forKey: .days)
+        case .everyNDays(let n): try container.encode("every_n_days", forKey: .type); try container.encode(n, forKey: .n)
+        case .timesPerWeek(let times): try container.encode("times_per_week", forKey: .type); try container.encode(times, forKey: .times)
+        }
+    }
+
+    /// The params value.
+    var json: JSONValue {
+        switch self {
+        case .daily: ["type": "daily"]
+        case .weekdays(let days): ["type": "weekdays", "days": .array(days.map { JSONValue.int($0) })]
+        case .everyNDays(let n): ["type": "every_n_days", "n": .int(n)]
+        case .timesPerWeek(let times): ["type": "times_per_week", "times": .int(times)]
+        }
+    }
+}
+
+/// `habits.history`: a habit's periods of activity, oldest first.
+public struct HabitHistory: Codable, Sendable, Equatable {
+    public struct Period: Codable, Sendable, Equatable {
+        public var startedAt: String
+        /// nil for the open period.
+        public var endedAt: String?
+        public var schedule: Schedule
+        enum CodingKeys: String, CodingKey { case startedAt = "started_at", endedAt = "ended_at", schedule }
+    }
+    public var id: UUID
+    public var periods: [Period]
 }
 
 public struct HabitTask: Codable, Sendable, Equatable {
@@ -102,8 +167,9 @@ public struct TaskList: Codable, Sendable, Equatable {
 public struct Profile: Codable, Sendable, Equatable {
     public var userID: UUID
     public var timezone: String
+    public var weekStart: WeekStart
 
-    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone }
+    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone, weekStart = "week_start" }
 }
 
 public struct Ping: Codable, Sendable, Equatable { public var ok: Bool }
@@ -127,15 +193,27 @@ public struct Day: Codable, Sendable, Equatable {
     public var today: String
     public var isFuture: Bool
     public var habits: [Habit]
-    /// Template ids completed on `date`, sorted.
+    /// Ids of `habits` done on `date`, sorted.
     public var completed: [UUID]
-    enum CodingKeys: String, CodingKey { case date, today, isFuture = "is_future", habits, completed }
+    /// Ids of `habits` skipped on `date`, sorted.
+    public var skipped: [UUID]
+    enum CodingKeys: String, CodingKey { case date, today, isFuture = "is_future", habits, completed, skipped }
 }
 
 public struct CompletionSet: Codable, Sendable, Equatable {
+    /// `state == .done`.
     public var completed: Bool
-    /// False when the completion already was in that state.
+    /// The day's state now.
+    public var state: DayState
+    /// False when the day already was in that state.
     public var changed: Bool
+}
+
+public struct SkipRange: Codable, Sendable, Equatable {
+    /// The number of habit-days skipped (or unskipped) by this call.
+    public var changed: Int
+    /// The dates (`YYYY-MM-DD`, sorted) on which something changed.
+    public var days: [String]
 }
 
 public struct CompletionToggle: Codable, Sendable, Equatable {
@@ -147,6 +225,8 @@ public struct WeekCounts: Codable, Sendable, Equatable {
         public var date: String
         public var completed: Int
         public var active: Int
+        public var due: Int
+        public var skipped: Int
     }
     public var weekStart: String
     public var days: [DayCount]
@@ -197,6 +277,10 @@ struct Params {
 
     mutating func add(_ key: String, _ value: Int?) {
         if let value { object.append(key: key, value: .int(value)) }
+    }
+
+    mutating func add(_ key: String, _ value: Schedule?) {
+        if let value { object.append(key: key, value: value.json) }
     }
 
     mutating func add(_ key: String, _ value: Bool?) {
@@ -264,15 +348,18 @@ extension HabitCalling {
         try await call("profile.get", Params(user: userID).object, options: options)
     }
 
-    public func profileSet(userID: UUID, timezone: String, options: CallOptions = CallOptions()) async throws -> Profile {
+    /// `weekStart` nil keeps the stored one (Monday for a new profile).
+    public func profileSet(userID: UUID, timezone: String, weekStart: WeekStart? = nil,
+                           options: CallOptions = CallOptions()) async throws -> Profile {
         var params = Params(user: userID)
         params.add("timezone", timezone)
+        if let weekStart { params.add("week_start", weekStart.rawValue) }
         return try await call("profile.set", params.object, options: options)
     }
 
     /// With `id`, retry-safe: the same id and fields again return the existing habit.
     public func habitsCreate(userID: UUID, name: String, icon: String? = nil, color: String? = nil,
-                             activatedAt: String? = nil, sortOrder: Int? = nil, id: UUID? = nil,
+                             activatedAt: String? = nil, sortOrder: Int? = nil, schedule: Schedule? = nil, id: UUID? = nil,
                              options: CallOptions = CallOptions()) async throws -> Habit {
         var params = Params(user: userID)
         params.add("id", id)
@@ -281,11 +368,12 @@ extension HabitCalling {
         params.add("color", color)
         params.add("activated_at", activatedAt)
         params.add("sort_order", sortOrder)
+        params.add("schedule", schedule)
         return try await call("habits.create", params.object, options: options)
     }
 
     public func habitsUpdate(userID: UUID, id: UUID, name: String? = nil, icon: FieldUpdate<String> = .keep,
-                             color: FieldUpdate<String> = .keep, sortOrder: FieldUpdate<Int> = .keep,
+                             color: FieldUpdate<String> = .keep, sortOrder: FieldUpdate<Int> = .keep, schedule: Schedule? = nil,
                              options: CallOptions = CallOptions()) async throws -> Habit {
         var params = Params(user: userID)
         params.add("id", id)
@@ -293,7 +381,13 @@ extension HabitCalling {
         params.update("icon", icon)
         params.update("color", color)
         params.update("sort_order", sortOrder)
+        params.add("schedule", schedule)
         return try await call("habits.update", params.object, options: options)
+    }
+
+    /// The habit's periods of activity with their schedules; another user's habit is `not_found`.
+    public func habitsHistory(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> HabitHistory {
+        try await call("habits.history", idParams(userID, id), options: options)
     }
 
     public func habitsDeactivate(userID: UUID, id: UUID, options: CallOptions = CallOptions()) async throws -> Habit {
@@ -333,6 +427,30 @@ extension HabitCalling {
         params.add("completed", completed)
         params.add("timezone", timezone)
         return try await call("completions.set", params.object, options: options)
+    }
+
+    /// Sets the day's state (done, skipped or none), replacing the other state.
+    public func completionsSet(userID: UUID, templateID: UUID, date: String, state: DayState, timezone: String? = nil,
+                               options: CallOptions = CallOptions()) async throws -> CompletionSet {
+        var params = Params(user: userID)
+        params.add("template_id", templateID)
+        params.add("date", date)
+        params.add("state", state.rawValue)
+        params.add("timezone", timezone)
+        return try await call("completions.set", params.object, options: options)
+    }
+
+    /// Skips (or unskips) every habit, or `templateID`'s, on each day of `from`…`to` (inclusive,
+    /// `YYYY-MM-DD`, at most 366 days). Done days stay done.
+    public func skipsSetRange(userID: UUID, templateID: UUID? = nil, from: String, to: String, skipped: Bool,
+                              timezone: String? = nil, options: CallOptions = CallOptions()) async throws -> SkipRange {
+        var params = Params(user: userID)
+        params.add("template_id", templateID)
+        params.add("from", from)
+        params.add("to", to)
+        params.add("skipped", skipped)
+        params.add("timezone", timezone)
+        return try await call("skips.set_range", params.object, options: options)
     }
 
     /// Not retry-safe: use `completionsSet` where the gateway knows the state it wants.

@@ -4,9 +4,13 @@ import PostgresClient
 public struct Profile: Sendable, Equatable {
     public var userID: UUID
     public var timeZone: String
-    public init(userID: UUID, timeZone: String) {
+    /// The first day of the user's week (profiles.week_start, sql/0010): a times_per_week
+    /// schedule counts completions in these weeks, and week.counts groups by it by default.
+    public var weekStart: WeekStart
+    public init(userID: UUID, timeZone: String, weekStart: WeekStart = .monday) {
         self.userID = userID
         self.timeZone = timeZone
+        self.weekStart = weekStart
     }
 }
 
@@ -21,11 +25,19 @@ public struct Habit: Sendable, Equatable {
     public var sortOrder: Int?
     public var createdAt: PostgresTimestamp
     public var updatedAt: PostgresTimestamp
+    /// The schedule in force now (the open period's), or from the next activation while inactive.
+    public var schedule: HabitSchedule
 
     /// The columns `init(row:at:)` reads, in this order, in a SELECT or RETURNING list.
-    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at"
+    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule"
 
     static let columnNames = columns.split(separator: ", ").map(String.init)
+
+    /// `columns` qualified by a table alias (`prefix`, e.g. "t."), for joins; `replacing` gives
+    /// other expressions for some columns (kept under the column's name).
+    static func columnList(prefix: String, replacing: [String: String] = [:]) -> String {
+        columnNames.map { name in replacing[name].map { "\($0) AS \(name)" } ?? prefix + name }.joined(separator: ", ")
+    }
 
     /// Decodes `columns` by position, starting at column `first`: looking each column up by
     /// name cost as much as decoding it. Debug builds (the tests) check the names, so a
@@ -43,6 +55,7 @@ public struct Habit: Sendable, Equatable {
         sortOrder = try row.decode(Int32?.self, at: first + 7).map(Int.init)
         createdAt = try row.decode(PostgresTimestamp.self, at: first + 8)
         updatedAt = try row.decode(PostgresTimestamp.self, at: first + 9)
+        schedule = try HabitSchedule(storedJSON: row.decode(JSONB.self, at: first + 10).text)
     }
 }
 
@@ -57,15 +70,18 @@ public struct HabitDraft: Sendable {
     public var activatedAt: PostgresTimestamp?
     /// Position in the list; default after the user's last habit.
     public var sortOrder: Int?
+    /// The schedule of the first period; default daily.
+    public var schedule: HabitSchedule?
 
     public init(id: UUID? = nil, name: String, icon: String? = nil, color: String? = nil,
-                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil) {
+                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil, schedule: HabitSchedule? = nil) {
         self.id = id
         self.name = name
         self.icon = icon
         self.color = color
         self.activatedAt = activatedAt
         self.sortOrder = sortOrder
+        self.schedule = schedule
     }
 }
 
@@ -75,13 +91,38 @@ public struct HabitChanges: Sendable {
     public var icon: String??
     public var color: String??
     public var sortOrder: Int??
+    /// A new schedule: while active, the open period ends now and one starts with it
+    /// (sql/0010's history trigger); while inactive, the next activation uses it.
+    public var schedule: HabitSchedule?
 
-    public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil) {
+    public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil,
+                schedule: HabitSchedule? = nil) {
         self.name = name
         self.icon = icon
         self.color = color
         self.sortOrder = sortOrder
+        self.schedule = schedule
     }
+}
+
+/// One period of activity of a habit, `[startedAt, endedAt)` (public.habit_periods).
+public struct HabitPeriod: Sendable, Equatable {
+    public var startedAt: PostgresTimestamp
+    /// nil for the open period.
+    public var endedAt: PostgresTimestamp?
+    public var schedule: HabitSchedule
+
+    public init(startedAt: PostgresTimestamp, endedAt: PostgresTimestamp?, schedule: HabitSchedule) {
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.schedule = schedule
+    }
+}
+
+/// A habit's periods, oldest first.
+public struct HabitHistory: Sendable, Equatable {
+    public var id: UUID
+    public var periods: [HabitPeriod]
 }
 
 /// Everything the daily habit view shows for one date.
@@ -90,18 +131,46 @@ public struct DayView: Sendable, Equatable {
     /// Today in the user's time zone.
     public var today: CalendarDate
     public var isFuture: Bool { date > today }
-    /// Active habits whose activation day is on or before `date`, in display order.
+    /// The habits on `date` (`habit.habit_days_at`, sql/0010), in display order.
     public var habits: [Habit]
-    /// Template ids completed on `date`.
+    /// Ids of `habits` done on `date`.
     public var completed: Set<UUID>
+    /// Ids of `habits` skipped on `date` (habit_skips).
+    public var skipped: Set<UUID> = []
+    /// Ids of `habits` due on `date`: their schedule asks for them (`habit.due_days`;
+    /// times_per_week: the week's target was not met before `date`).
+    public var due: Set<UUID> = []
+}
+
+/// A habit's state on a day: done (a completion), skipped (a skip) or none. A day is at most
+/// one of done and skipped (sql/0010's triggers).
+public enum DayState: String, Sendable, CaseIterable {
+    case done, skipped, none
 }
 
 public struct CompletionChange: Sendable, Equatable {
-    public var completed: Bool
+    /// The day's state after the change; `completed` is `state == .done`.
+    public var state: DayState
     public var changed: Bool
-    public init(completed: Bool, changed: Bool) {
-        self.completed = completed
+    public var completed: Bool { state == .done }
+    public init(state: DayState, changed: Bool) {
+        self.state = state
         self.changed = changed
+    }
+    /// `completed: true` is done, `false` is none.
+    public init(completed: Bool, changed: Bool) {
+        self.init(state: completed ? .done : .none, changed: changed)
+    }
+}
+
+/// What `skips.set_range` did: the number of habit-days whose state changed and the dates
+/// (sorted) on which something changed.
+public struct SkipRangeChange: Sendable, Equatable {
+    public var changed: Int
+    public var days: [CalendarDate]
+    public init(changed: Int, days: [CalendarDate]) {
+        self.changed = changed
+        self.days = days
     }
 }
 
@@ -118,8 +187,12 @@ public enum WeekStart: String, Sendable, CaseIterable {
 
 public struct DayCount: Sendable, Equatable {
     public var date: CalendarDate
-    /// Completions that day of habits active that day.
+    /// Completions that day of habits on that day.
     public var completed: Int
-    /// Habits active that day (same rule as the daily view).
+    /// Habits on that day (same rule as the daily view).
     public var active: Int
+    /// Of those, the due ones (`habit.due_days`).
+    public var due: Int = 0
+    /// Of those, the skipped ones.
+    public var skipped: Int = 0
 }

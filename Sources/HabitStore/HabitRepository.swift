@@ -8,8 +8,11 @@ import PostgresClient
 /// Each method of one statement is one round trip: BEGIN, the user's settings, the statement
 /// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
 /// locks the habit first and writes after reading (three round trips). The rules the
-/// statements apply live in the database (sql/0007: `habit.is_on_day`,
-/// `habit.completion_refusal`, `habit.next_habit_sort_order`); `refuse` maps refusals to errors.
+/// statements apply live in the database (sql/0010: `habit.habit_days_at`, which habits are
+/// on a day, and `habit.set_day_state`/`habit.set_skips`, which raise the triggers' SQLSTATEs
+/// that `StoreError.mapping` maps; sql/0007: `habit.completion_refusal`,
+/// `habit.next_habit_sort_order`); `refuse` maps refusals to errors. The completion tables' triggers (sql/0010) keep the same rules for
+/// every other writer.
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {
@@ -23,34 +26,59 @@ public final class HabitRepository {
     // MARK: - Profile
 
     public func profile(user: UUID) throws -> Profile {
-        // habit.user_time_zone holds the rule: the profile's zone, else UTC.
-        let zone = try scope.query(as: user, "SELECT habit.user_time_zone(\(user), NULL)").single().decode(String.self, at: 0)
-        return Profile(userID: user, timeZone: zone)
+        // habit.user_time_zone holds the rule: the profile's zone, else UTC; the week starts
+        // on the profile's day, else Monday.
+        let row = try scope.query(as: user, """
+            SELECT habit.user_time_zone(\(user), NULL),
+                   coalesce((SELECT p.week_start FROM public.profiles p WHERE p.user_id = \(user)), 'monday')
+            """).single()
+        return try Self.profile(user: user, row)
+    }
+
+    /// Creates or changes the user's profile: the fields given (nil keeps the stored value, or
+    /// the default for a new profile: UTC, Monday).
+    public func setProfile(user: UUID, timeZone: String?, weekStart: WeekStart? = nil) throws -> Profile {
+        try Validation.timeZone(timeZone, using: connection)
+        let row = try scope.query(as: user, """
+            INSERT INTO public.profiles (user_id, timezone, week_start)
+            VALUES (\(user), coalesce(\(timeZone), 'UTC'), coalesce(\(weekStart?.rawValue), 'monday'))
+            ON CONFLICT (user_id) DO UPDATE SET
+                timezone = coalesce(\(timeZone), profiles.timezone),
+                week_start = coalesce(\(weekStart?.rawValue), profiles.week_start)
+            RETURNING timezone, week_start
+            """).single()
+        return try Self.profile(user: user, row)
     }
 
     public func setTimeZone(user: UUID, timeZone: String) throws -> Profile {
-        try Validation.timeZone(timeZone, using: connection)
-        let rows = try scope.query(as: user, """
-            INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), \(timeZone))
-            ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone
-            RETURNING timezone
-            """)
-        return Profile(userID: user, timeZone: try rows.single().decode(String.self, at: 0))
+        try setProfile(user: user, timeZone: timeZone)
+    }
+
+    private static func profile(user: UUID, _ row: Row) throws -> Profile {
+        let weekStart = try row.decode(String.self, at: 1)
+        guard let start = WeekStart(rawValue: weekStart) else {
+            throw PostgresError(kind: .decoding, message: "unknown week start \"\(weekStart)\"")
+        }
+        return Profile(userID: user, timeZone: try row.decode(String.self, at: 0), weekStart: start)
     }
 
     // MARK: - Habits
 
     /// Creates a habit. With `draft.id`, safe to retry: when the user already has a habit with
-    /// that id and the same fields, that habit is returned as it is now; other fields, or an id
-    /// of another user's row, is `idConflict` (the rule is `habit.create_habit`, sql/0009).
+    /// that id and the same fields (schedule included), that habit is returned as it is now;
+    /// other fields, or an id of another user's row, is `idConflict` (the rule is
+    /// `habit.create_habit`, sql/0009, with a schedule: sql/0010). The habit's first period
+    /// starts at `activatedAt` with the schedule (the insert's trigger).
     public func createHabit(user: UUID, _ draft: HabitDraft) throws -> Habit {
         let name = try Validation.habitName(draft.name)
         let icon = try draft.icon.map(Validation.icon)
         let color = try draft.color.map(Validation.color)
         let sortOrder = try draft.sortOrder.map { Int32(try Validation.sortOrder($0)) }
+        let schedule = try (draft.schedule ?? .daily).validated()
         return try Habit(row: scope.query(as: user, """
             SELECT \(unsafeSQL: Habit.columns)
-            FROM habit.create_habit(\(user), \(draft.id), \(name), \(icon), \(color), \(draft.activatedAt), \(sortOrder))
+            FROM habit.create_habit(\(user), \(draft.id), \(name), \(icon), \(color), \(draft.activatedAt), \(sortOrder),
+                                    \(schedule.jsonb))
             """).single())
     }
 
@@ -59,40 +87,70 @@ public final class HabitRepository {
         let icon = try changes.icon.map { try $0.map(Validation.icon) }
         let color = try changes.color.map { try $0.map(Validation.color) }
         let sortOrder = try changes.sortOrder.map { try $0.map { try Validation.sortOrder($0) } }
+        let schedule = try changes.schedule.map { schedule throws(StoreError) in try schedule.validated() }
         // One statement for any combination of fields: a flag per optional field says
-        // whether to replace it (possibly with NULL).
+        // whether to replace it (possibly with NULL). A new schedule fires sql/0010's history
+        // trigger (the open period ends now, one starts with it); the same schedule does not.
         let rows = try scope.query(as: user, """
             UPDATE public.habit_templates SET
                 name = coalesce(\(name), name),
                 icon = CASE WHEN \(icon != nil) THEN \(icon ?? nil) ELSE icon END,
                 color = CASE WHEN \(color != nil) THEN \(color ?? nil) ELSE color END,
-                sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END
+                sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END,
+                schedule = coalesce(\(schedule?.jsonb), schedule)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
         return try Habit(row: rows.found())
     }
 
-    /// Deactivates a habit (idempotent: deactivating twice keeps the first deactivated_at).
+    /// Deactivates a habit: the trigger of sql/0010 closes its open period at now() and sets
+    /// deactivated_at (idempotent: deactivating twice changes nothing).
     public func deactivateHabit(user: UUID, id: UUID) throws -> Habit {
         try setActive(user: user, id: id, active: false)
     }
 
-    /// Reactivates a habit. `activated_at` keeps its original value, so the habit shows on
-    /// the days since it was first activated (history of inactive spans is not kept).
+    /// Reactivates a habit: the trigger of sql/0010 opens a period at now(); `activated_at`
+    /// keeps the start of the first period, and the days between stay inactive.
     public func activateHabit(user: UUID, id: UUID) throws -> Habit {
         try setActive(user: user, id: id, active: true)
     }
 
     private func setActive(user: UUID, id: UUID, active: Bool) throws -> Habit {
         let rows = try scope.query(as: user, """
-            UPDATE public.habit_templates SET
-                is_active = \(active),
-                deactivated_at = CASE WHEN \(active) THEN NULL ELSE coalesce(deactivated_at, now()) END
+            UPDATE public.habit_templates SET is_active = \(active)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
         return try Habit(row: rows.found())
+    }
+
+    /// The habit's periods of activity, oldest first, each with its schedule
+    /// (public.habit_periods, written by sql/0010's triggers). One statement: the habit joined
+    /// to its periods, so an unknown id (or another user's, which row-level security hides) is
+    /// `notFound` while a habit that never was active has no periods.
+    public func history(user: UUID, id: UUID) throws -> HabitHistory {
+        try scope.run(historyStatement(user: user, id: id))
+    }
+
+    /// `history`'s statement, for running several requests in one round trip.
+    public func historyStatement(user: UUID, id: UUID) -> UserStatement<HabitHistory> {
+        UserStatement(user: user, statement: """
+            SELECT p.started_at, p.ended_at, p.schedule
+            FROM public.habit_templates t
+            LEFT JOIN public.habit_periods p ON p.user_id = t.user_id AND p.template_id = t.id
+            WHERE t.id = \(id) AND t.user_id = \(user)
+            ORDER BY p.started_at
+            """) { rows in
+            guard !rows.isEmpty else { throw StoreError.notFound }
+            // A habit without periods: one row of NULLs.
+            let periods = try rows.filter { !$0.isNull(at: 0) }.map { row in
+                HabitPeriod(startedAt: try row.decode(PostgresTimestamp.self, at: 0),
+                            endedAt: try row.decode(PostgresTimestamp?.self, at: 1),
+                            schedule: try HabitSchedule(storedJSON: row.decode(JSONB.self, at: 2).text))
+            }
+            return HabitHistory(id: id, periods: periods)
+        }
     }
 
     /// Deletes a habit and, by ON DELETE CASCADE, all its completions. Deleting a habit that
@@ -118,8 +176,7 @@ public final class HabitRepository {
 
     // MARK: - A day
 
-    /// Active habits whose activation day, in the user's time zone, is on or before `date`,
-    /// ordered by sort_order, then created_at.
+    /// The habits on `date` (`habit.habit_days_at`), ordered by sort_order, then created_at.
     public func activeTemplates(user: UUID, on date: CalendarDate, timeZone: String? = nil) throws -> [Habit] {
         try day(user: user, date: date, timeZone: timeZone).habits
     }
@@ -132,8 +189,9 @@ public final class HabitRepository {
             """).map { try $0.decode(UUID.self, at: 0) })
     }
 
-    /// Everything the daily view needs, in one statement: today in the user's zone, the
-    /// completed ids and the active habits.
+    /// Everything the daily view needs, in one statement: today in the user's zone and the
+    /// habits on `date` with whether each is due, done and skipped and the schedule in force
+    /// that day (`habit.habit_days_at`).
     public func day(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> DayView {
         try scope.run(dayStatement(user: user, date: date, timeZone: timeZone))
     }
@@ -142,86 +200,102 @@ public final class HabitRepository {
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
         return UserStatement(user: user, statement: """
-            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            header AS (
-                SELECT habit.local_date(now(), zone.tz) AS today,
-                       ARRAY(SELECT c.template_id FROM public.habit_completions c
-                             WHERE c.user_id = \(user) AND c.completed_date = \(date)) AS completed
-                FROM zone
+            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
+            on_day AS (
+                SELECT d.template_id, d.due, d.done, d.skipped, d.schedule
+                FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
             )
-            SELECT header.today, header.completed, t.*
+            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))
             FROM header LEFT JOIN LATERAL (
-                SELECT \(unsafeSQL: Habit.columns)
-                FROM public.habit_templates h, zone
-                WHERE h.user_id = \(user) AND habit.is_on_day(h.is_active, h.activated_at, \(date), zone.tz)
+                -- The schedule in force on that day, not the habit's current one.
+                SELECT on_day.due, on_day.done, on_day.skipped,
+                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "on_day.schedule"]))
+                FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
+                WHERE h.user_id = \(user)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
-            // Columns: today, completed, then Habit.columns (all NULL when no habit matched).
-            let habits = try rows.filter { !$0.isNull(at: 2) }.map { try Habit(row: $0, at: 2) }
-            return DayView(
-                date: date,
-                today: try first.decode(CalendarDate.self, at: 0),
-                habits: habits,
-                completed: Set(try first.decode([UUID].self, at: 1))
-            )
+            // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit matched).
+            var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
+            for row in rows where !row.isNull(at: 4) {
+                let habit = try Habit(row: row, at: 4)
+                view.habits.append(habit)
+                if try row.decode(Bool.self, at: 1) { view.due.insert(habit.id) }
+                if try row.decode(Bool.self, at: 2) { view.completed.insert(habit.id) }
+                if try row.decode(Bool.self, at: 3) { view.skipped.insert(habit.id) }
+            }
+            return view
         }
     }
 
     // MARK: - Completions
 
-    /// Sets whether `template` is completed on `date`. Idempotent — setting the current state
-    /// again changes nothing and is no error — so a gateway can retry it safely.
-    /// The rules are `habit.completion_refusal`'s: completing needs a habit on that day
-    /// (`habit.is_on_day`); both directions refuse future dates.
+    /// Sets whether `template` is completed on `date` (`completed: true` = done, `false` =
+    /// none: the completion or a skip removed). Idempotent — setting the current state again
+    /// changes nothing and is no error — so a gateway can retry it safely. As `setDayState`,
+    /// except that `completed: false` keeps its rule of "not after today".
     public func setCompletion(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
                               timeZone: String? = nil) throws -> CompletionChange {
-        try scope.run(setCompletionStatement(user: user, template: template, date: date, completed: completed, timeZone: timeZone))
+        try scope.run(setDayStateStatement(user: user, template: template, date: date, state: completed ? .done : .none,
+                                           clearAhead: false, timeZone: timeZone))
     }
 
-    /// `setCompletion`'s statement, for running several requests in one round trip.
-    public func setCompletionStatement(user: UUID, template: UUID, date: CalendarDate, completed: Bool,
-                                       timeZone: String? = nil) throws -> UserStatement<CompletionChange> {
+    /// Sets `template`'s state on `date` to done, skipped or none, removing the other state in
+    /// the same transaction (one statement: `habit.set_day_state`, sql/0010 section 10, which
+    /// locks the habit, checks the rules and writes). Idempotent. Refusals are the database's:
+    /// HB003 (done after today, skipped or none after today + 366; `futureDate` with the
+    /// today of `timeZone`, else the profile's), HB004 (done or skipped on a day the habit is
+    /// not on: `habitNotActive`), HB005 from another writer's racing row (`invalidState`).
+    public func setDayState(user: UUID, template: UUID, date: CalendarDate, state: DayState,
+                            timeZone: String? = nil) throws -> CompletionChange {
+        try scope.run(setDayStateStatement(user: user, template: template, date: date, state: state,
+                                           clearAhead: true, timeZone: timeZone))
+    }
+
+    /// The statement of `setDayState`/`setCompletion`. `clearAhead` false: none refuses dates
+    /// after today (completions.set's `completed: false`).
+    func setDayStateStatement(user: UUID, template: UUID, date: CalendarDate, state: DayState, clearAhead: Bool,
+                              timeZone: String?) throws -> UserStatement<CompletionChange> {
         try Validation.timeZone(timeZone, using: connection)
-        // One statement, one round trip: read the habit's state and write only when the
-        // database's rule (habit.completion_refusal) allows it, so a refused request commits
-        // nothing. ON CONFLICT DO NOTHING makes concurrent inserts of the same key harmless.
-        // zone is MATERIALIZED so that habit.user_time_zone runs once, not once per use.
         return UserStatement(user: user, statement: """
-            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            habit AS (
-                SELECT t.id, habit.local_date(now(), zone.tz) AS today,
-                       habit.completion_refusal(\(completed), \(date), habit.local_date(now(), zone.tz),
-                                                habit.is_on_day(t.is_active, t.activated_at, \(date), zone.tz)) AS refusal
-                FROM public.habit_templates t, zone
-                WHERE t.id = \(template) AND t.user_id = \(user)
-            ),
-            inserted AS (
-                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                SELECT \(user), habit.id, \(date) FROM habit
-                WHERE \(completed) AND habit.refusal IS NULL
-                ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
-                RETURNING 1
-            ),
-            deleted AS (
-                DELETE FROM public.habit_completions c USING habit
-                WHERE NOT \(completed) AND habit.refusal IS NULL
-                  AND c.user_id = \(user) AND c.template_id = habit.id AND c.completed_date = \(date)
-                RETURNING 1
-            )
-            SELECT habit.id IS NOT NULL AS found, habit.today, habit.refusal,
-                   (SELECT count(*) FROM inserted) + (SELECT count(*) FROM deleted) AS changed
-            FROM (SELECT 1) AS one LEFT JOIN habit ON true
+            SELECT s.today, s.changed
+            FROM habit.set_day_state(\(user), \(template), \(date), \(state.rawValue), \(timeZone), \(clearAhead)) s
             """) { rows in
-            guard let row = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "completion statement returned no row") }
-            guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
-            try Self.refuse(row, "refusal")
-            return CompletionChange(completed: completed, changed: try row.decode(Int.self, "changed") > 0)
+            // No row: not the user's habit (or no such habit).
+            guard let row = rows.first else { throw StoreError.notFound }
+            return CompletionChange(state: state, changed: try row.decode(Bool.self, "changed"))
         }
     }
 
-    /// Flips the completion of `template` on `date` and returns the new state. Toggles of
+    /// Skips (`skipped`) or unskips every habit of `user` — or only `template` — on each day
+    /// of `from`…`to` (inclusive, at most 366 days), in one statement (`habit.set_skips`,
+    /// sql/0010 section 10). Skipping passes over done days (they stay done) and days a habit
+    /// is not on; it refuses a range reaching past today + 366 (`futureDate`). Unskipping
+    /// removes the skips of the range. Idempotent. `template` not the user's: `notFound`.
+    public func setSkips(user: UUID, template: UUID?, from: CalendarDate, to: CalendarDate, skipped: Bool,
+                         timeZone: String? = nil) throws -> SkipRangeChange {
+        guard to >= from else {
+            throw StoreError.invalidInput(field: "to", reason: .outOfRange, message: "must be on or after from")
+        }
+        guard from.adding(days: Self.maxSkipRangeDays - 1) >= to else {
+            throw StoreError.invalidInput(field: "to", reason: .outOfRange, message: "the range may hold at most \(Self.maxSkipRangeDays) days")
+        }
+        try Validation.timeZone(timeZone, using: connection)
+        let row = try scope.query(as: user, """
+            SELECT s.found, s.changed, s.days
+            FROM habit.set_skips(\(user), \(template), \(from), \(to), \(skipped), \(timeZone)) s
+            """).single()
+        guard try row.decode(Bool.self, "found") else { throw StoreError.notFound }
+        return SkipRangeChange(changed: try row.decode(Int.self, "changed"), days: try row.decode([CalendarDate].self, "days"))
+    }
+
+    /// The most days `setSkips` takes at once (sql/0010's `habit.set_skips` has the same bound).
+    public static let maxSkipRangeDays = 366
+
+    /// Flips the completion of `template` on `date` and returns the new state; a skipped day
+    /// becomes done (the skip removed). Toggles of
     /// one habit are serialized by a row lock on the habit, so concurrent toggles each flip
     /// once (none is lost, none fails on the unique key). Same rules as `setCompletion`, for
     /// the direction the flip goes.
@@ -239,7 +313,8 @@ public final class HabitRepository {
                 SELECT habit.local_date(now(), zone.tz) AS today,
                        habit.completion_refusal(false, \(date), habit.local_date(now(), zone.tz), true) AS removing_refusal,
                        habit.completion_refusal(true, \(date), habit.local_date(now(), zone.tz),
-                                                habit.is_on_day(t.is_active, t.activated_at, \(date), zone.tz)) AS completing_refusal
+                                                EXISTS (SELECT 1 FROM habit.habit_days_at(\(user), \(date), \(date), habit.local_date(now(), zone.tz), \(timeZone)) d
+                                                        WHERE d.template_id = t.id)) AS completing_refusal
                 FROM public.habit_templates t, zone
                 WHERE t.id = \(template) AND t.user_id = \(user)
                 FOR NO KEY UPDATE OF t
@@ -257,10 +332,22 @@ public final class HabitRepository {
                         WHERE user_id = \(user) AND template_id = \(template) AND completed_date = \(date)
                         RETURNING 1
                     ),
+                    -- A skipped day toggles to done: toggling flips "done", and a day is never
+                    -- both, so the skip goes (under the habit's lock, which every writer's trigger
+                    -- takes). A done day has no skip: this deletes nothing then.
+                    unskipped AS (
+                        DELETE FROM public.habit_skips
+                        WHERE \(mayComplete) AND user_id = \(user) AND template_id = \(template) AND skipped_date = \(date)
+                        RETURNING 1
+                    ),
                     inserted AS (
                         INSERT INTO public.habit_completions (user_id, template_id, completed_date)
                         SELECT \(user), \(template), \(date)
                         WHERE \(mayComplete) AND NOT EXISTS (SELECT 1 FROM deleted)
+                          -- Reading all of unskipped (an InitPlan, run before the first row)
+                          -- finishes the skip's delete before this insert's trigger looks for a
+                          -- skip; the trigger's queries see the statement's earlier writes.
+                          AND (SELECT count(*) FROM unskipped) >= 0
                         ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
                         RETURNING 1
                     )
@@ -290,31 +377,36 @@ public final class HabitRepository {
         }
     }
 
-    /// The seven days of the week containing `date`: per day, completions of habits on that
-    /// day and the number of such habits (the week strip's dots), by `habit.is_on_day`.
-    public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart,
+    /// The seven days of the week containing `date` (weeks from `weekStart`, else the user's
+    /// profiles.week_start): per day, the habits on that day (`habit.habit_days_at`), how many
+    /// of them are done, due and skipped (the week strip's dots).
+    public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart? = nil,
                            timeZone: String? = nil) throws -> [DayCount] {
         try Validation.timeZone(timeZone, using: connection)
-        let first = weekStart.weekStart(containing: date)
         return try scope.query(as: user, """
-            WITH zone AS (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            days AS (SELECT \(first) + offset_days AS day FROM generate_series(0, 6) AS offset_days),
-            habits AS (
-                SELECT h.id, h.is_active, h.activated_at, zone.tz
-                FROM public.habit_templates h, zone
-                WHERE h.user_id = \(user)
+            WITH zone AS MATERIALIZED (
+                SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz,
+                       habit.week_start(\(date), CASE WHEN \(weekStart?.rawValue)::text IS NULL THEN habit.user_week_start_isodow(\(user))
+                                                        ELSE habit.week_start_isodow(\(weekStart?.rawValue)) END) AS first_day
+            ),
+            days AS (SELECT zone.first_day + offset_days AS day FROM zone, generate_series(0, 6) AS offset_days),
+            on_days AS MATERIALIZED (
+                SELECT d.day, d.due, d.done, d.skipped
+                FROM zone, habit.habit_days_at(\(user), zone.first_day, zone.first_day + 6, habit.local_date(now(), zone.tz), \(timeZone)) d
             )
             SELECT days.day,
-                   (SELECT count(*) FROM public.habit_completions c JOIN habits ON habits.id = c.template_id
-                    WHERE c.user_id = \(user) AND c.completed_date = days.day
-                      AND habit.is_on_day(habits.is_active, habits.activated_at, days.day, habits.tz)) AS completed,
-                   (SELECT count(*) FROM habits
-                    WHERE habit.is_on_day(habits.is_active, habits.activated_at, days.day, habits.tz)) AS active
-            FROM days ORDER BY days.day
+                   count(o.day) FILTER (WHERE o.done) AS completed,
+                   count(o.day) AS active,
+                   count(o.day) FILTER (WHERE o.due) AS due,
+                   count(o.day) FILTER (WHERE o.skipped) AS skipped
+            FROM days LEFT JOIN on_days o ON o.day = days.day
+            GROUP BY days.day ORDER BY days.day
             """).map { row in
             DayCount(date: try row.decode(CalendarDate.self, "day"),
                      completed: try row.decode(Int.self, "completed"),
-                     active: try row.decode(Int.self, "active"))
+                     active: try row.decode(Int.self, "active"),
+                     due: try row.decode(Int.self, "due"),
+                     skipped: try row.decode(Int.self, "skipped"))
         }
     }
 }

@@ -63,6 +63,11 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case outOfRange = "out_of_range"
     /// A page cursor that is not this listing's `next_cursor`.
     case invalidCursor = "invalid_cursor"
+    /// A list that names the same value twice (a weekday in `schedule.days`).
+    case duplicateValue = "duplicate_value"
+    /// A schedule the database's CHECK (`habit.valid_schedule`) refused; the worker's own
+    /// checks answer more precisely first, so this is only seen if a shape slips past them.
+    case invalidSchedule = "invalid_schedule"
     /// A param that is not allowed together with the others (e.g. `list_id` with view `inbox`).
     case notAllowed = "not_allowed"
 }
@@ -86,6 +91,16 @@ extension StoreError {
             return StoreError.limitExceeded(table: postgres.table ?? "")
         case .idConflict:
             return StoreError.idConflict
+        // The completion and skip rules of sql/0010, raised by the tables' triggers for every
+        // writer. HB003's DETAIL is the user's today (a documented field, not message text).
+        case .futureDate:
+            if let detail = postgres.detail, let today = CalendarDate(iso8601: detail) {
+                return StoreError.futureDate(today: today)
+            }
+        case .habitNotActive:
+            return StoreError.habitNotActive
+        case .doneAndSkipped:
+            return StoreError.invalidState("done_and_skipped")
         default:
             break
         }
@@ -98,6 +113,10 @@ extension StoreError {
         "habit_templates_name_check": ("name", .invalidText),
         "habit_templates_icon_check": ("icon", .invalidIcon),
         "habit_templates_color_check": ("color", .invalidColor),
+        "habit_templates_schedule_check": ("schedule", .invalidSchedule),
+        // A bad schedule on an active habit meets this one first: the history trigger (BEFORE
+        // UPDATE) writes the new period before the habit's own CHECK is evaluated.
+        "habit_periods_schedule_check": ("schedule", .invalidSchedule),
         "profiles_timezone_fkey": ("timezone", .invalidTimeZone),
         "tasks_title_check": ("title", .invalidText),
         "tasks_notes_check": ("notes", .tooLong),

@@ -55,7 +55,7 @@ enum SystemHealth: DatabaseMethod {
 enum ProfileGet: DatabaseMethod {
     static let name = "profile.get"
     static let retry = RetrySafety.always
-    static let summary = "The user's profile (time zone); UTC for a user without one."
+    static let summary = "The user's profile (time zone, week start); UTC and Monday for a user without one."
     static func decode(_ params: ParamsReader) throws(RPCError) -> UUID { try params.userID() }
     static func run(_ user: UUID, in context: MethodContext) throws -> Profile {
         try context.habits.profile(user: user)
@@ -65,14 +65,15 @@ enum ProfileGet: DatabaseMethod {
 enum ProfileSet: DatabaseMethod {
     static let name = "profile.set"
     static let retry = RetrySafety.always
-    static let summary = "Creates or replaces the user's profile."
-    struct Params: Sendable { let user: UUID; let timeZone: String }
+    static let summary = "Creates or replaces the user's profile (time zone; week start, kept when absent)."
+    struct Params: Sendable { let user: UUID; let timeZone: String; let weekStart: WeekStart? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let zone = try params.requiredTimeZone()
-        return Params(user: try params.userID(), timeZone: zone)
+        let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
+        return Params(user: try params.userID(), timeZone: zone, weekStart: weekStart)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Profile {
-        try context.habits.setTimeZone(user: params.user, timeZone: params.timeZone)
+        try context.habits.setProfile(user: params.user, timeZone: params.timeZone, weekStart: params.weekStart)
     }
 }
 
@@ -89,7 +90,8 @@ enum HabitsCreate: DatabaseMethod {
             icon: try params.optionalString("icon", description: "SF Symbol name: lowercase dot-separated words."),
             color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),
             activatedAt: try params.optionalTimestamp("activated_at", description: "When the habit starts; default now."),
-            sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest.")
+            sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest."),
+            schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily.")
         ))
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
@@ -100,7 +102,7 @@ enum HabitsCreate: DatabaseMethod {
 enum HabitsUpdate: DatabaseMethod {
     static let name = "habits.update"
     static let retry = RetrySafety.always
-    static let summary = "Changes a habit's name, icon, color or sort order."
+    static let summary = "Changes a habit's name, icon, color, sort order or schedule."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: HabitChanges }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -108,7 +110,8 @@ enum HabitsUpdate: DatabaseMethod {
             name: try params.optionalString("name", description: "Absent or null: keep."),
             icon: try params.clearableString("icon"),
             color: try params.clearableString("color"),
-            sortOrder: try params.clearableInt("sort_order", range: sortOrderRange)
+            sortOrder: try params.clearableInt("sort_order", range: sortOrderRange),
+            schedule: try params.optionalSchedule(description: "A new schedule: while active, the open period ends now and one starts with it (habits.history). Absent or null: keep.")
         ))
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
@@ -181,7 +184,7 @@ enum HabitsList: DatabaseMethod {
             json.key("next_cursor"); json.string(nextCursor)
             json.endObject()
         }
-        var estimatedJSONBytes: Int { 128 + 320 * habits.count }
+        var estimatedJSONBytes: Int { 128 + 360 * habits.count }
     }
 }
 
@@ -190,10 +193,18 @@ extension DayView: MethodResult {
         ("date", ValueSchema.date),
         ("today", JSONSchema.described(ValueSchema.date, "Today in the zone used.")),
         ("is_future", JSONSchema.boolean),
-        ("habits", JSONSchema.described(JSONSchema.array(of: Habit.schema),
-                                        "The active habits whose activation day is on or before date, in display order.")),
+        ("habits", JSONSchema.described(JSONSchema.array(of: dayHabitSchema),
+                                        "The habits on date (a period of activity makes them on: past days it overlaps, or an open one from today on), in display order.")),
         ("completed", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
-                                           "Ids (sorted) of all the user's completions dated date, of listed habits or not.")),
+                                           "Ids (sorted) of the listed habits done on date.")),
+        ("skipped", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
+                                         "Ids (sorted) of the listed habits skipped on date.")),
+    ])
+
+    /// A habit as the day lists it: the habit, and whether its schedule asks for it that day.
+    static let dayHabitSchema = JSONSchema.extending(Habit.objectSchema, with: [
+        ("due", JSONSchema.described(JSONSchema.boolean,
+                                     "The schedule in force that day asks for the habit (times_per_week: the week's target was not met before that day).")),
     ])
 
     public func write(to json: inout JSONWriter) {
@@ -202,22 +213,25 @@ extension DayView: MethodResult {
         json.key("today"); json.date(today)
         json.key("is_future"); json.bool(isFuture)
         json.key("habits"); json.beginArray()
-        for habit in habits { json.habit(habit) }
+        for habit in habits { json.habit(habit, due: due.contains(habit.id)) }
         json.endArray()
         // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
         json.key("completed"); json.beginArray()
         for id in completed.sorted(by: UUID.textOrder) { json.uuid(id) }
         json.endArray()
+        json.key("skipped"); json.beginArray()
+        for id in skipped.sorted(by: UUID.textOrder) { json.uuid(id) }
+        json.endArray()
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 256 + 320 * habits.count + 40 * completed.count }
+    public var estimatedJSONBytes: Int { 256 + 380 * habits.count + 40 * (completed.count + skipped.count) }
 }
 
 enum DayGet: SingleStatementMethod {
     static let name = "day.get"
     static let retry = RetrySafety.always
-    static let summary = "One day: the habits active on it and the completions dated it."
+    static let summary = "One day: the habits on it, which are due, done and skipped."
     typealias Result = DayView
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -234,29 +248,50 @@ enum DayGet: SingleStatementMethod {
 enum CompletionsSet: DatabaseMethod {
     static let name = "completions.set"
     static let retry = RetrySafety.always
-    static let summary = "Sets whether a habit is completed on a date (idempotent)."
+    static let summary = "Sets a habit's state on a date: done, skipped or none (idempotent)."
     static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
-    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let completed: Bool; let timeZone: String? }
+    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let state: DayState; let legacy: Bool; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
-               date: try params.date("date", description: "On or before today in the zone used."),
-               completed: try params.requiredBool("completed"), timeZone: try params.timeZone())
+        let user = try params.userID(), template = try params.uuid("template_id", description: "The habit.")
+        let date = try params.date("date", description: "done: on or before today in the zone used; skipped (and none): up to today + 366 days.")
+        let completed = try params.optionalBool("completed", description: "true = state done, false = state none (but, as always, not after today). Exactly one of completed and state.")
+        let state = try params.optionalString("state", oneOf: DayState.allCases.map(\.rawValue),
+                                              description: "done, skipped or none; replaces the day's other state. Exactly one of completed and state.")
+        let timeZone = try params.timeZone()
+        // Both read before their combination is checked (a describing reader returns nil for both).
+        if params.isDescribing { return Params(user: user, template: template, date: date, state: .done, legacy: true, timeZone: timeZone) }
+        switch (completed, state) {
+        case (let completed?, nil):
+            return Params(user: user, template: template, date: date, state: completed ? .done : .none, legacy: true, timeZone: timeZone)
+        case (nil, let state?):
+            return Params(user: user, template: template, date: date, state: DayState(rawValue: state) ?? .none, legacy: false, timeZone: timeZone)
+        case (_?, _?):
+            throw .invalidParams(field: "state", reason: InputFailure.notAllowed, message: "give either completed or state, not both")
+        case (nil, nil):
+            // Named as before `state` existed: the field every older client knows.
+            throw .invalidParams(field: "completed", reason: RPCReason.required, message: "missing: give completed or state")
+        }
     }
     static func run(_ params: Params, in context: MethodContext) throws -> CompletionChange {
-        try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
-                                         completed: params.completed, timeZone: params.timeZone)
+        params.legacy
+            ? try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
+                                               completed: params.state == .done, timeZone: params.timeZone)
+            : try context.habits.setDayState(user: params.user, template: params.template, date: params.date,
+                                             state: params.state, timeZone: params.timeZone)
     }
 }
 
 extension CompletionChange: MethodResult {
     static let schema = JSONSchema.object([
-        ("completed", JSONSchema.boolean),
-        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the completion already was in that state.")),
+        ("completed", JSONSchema.described(JSONSchema.boolean, "Whether the day is done now (state = done).")),
+        ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state now.")),
+        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the day already was in that state.")),
     ])
 
     public func write(to json: inout JSONWriter) {
         json.object { json in
             json.member("completed", completed)
+            json.member("state", state.rawValue)
             json.member("changed", changed)
         }
     }
@@ -285,25 +320,74 @@ enum CompletionsToggle: DatabaseMethod {
     }
 }
 
+enum SkipsSetRange: DatabaseMethod {
+    static let name = "skips.set_range"
+    static let retry = RetrySafety.always
+    static let summary = "Skips (or unskips) every habit, or one, on each day of a range of at most 366 days (idempotent)."
+    static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
+    struct Params: Sendable { let user: UUID; let template: UUID?; let from: CalendarDate; let to: CalendarDate; let skipped: Bool; let timeZone: String? }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        let user = try params.userID()
+        let template = try params.optionalUUID("template_id", description: "Only this habit. Absent or null: every habit of the user.")
+        let from = try params.date("from", description: "First day of the range.")
+        let to = try params.date("to", description: "Last day (inclusive): on or after from, at most 365 days after it (366 days in all); when skipping, at most today + 366 days.")
+        let skipped = try params.requiredBool("skipped", description: "true: skip each day a habit is on and not done (done days stay done); false: remove the range's skips.")
+        let timeZone = try params.timeZone()
+        guard to >= from else {
+            throw .invalidParams(field: "to", reason: RPCReason.outOfRange, message: "must be on or after from")
+        }
+        guard from.adding(days: HabitRepository.maxSkipRangeDays - 1) >= to else {
+            throw .invalidParams(field: "to", reason: RPCReason.outOfRange, message: "the range may hold at most \(HabitRepository.maxSkipRangeDays) days")
+        }
+        return Params(user: user, template: template, from: from, to: to, skipped: skipped, timeZone: timeZone)
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> SkipRangeChange {
+        try context.habits.setSkips(user: params.user, template: params.template, from: params.from, to: params.to,
+                                    skipped: params.skipped, timeZone: params.timeZone)
+    }
+}
+
+extension SkipRangeChange: MethodResult {
+    static let schema = JSONSchema.object([
+        ("changed", JSONSchema.described(JSONSchema.integer(0...Int.max), "The number of habit-days skipped (or unskipped) by this call; 0 when the range already was so.")),
+        ("days", JSONSchema.described(JSONSchema.array(of: ValueSchema.date), "The dates (sorted) on which something changed.")),
+    ])
+
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("changed"); json.int(changed)
+        json.key("days"); json.beginArray()
+        for day in days { json.date(day) }
+        json.endArray()
+        json.endObject()
+    }
+
+    public var estimatedJSONBytes: Int { 64 + 13 * days.count }
+}
+
 enum WeekCounts: DatabaseMethod {
     static let name = "week.counts"
     static let retry = RetrySafety.always
-    static let summary = "Per day of one week: the active habits and their completions."
-    struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart; let timeZone: String? }
+    static let summary = "Per day of one week: the habits on it, and how many are done, due and skipped."
+    struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart?; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        let weekStart = try params.optionalOneOf("week_start", WeekStart.self) ?? .monday
+        let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
         let date = try params.date("date", description: "Any day of the week; the whole week must lie in 0001-01-01…9999-12-31.")
         // The placeholders a describing reader returns pass this check, so the reads after it still declare.
-        let first = weekStart.weekStart(containing: date)
-        guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
-            throw .invalidParams(field: "date", reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
+        // Without week_start the profile's applies: the week must fit whichever it is.
+        for start in weekStart.map({ [$0] }) ?? WeekStart.allCases {
+            let first = start.weekStart(containing: date)
+            guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
+                throw .invalidParams(field: "date", reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
+            }
         }
         return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Week {
         let days = try context.habits.weekCounts(user: params.user, containing: params.date, weekStart: params.weekStart,
                                                  timeZone: params.timeZone)
-        return Week(start: params.weekStart.weekStart(containing: params.date), days: days)
+        guard let first = days.first else { throw PostgresError(kind: .unexpectedRowCount, message: "week.counts returned no day") }
+        return Week(start: first.date, days: days)
     }
 
     struct Week: MethodResult {
@@ -314,8 +398,10 @@ enum WeekCounts: DatabaseMethod {
             ("week_start", ValueSchema.date),
             ("days", JSONSchema.array(of: JSONSchema.object([
                 ("date", ValueSchema.date),
-                ("completed", JSONSchema.integer(0...Int.max)),
-                ("active", JSONSchema.integer(0...Int.max)),
+                ("completed", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on that day done that day.")),
+                ("active", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on that day (as day.get lists them).")),
+                ("due", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the due ones (day.get's due).")),
+                ("skipped", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the skipped ones.")),
             ]))),
         ])
         func write(to json: inout JSONWriter) {
@@ -327,6 +413,8 @@ enum WeekCounts: DatabaseMethod {
                 json.key("date"); json.date(day.date)
                 json.key("completed"); json.int(day.completed)
                 json.key("active"); json.int(day.active)
+                json.key("due"); json.int(day.due)
+                json.key("skipped"); json.int(day.skipped)
                 json.endObject()
             }
             json.endArray()

@@ -38,8 +38,9 @@ extension JSONWriter {
     }
 
     /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
-    /// created_at, updated_at}` (docs/protocol.md, "Habit").
-    mutating func habit(_ habit: Habit) {
+    /// created_at, updated_at, schedule}` (docs/protocol.md, "Habit"), and `due` where given
+    /// (day.get).
+    mutating func habit(_ habit: Habit, due: Bool? = nil) {
         beginObject()
         key("id"); uuid(habit.id)
         key("name"); string(habit.name)
@@ -51,6 +52,8 @@ extension JSONWriter {
         key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
         key("created_at"); timestamp(habit.createdAt)
         key("updated_at"); timestamp(habit.updatedAt)
+        key("schedule"); schedule(habit.schedule)
+        if let due { key("due"); bool(due) }
         endObject()
     }
 
@@ -94,10 +97,11 @@ extension Habit: SchemaComponent {
         ("sort_order", JSONSchema.nullable(ValueSchema.int32)),
         ("created_at", ValueSchema.timestamp),
         ("updated_at", ValueSchema.timestamp),
+        ("schedule", JSONSchema.described(HabitSchedule.schema, "The schedule in force now (the open period's), or from the next activation while inactive.")),
     ])
 
     public func write(to json: inout JSONWriter) { json.habit(self) }
-    public var estimatedJSONBytes: Int { 320 }
+    public var estimatedJSONBytes: Int { 360 }
 }
 
 extension TaskItem: SchemaComponent {
@@ -137,12 +141,15 @@ extension Profile: SchemaComponent {
     static let objectSchema = JSONSchema.object([
         ("user_id", ValueSchema.uuid),
         ("timezone", JSONSchema.string()),
+        ("week_start", JSONSchema.described(JSONSchema.string(oneOf: WeekStart.allCases.map(\.rawValue)),
+                                            "First day of the user's week: times_per_week targets count in these weeks; week.counts' default.")),
     ])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
         json.key("user_id"); json.uuid(userID)
         json.key("timezone"); json.string(timeZone)
+        json.key("week_start"); json.string(weekStart.rawValue)
         json.endObject()
     }
 }

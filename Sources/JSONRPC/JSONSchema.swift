@@ -49,6 +49,17 @@ public enum JSONSchema {
         return .object(schema)
     }
 
+    /// An object schema made by `object(_:)` with more required members after its own (a
+    /// habit as day.get lists it: a habit and whether it is due).
+    public static func extending(_ schema: JSONValue, with properties: [(String, JSONValue)]) -> JSONValue {
+        guard case .object(var object) = schema, case .object(var members)? = object["properties"] else { return schema }
+        for (key, value) in properties { members.append(key: key, value: value) }
+        object["properties"] = .object(members)
+        let required: [JSONValue] = (object["required"]?.arrayValue ?? []) + properties.map { .string($0.0) }
+        object["required"] = .array(required)
+        return .object(object)
+    }
+
     /// `schema` or null: `"type": ["t", "null"]` (and null among an `enum`'s values) when
     /// `schema` names one type, else `oneOf` with `{"type": "null"}`.
     public static func nullable(_ schema: JSONValue) -> JSONValue {

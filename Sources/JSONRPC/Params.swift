@@ -81,6 +81,11 @@ public struct ParamsReader: Sendable {
         return recorder.declarations
     }
 
+    /// Whether this reader only describes (`declarations(of:)`): a `decode` whose params are
+    /// required in combination ("exactly one of a and b") returns placeholders on it instead
+    /// of refusing the placeholders' combination.
+    public var isDescribing: Bool { recorder != nil }
+
     /// Whether this reader only describes: then the param is recorded and the caller returns a
     /// placeholder without reading (see `declarations(of:)`). Always false for a reader of
     /// real params; `schema` is then not evaluated. Inlinable: on every read of every request

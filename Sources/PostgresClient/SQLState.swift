@@ -65,6 +65,15 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let rowLimitExceeded: SQLState = "HB001"
     /// A create's client-supplied id is another row's: other fields, or another user's (sql/0009).
     public static let idConflict: SQLState = "HB002"
+    /// Completing after the user's today, or skipping more than 366 days ahead; DETAIL is the
+    /// user's today as YYYY-MM-DD (sql/0010).
+    public static let futureDate: SQLState = "HB003"
+    /// Completing or skipping a habit that is not on that day (sql/0010, habit.habit_days_at).
+    public static let habitNotActive: SQLState = "HB004"
+    /// A day both done and skipped (sql/0010).
+    public static let doneAndSkipped: SQLState = "HB005"
+    /// `habit.backfill` set by a role that is not habit_admin (sql/0010).
+    public static let backfillNotAllowed: SQLState = "HB006"
     // Class P0 — PL/pgSQL
     public static let raiseException: SQLState = "P0001"
 }

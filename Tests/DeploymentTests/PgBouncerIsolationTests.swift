@@ -105,8 +105,8 @@ struct PgBouncerIsolationTests {
             Call(method: "tasks.create", params: params(user, ["title": .string("U\(u) task"), "list_id": .uuid(owned[u].list)])),
         ] }
         for (u, responses) in changed.enumerated() {
-            #expect(responses[0].result == ["completed": true, "changed": true], "user \(u): \(responses[0].raw)")
-            #expect(responses[1].result == ["completed": true, "changed": true], "user \(u): \(responses[1].raw)")
+            #expect(responses[0].result == ["completed": true, "state": "done", "changed": true], "user \(u): \(responses[0].raw)")
+            #expect(responses[1].result == ["completed": true, "state": "done", "changed": true], "user \(u): \(responses[1].raw)")
             #expect(responses[2].result == ["completed": true], "user \(u): \(responses[2].raw)")
             guard let task = responses[3].resultID else {
                 Issue.record("user \(u): tasks.create failed: \(responses[3].raw)")
@@ -175,7 +175,7 @@ struct PgBouncerIsolationTests {
             let lists = readResponses[3].result?["lists"]?.arrayValue ?? []
             #expect(lists.count == 1 && lists.first?["id"] == .uuid(mine.list) && lists.first?["name"] == .string("U\(u) list"),
                     "user \(u) lists.list: \(readResponses[3].raw)")
-            #expect(readResponses[4].result == ["user_id": .uuid(users[u]), "timezone": .string(Self.zones[u % Self.zones.count])],
+            #expect(readResponses[4].result == ["user_id": .uuid(users[u]), "timezone": .string(Self.zones[u % Self.zones.count]), "week_start": "monday"],
                     "user \(u) profile.get: \(readResponses[4].raw)")
             let tasks = responses.last?.result?["tasks"]?.arrayValue ?? []
             #expect(tasks.count == 1 && tasks.first?["id"] == .uuid(mine.task) && tasks.first?["title"] == .string("U\(u) task"),

@@ -232,9 +232,26 @@ struct HabitClientTests {
         for case .object(let method) in document["methods"]?.arrayValue ?? [] {
             if let name = method["name"]?.stringValue { declared[name] = method["x-retry-safe"]?.stringValue }
         }
-        #expect(declared.count == 28, "\(declared.keys.sorted())")
+        #expect(declared.count == 30, "\(declared.keys.sorted())")
         #expect(Set(declared.filter { $0.value == "always" }.keys) == HabitMethods.retrySafe)
         #expect(Set(declared.filter { $0.value == "with_id" }.keys) == HabitMethods.retrySafeWithID)
+    }
+
+    @Test("schedules typed both ways, and habitsHistory")
+    func schedulesAndHistory() async throws {
+        try await Self.withClient { client, _ in
+            let user = UUID()
+            let habit = try await client.habitsCreate(userID: user, name: "Stretch", activatedAt: "2026-01-01T00:00:00Z")
+            #expect(habit.schedule == .daily)
+            let weekly = try await client.habitsUpdate(userID: user, id: habit.id, schedule: .weekdays([5, 1]))
+            #expect(weekly.schedule == .weekdays([1, 5]))
+            let history = try await client.habitsHistory(userID: user, id: habit.id)
+            #expect(history.id == habit.id && history.periods.map(\.schedule) == [.daily, .weekdays([1, 5])])
+            #expect(history.periods.first?.startedAt == "2026-01-01T00:00:00Z" && history.periods.last?.endedAt == nil)
+            for schedule: Schedule in [.everyNDays(3), .timesPerWeek(2)] {
+                #expect(try await client.habitsCreate(userID: user, name: "Shaped", schedule: schedule).schedule == schedule)
+            }
+        }
     }
 
     @Test("call options become params.deadline_ms and params.traceparent")

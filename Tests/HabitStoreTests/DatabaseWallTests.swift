@@ -15,6 +15,8 @@ import Testing
         "habit.local_date(timestamp with time zone,text)", "habit.week_start(date,integer)",
         "habit.weekly_counts(date,date,text,uuid)",
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
+        "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
+        "habit.due_days(jsonb,date,daterange,date)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
@@ -79,16 +81,24 @@ import Testing
                     """)
                 #expect(try rules.decode(Bool.self, at: 0) == false)
                 #expect(try rules.decode(String?.self, at: 1) == nil)
+                // Ended at midnight of the 20th: on through the 19th; open: from the 17th on.
+                let periods = try connection.queryOne("""
+                    SELECT habit.period_on_days('2026-11-17 12:00Z', '2026-11-20 00:00Z', 'UTC', '2026-11-25')::text,
+                           habit.period_on_days('2026-11-17 12:00Z', NULL, 'UTC', '2026-11-25')::text
+                    """)
+                #expect(try periods.decode(String.self, at: 0) == "[2026-11-17,2026-11-20)")
+                #expect(try periods.decode(String.self, at: 1) == "[2026-11-17,)")
                 #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
             }
             // Inlined: the plan computes the expressions, it does not call the functions.
             let plan = try connection.query("""
                 EXPLAIN (VERBOSE, COSTS OFF)
                 SELECT habit.week_start(d::date, 1), habit.local_date(d, 'UTC'),
-                       habit.completion_refusal(true, d::date, habit.local_date(now(), 'UTC'), habit.is_on_day(true, d, '2026-11-20', 'UTC'))
+                       habit.completion_refusal(true, d::date, habit.local_date(now(), 'UTC'), habit.is_on_day(true, d, '2026-11-20', 'UTC')),
+                       habit.period_on_days(d, d + interval '1 day', 'UTC', '2026-11-25')
                 FROM generate_series(now(), now() + interval '3 days', interval '1 day') d
                 """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-            for name in ["week_start(", "local_date(", "completion_refusal(", "is_on_day("] {
+            for name in ["week_start(", "local_date(", "completion_refusal(", "is_on_day(", "period_on_days("] {
                 #expect(!plan.contains(name), "\(plan)")
             }
             let weeklyPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + weekly)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
@@ -145,12 +155,13 @@ import Testing
                 SELECT grantee, relation, privilege
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
                      unnest(ARRAY['public.profiles', 'public.habit_templates', 'public.habit_completions',
-                                  'public.task_lists', 'public.tasks']) AS relation,
+                                  'public.task_lists', 'public.tasks', 'public.habit_skips']) AS relation,
                      unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
                 UNION ALL
                 SELECT grantee, relation, 'SELECT'
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
-                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones']) AS relation
+                     -- habit_periods: written only by the habit_templates triggers (sql/0010).
+                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones', 'public.habit_periods']) AS relation
                 UNION ALL
                 VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )

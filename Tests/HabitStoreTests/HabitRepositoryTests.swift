@@ -186,11 +186,15 @@ import Testing
             #expect(throws: StoreError.habitNotActive) { try repository.setCompletion(user: user, template: habit.id, date: date("2026-01-09"), completed: true) }
             #expect(throws: StoreError.habitNotActive) { try repository.toggleCompletion(user: user, template: habit.id, date: date("2026-01-09")) }
             _ = try repository.setCompletion(user: user, template: habit.id, date: date("2026-01-10"), completed: true)
-            // Deactivated: no new completions, but an existing one can still be removed.
+            // Deactivated (issue 16): no completions from today on; its past active days keep
+            // their history and can still be completed and un-completed.
             _ = try repository.deactivateHabit(user: user, id: habit.id)
-            #expect(throws: StoreError.habitNotActive) { try repository.setCompletion(user: user, template: habit.id, date: date("2026-01-11"), completed: true) }
+            let today = try fixture.today(in: "UTC")
+            #expect(throws: StoreError.habitNotActive) { try repository.setCompletion(user: user, template: habit.id, date: today, completed: true) }
+            #expect(throws: StoreError.habitNotActive) { try repository.toggleCompletion(user: user, template: habit.id, date: today) }
             #expect(try repository.toggleCompletion(user: user, template: habit.id, date: date("2026-01-10")) == false)
-            #expect(throws: StoreError.habitNotActive) { try repository.toggleCompletion(user: user, template: habit.id, date: date("2026-01-10")) }
+            #expect(try repository.toggleCompletion(user: user, template: habit.id, date: date("2026-01-10")) == true)
+            #expect(try repository.toggleCompletion(user: user, template: habit.id, date: date("2026-01-10")) == false)
             // Unknown template.
             #expect(throws: StoreError.notFound) { try repository.setCompletion(user: user, template: UUID(), date: date("2026-01-10"), completed: true) }
             #expect(throws: StoreError.notFound) { try repository.toggleCompletion(user: user, template: UUID(), date: date("2026-01-10")) }
@@ -236,7 +240,8 @@ import Testing
             _ = try repository.deactivateHabit(user: user, id: gone.id)
             _ = try repository.setCompletion(user: user, template: early.id, date: date("2026-02-01"), completed: true)
             let view = try repository.day(user: user, date: date("2026-02-01"))
-            #expect(view.habits.map(\.id) == [first.id, early.id])
+            // A habit deactivated now still shows on its past active days (issue 16).
+            #expect(view.habits.map(\.id) == [first.id, early.id, gone.id])
             #expect(view.completed == [early.id])
             #expect(view.date == date("2026-02-01") && !view.isFuture)
             let empty = try repository.day(user: UUID(), date: date("2026-02-01"))

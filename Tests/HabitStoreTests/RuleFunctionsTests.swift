@@ -145,9 +145,11 @@ import Testing
             _ = try repository.createHabit(user: user, HabitDraft(name: "Late", activatedAt: instant("2026-11-19T07:30:00Z")))
             _ = try repository.createHabit(user: user, HabitDraft(name: "Old", activatedAt: instant("2026-01-01T12:00:00Z")))
             let gone = try repository.createHabit(user: user, HabitDraft(name: "Gone", activatedAt: instant("2026-01-01T12:00:00Z")))
+            // Gone's period ends 2026-11-19 04:00 in Los Angeles: on through the 19th (issue 16).
+            try fixture.admin.execute("UPDATE public.habit_periods SET ended_at = '2026-11-19T12:00:00Z' WHERE template_id = \(gone.id)")
             _ = try repository.deactivateHabit(user: user, id: gone.id)
             let strip = try repository.weekCounts(user: user, containing: date("2026-11-18"), weekStart: .monday)
-            #expect(strip.map(\.active) == [1, 1, 2, 2, 2, 2, 2])
+            #expect(strip.map(\.active) == [2, 2, 3, 3, 2, 2, 2])
             try fixture.admin.withTransaction(prelude: ["SET LOCAL ROLE habit_admin"]) { connection in
                 let week = try connection.query("SELECT day, active_habits FROM admin.user_week(\(user), '2026-11-18')")
                 #expect(try week.map { try $0.decode(CalendarDate.self, at: 0) } == strip.map(\.date))

@@ -185,7 +185,7 @@ struct ErrorCodeTests {
             let toggle = try worker.request("completions.toggle", params: params(user, ["template_id": habitID, "date": .string(today)]))
             expectError(toggle, code: Code.habitNotActive, id: nil, reason: "habit_not_active")
             #expect(try worker.call("completions.set", params(user, ["template_id": habitID, "date": .string(today), "completed": false]))
-                == ["completed": false, "changed": false])
+                == ["completed": false, "state": "none", "changed": false])
 
             // Active but not yet started on that date.
             let later = try worker.createHabit(user: user, name: "Later", extra: [.init("activated_at", .string("\(today)T12:00:00Z"))])

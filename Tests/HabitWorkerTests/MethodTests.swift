@@ -8,7 +8,7 @@ import Testing
 @Suite("habit serve: methods")
 struct MethodTests {
     static let habitKeys: Set<String> = ["id", "name", "icon", "color", "is_active", "activated_at", "deactivated_at",
-                                         "sort_order", "created_at", "updated_at"]
+                                         "sort_order", "created_at", "updated_at", "schedule"]
 
     /// Checks the shape every habit object has.
     static func expectHabitShape(_ habit: WireJSON, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -38,11 +38,17 @@ struct MethodTests {
         try WorkerSession.with { session throws in
             let worker = session.worker
             let user = UUID()
-            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "UTC"])
-            #expect(try worker.call("profile.set", params(user, ["timezone": "Asia/Tokyo"])) == ["user_id": .uuid(user), "timezone": "Asia/Tokyo"])
-            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "Asia/Tokyo"])
-            #expect(try worker.call("profile.set", params(user, ["timezone": "America/New_York"])) == ["user_id": .uuid(user), "timezone": "America/New_York"])
-            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "America/New_York"])
+            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "UTC", "week_start": "monday"])
+            #expect(try worker.call("profile.set", params(user, ["timezone": "Asia/Tokyo"])) == ["user_id": .uuid(user), "timezone": "Asia/Tokyo", "week_start": "monday"])
+            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "Asia/Tokyo", "week_start": "monday"])
+            #expect(try worker.call("profile.set", params(user, ["timezone": "America/New_York", "week_start": "sunday"]))
+                    == ["user_id": .uuid(user), "timezone": "America/New_York", "week_start": "sunday"])
+            // week_start absent: the stored one is kept.
+            #expect(try worker.call("profile.set", params(user, ["timezone": "America/New_York"]))
+                    == ["user_id": .uuid(user), "timezone": "America/New_York", "week_start": "sunday"])
+            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "America/New_York", "week_start": "sunday"])
+            expectError(try worker.request("profile.set", params: params(user, ["timezone": "UTC", "week_start": "friday"])),
+                        code: Code.invalidParams, id: nil, reason: "invalid_choice")
             // Upper-case UUIDs are accepted and answered in lower case.
             let upper: WireJSON = ["user_id": .string(user.uuidString.uppercased())]
             #expect(try worker.call("profile.get", upper)["user_id"] == .uuid(user))
@@ -142,12 +148,12 @@ struct MethodTests {
             let todayBefore = try session.today().description
 
             let day7 = try worker.call("day.get", params(user, ["date": "2025-01-07"]))
-            #expect(Set(day7.keys ?? []) == ["date", "today", "is_future", "habits", "completed"])
+            #expect(Set(day7.keys ?? []) == ["date", "today", "is_future", "habits", "completed", "skipped"])
             #expect(day7["date"] == "2025-01-07" && day7["is_future"] == false)
             let todayAfter = try session.today().description
             #expect(day7["today"] == .string(todayBefore) || day7["today"] == .string(todayAfter))
-            #expect(day7["habits"] == .array([h]), "the habit objects are the created ones")
-            #expect(day7["completed"] == [])
+            #expect(day7["habits"] == .array([h.with("due", true)]), "the habit objects are the created ones, with due")
+            #expect(day7["completed"] == [] && day7["skipped"] == [])
 
             func set(_ id: WireJSON, _ date: String, _ completed: Bool) throws -> WireJSON {
                 try worker.call("completions.set", params(user, ["template_id": id, "date": .string(date), "completed": .bool(completed)]))
@@ -155,24 +161,25 @@ struct MethodTests {
             func toggle(_ id: WireJSON, _ date: String) throws -> WireJSON {
                 try worker.call("completions.toggle", params(user, ["template_id": id, "date": .string(date)]))
             }
-            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "changed": true])
-            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "changed": false])
+            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "state": "done", "changed": true])
+            #expect(try set(hID, "2025-01-07", true) == ["completed": true, "state": "done", "changed": false])
             #expect(try toggle(gID, "2025-01-08") == ["completed": true])
             #expect(try toggle(gID, "2025-01-09") == ["completed": true])
             #expect(try toggle(gID, "2025-01-09") == ["completed": false])
-            #expect(try set(hID, "2025-01-08", true) == ["completed": true, "changed": true])
+            #expect(try set(hID, "2025-01-08", true) == ["completed": true, "state": "done", "changed": true])
 
             let day8 = try worker.call("day.get", params(user, ["date": "2025-01-08"]))
             #expect(day8["habits"]?.arrayValue?.compactMap { $0["id"] } == [hID, gID])
             let completed = [hID, gID].compactMap(\.stringValue).sorted().map(WireJSON.string)
             #expect(day8["completed"] == .array(completed), "sorted lower-case ids")
 
-            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "changed": true])
-            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "changed": false])
+            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "state": "none", "changed": true])
+            #expect(try set(hID, "2025-01-07", false) == ["completed": false, "state": "none", "changed": false])
             #expect(try worker.call("day.get", params(user, ["date": "2025-01-07"]))["completed"] == [])
 
             func day(_ date: String, completed: Int, active: Int) -> WireJSON {
-                ["date": .string(date), "completed": .int(completed), "active": .int(active)]
+                // Daily habits, nothing skipped: every habit on a day is due.
+                ["date": .string(date), "completed": .int(completed), "active": .int(active), "due": .int(active), "skipped": 0]
             }
             let monday = try worker.call("week.counts", params(user, ["date": "2025-01-08"]))
             #expect(monday == [
@@ -196,10 +203,10 @@ struct MethodTests {
 
             // Time zone: 07:00 UTC on the 6th is still the 5th in Los Angeles.
             #expect(try worker.call("day.get", params(user, ["date": "2025-01-05"]))["habits"] == [])
-            #expect(try worker.call("day.get", params(user, ["date": "2025-01-05", "timezone": "America/Los_Angeles"]))["habits"] == .array([h]))
+            #expect(try worker.call("day.get", params(user, ["date": "2025-01-05", "timezone": "America/Los_Angeles"]))["habits"] == .array([h.with("due", true)]))
             try worker.call("profile.set", params(user, ["timezone": "America/Los_Angeles"]))
-            #expect(try worker.call("day.get", params(user, ["date": "2025-01-05"]))["habits"] == .array([h]))
-            #expect(try set(hID, "2025-01-05", true) == ["completed": true, "changed": true])
+            #expect(try worker.call("day.get", params(user, ["date": "2025-01-05"]))["habits"] == .array([h.with("due", true)]))
+            #expect(try set(hID, "2025-01-05", true) == ["completed": true, "state": "done", "changed": true])
             #expect(try session.completionCount(user: user) == 3)
         }
     }

@@ -109,6 +109,7 @@ struct ReasonTests {
             (call("lists.create", #""name":"a\u0007b""#), -32602, "invalid_characters", ("field", "name")),
             (call("habits.list", #""cursor":"bm90IGEgY3Vyc29y""#), -32602, "invalid_cursor", ("field", "cursor")),
             (call("tasks.list", #""view":"inbox","list_id":"\#(UUID().uuidString)""#), -32602, "not_allowed", ("field", "list_id")),
+            (call("habits.create", #""name":"x","schedule":{"type":"weekdays","days":[1,3,1]}"#), -32602, "duplicate_value", ("field", "schedule.days[2]")),
         ]
         var seen: Set<Pair> = []
         try WorkerSession.with(arguments: ["--max-line-bytes", String(maxLineBytes), "--max-batch", "2"]) { session in
@@ -127,11 +128,12 @@ struct ReasonTests {
                     seen.insert(Pair(code: answeredCode, reason: answeredReason))
                 }
             }
-            // Every reason of these codes was provoked, except `invalid_text`: a name or title that
-            // the database's CHECK refuses, which validation always refuses first (more precisely).
+            // Every reason of these codes was provoked, except `invalid_text` and `invalid_schedule`:
+            // a name or title, or a schedule, that the database's CHECK refuses, which validation
+            // always refuses first (more precisely; ScheduleTests checks the schedule's mapping).
             let protocolCodes: Set<Int> = [-32700, -32600, -32601, -32602]
             let wanted = Self.pairs(inDocument: try worker.call("rpc.discover"))
-                .filter { protocolCodes.contains($0.code) && $0.reason != "invalid_text" }
+                .filter { protocolCodes.contains($0.code) && !["invalid_text", "invalid_schedule"].contains($0.reason) }
             #expect(wanted.subtracting(seen).isEmpty, "no case for \(wanted.subtracting(seen).sorted { $0.description < $1.description })")
             // Domain errors keep their one reason (ErrorCodeTests provokes each).
             let missing = try worker.request("habits.delete", params: .object([.init("user_id", .string(user)), .init("id", .string(UUID().uuidString))]))

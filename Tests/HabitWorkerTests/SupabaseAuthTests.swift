@@ -20,7 +20,7 @@ struct SupabaseAuthTests {
                 let id = try #require(habit["id"])
                 let today = try admin.queryOne("SELECT habit.local_date(now(), 'Europe/Berlin')").decode(CalendarDate.self, at: 0).description
                 #expect(try worker.call("completions.set", params(a, ["template_id": id, "date": .string(today), "completed": true]))
-                    == ["completed": true, "changed": true])
+                    == ["completed": true, "state": "done", "changed": true])
                 let list = try worker.call("lists.create", params(a, ["name": "Home"]))
                 try worker.call("tasks.create", params(a, ["title": "Water plants", "list_id": try #require(list["id"])]))
                 #expect(try worker.call("habits.list", params(a))["habits"]?.arrayValue?.count == 1)

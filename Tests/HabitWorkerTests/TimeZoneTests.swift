@@ -17,7 +17,7 @@ struct TimeZoneTests {
             let late = try #require(try session.worker.createHabit(user: user, name: "Late", extra: [.init("activated_at", "2025-03-01T23:30:00Z")])["id"])
             let offset = try #require(try session.worker.createHabit(user: user, name: "Offset", extra: [.init("activated_at", "2025-03-02T10:30:00+14:00")])["id"])
             #expect(try session.worker.call("completions.set", params(user, ["template_id": late, "date": "2025-03-01", "completed": true]))
-                == ["completed": true, "changed": true])
+                == ["completed": true, "state": "done", "changed": true])
 
             let requests: [(String, WireJSON)] = [
                 ("day.get", params(user, ["date": "2025-03-01"])),

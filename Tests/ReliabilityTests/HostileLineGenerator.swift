@@ -51,6 +51,7 @@ struct HostileLineGenerator {
         MethodSpec(name: "habits.activate", isWrite: true, params: [user, id]),
         MethodSpec(name: "habits.delete", isWrite: true, params: [user, id]),
         MethodSpec(name: "habits.list", isWrite: false, params: [user, ParamSpec("include_inactive", .bool)]),
+        MethodSpec(name: "habits.history", isWrite: false, params: [user, id]),
         MethodSpec(name: "day.get", isWrite: false, params: [user, ParamSpec("date", .date, required: true), ParamSpec("timezone", .zone)]),
         MethodSpec(name: "completions.set", isWrite: true, params: [user, ParamSpec("template_id", .uuid, required: true),
                                                                    ParamSpec("date", .date, required: true),
@@ -350,8 +351,9 @@ struct HostileLineGenerator {
         case 2: request = ("habits.update", [("user_id", Self.uuid(a)), ("id", Self.uuid(UUID())), ("sort_order", "1")])
         case 3: request = ("completions.set", [("user_id", Self.uuid(a)), ("template_id", Self.uuid(f.habitA)), ("date", Self.q(future)),
                                                ("completed", pick(["true", "false"]))])
+        // A deactivated habit is on its past active days (issue 16), not from today on.
         case 4: request = ("completions.set", [("user_id", Self.uuid(a)), ("template_id", Self.uuid(f.habitAInactive)),
-                                               ("date", Self.q(past)), ("completed", "true")])
+                                               ("date", Self.q(f.today)), ("completed", "true")])
         case 5: request = ("completions.set", [("user_id", Self.uuid(a)), ("template_id", Self.uuid(f.habitA)),
                                                ("date", Self.q("2019-12-31")), ("completed", "true")])
         case 6: request = ("completions.toggle", [("user_id", Self.uuid(b)), ("template_id", Self.uuid(f.habitA)), ("date", Self.q(past))])

@@ -33,6 +33,15 @@ public enum WireJSON: Sendable, Equatable, CustomStringConvertible {
         return members.first { $0.key == key }?.value
     }
 
+    /// This object with one more member (or the member replaced): e.g. a habit as day.get
+    /// lists it, with `due`.
+    public func with(_ key: String, _ value: WireJSON) -> WireJSON {
+        guard case .object(var members) = self else { return self }
+        members.removeAll { $0.key == key }
+        members.append(Member(key, value))
+        return .object(members)
+    }
+
     public subscript(index: Int) -> WireJSON? {
         guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
         return elements[index]
