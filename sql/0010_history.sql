@@ -575,9 +575,10 @@ CREATE TRIGGER habit_skips_rules BEFORE INSERT OR UPDATE OF user_id, template_id
 --                       `completions` but not in the rate, so the rate stays within [0, 1].
 -- Set-based, no call per user and no row per habit-day: each period's on-days minus the days
 -- a later-starting period of its habit is on (its schedule is in force there, as in
--- habit_days_at), cut into weeks; habit.due_days counts a piece's due days at once. Only
--- times_per_week pieces are counted per day, since their target is met in the user's week
--- (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests checks, for
+-- habit_days_at). Daily segments are summed per (user, week) from one array of ranges per
+-- user, as before due; the others are cut into weeks and habit.due_days counts a piece's due
+-- days at once. Only times_per_week pieces are counted per day, since their target is met in
+-- the user's week (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests checks, for
 -- random histories, that it equals the sum of the per-user habit.habit_days_at answers.
 -- New columns, so the function is dropped and created again (the grants of 0003/0005 with
 -- it); still without a SET clause and schema-qualified (sql/0005), so that it stays inlinable.
@@ -626,13 +627,31 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
               WINDOW later AS (PARTITION BY p.template_id ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
         CROSS JOIN LATERAL pg_catalog.unnest(q.days) AS g(days)
     ),
-    -- Each user's segments as parallel arrays (one row per user), so that the per-week sums
-    -- below run per (user, week) without sorting a row per segment and week.
-    user_segments AS (
-        SELECT s.user_id, pg_catalog.array_agg(s.days) AS days, pg_catalog.array_agg(s.kind) AS kinds,
-               pg_catalog.array_agg(s.schedule) AS schedules, pg_catalog.array_agg(s.first_day) AS first_days,
-               pg_catalog.array_agg(s.template_id) AS templates, pg_catalog.min(s.week_isodow) AS week_isodow
-        FROM segments s GROUP BY s.user_id
+    -- Daily segments (most habits), gathered per user as an array of ranges: a week's
+    -- on-days and due days are the same, each range's days inside the week, summed per
+    -- (user, week) below without a row per segment and week.
+    daily_spans AS (
+        SELECT s.user_id, pg_catalog.array_agg(s.days) AS spans
+        FROM segments s WHERE s.kind OPERATOR(pg_catalog.=) 'daily' GROUP BY s.user_id
+    ),
+    -- Other schedules: a row per segment and week, due days by habit.due_days (per day for
+    -- times_per_week, whose target is met in the user's week).
+    scheduled_days AS (
+        SELECT x.user_id, x.week_start,
+               pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
+               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.<>) 'times_per_week'
+                                   THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
+                                   ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
+                                             (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
+                                         WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
+                                                   habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
+                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
+        FROM (SELECT s.user_id, s.template_id, s.schedule, s.kind, s.first_day, s.week_isodow, w.week_start,
+                     (s.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days
+              FROM segments s JOIN weeks w
+                ON s.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')
+              WHERE s.kind OPERATOR(pg_catalog.<>) 'daily') x
+        GROUP BY 1, 2
     ),
     -- Completion and skip rows, each with whether its day is due (the segment it lies in).
     day_states AS (
@@ -668,33 +687,22 @@ CREATE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day t
     )
     SELECT z.user_id, w.week_start,
            coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
-           coalesce(a.active, 0)::bigint, coalesce(a.due, 0)::bigint, coalesce(c.skipped, 0),
-           CASE WHEN (coalesce(a.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0)) OPERATOR(pg_catalog.<=) 0 THEN NULL
+           (daily.days OPERATOR(pg_catalog.+) coalesce(o.active, 0))::bigint, (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0))::bigint,
+           coalesce(c.skipped, 0),
+           CASE WHEN (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0)) OPERATOR(pg_catalog.<=) 0 THEN NULL
                 ELSE pg_catalog.round((coalesce(c.done_due, 0)::numeric
-                                       OPERATOR(pg_catalog./) (a.due OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
+                                       OPERATOR(pg_catalog./) (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
     FROM zones z CROSS JOIN weeks w
     LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
-    LEFT JOIN user_segments u ON u.user_id OPERATOR(pg_catalog.=) z.user_id
-    -- The week's on-days and due days: each segment's days inside the week, due days by
-    -- habit.due_days (per day for times_per_week, whose target is met in the user's week).
+    LEFT JOIN daily_spans d ON d.user_id OPERATOR(pg_catalog.=) z.user_id
+    LEFT JOIN scheduled_days o ON o.user_id OPERATOR(pg_catalog.=) z.user_id AND o.week_start OPERATOR(pg_catalog.=) w.week_start
+    -- The daily habit-days of the week: the days of each daily range inside it.
     CROSS JOIN LATERAL (
-        SELECT pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
-               -- daily (most habits): every on-day, without looking into the schedule.
-               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.=) 'daily'
-                                   THEN pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)
-                                   WHEN x.kind OPERATOR(pg_catalog.<>) 'times_per_week'
-                                   THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
-                                   ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
-                                             (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
-                                         WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
-                                                   habit.week_target_met_on(z.user_id, x.template_id, habit.week_start(d.day::date, u.week_isodow),
-                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
-        FROM (SELECT (e.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days,
-                     e.kind, e.schedule, e.first_day, e.template_id
-              FROM ROWS FROM (pg_catalog.unnest(u.days), pg_catalog.unnest(u.kinds), pg_catalog.unnest(u.schedules),
-                             pg_catalog.unnest(u.first_days), pg_catalog.unnest(u.templates)) AS e(days, kind, schedule, first_day, template_id)
-              WHERE e.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) x
-    ) a
+        SELECT coalesce(pg_catalog.sum((pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days))), 0) AS days
+        FROM pg_catalog.unnest(d.spans) AS r(days)
+        CROSS JOIN LATERAL (SELECT (r.days OPERATOR(pg_catalog.*)
+                                    pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days) x
+    ) daily
     ORDER BY z.user_id, w.week_start
     $fn$;
 COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
