@@ -758,8 +758,8 @@ COMMENT ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text) IS
 -- sorted) — returns the row as it is now; anything else is HB002 (id_conflict). The INSERT's
 -- AFTER INSERT trigger (habit.open_first_period) opens the first period with NEW.schedule. A
 -- bad schedule is refused by habit_templates_schedule_check (23514), as for any writer.
--- The 0009 overload stays for its callers (it creates daily habits and ignores the schedule
--- when retried).
+-- The 0009 overload becomes a call of this one with a daily schedule (below), so the retry
+-- rule has one body.
 CREATE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
                                    new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb)
     RETURNS public.habit_templates
@@ -797,6 +797,20 @@ COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz
 REVOKE EXECUTE ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb) FROM PUBLIC, anon;
 GRANT EXECUTE ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb)
     TO authenticated, service_role;
+
+-- 0009's overload, for callers that know no schedules: a daily habit, by the one body above
+-- (a retry of a habit whose schedule was changed since is HB002, like one whose name was).
+-- CREATE OR REPLACE keeps its grants.
+CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                              new_activated_at timestamptz, new_sort_order integer)
+    RETURNS public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT habit.create_habit(acting_user, new_id, new_name, new_icon, new_color, new_activated_at, new_sort_order, NULL)
+    $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer) IS
+    'habit.create_habit with a daily schedule (sql/0009; since sql/0010 a call of the schedule overload).';
 
 -- Reading a habit's history needs nothing new: public.habit_periods is readable by its owner
 -- under row-level security (habit_periods_select_own), ordered by (user_id, template_id,

@@ -9,10 +9,10 @@ import PostgresClient
 /// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
 /// locks the habit first and writes after reading (three round trips). The rules the
 /// statements apply live in the database (sql/0010: `habit.habit_days_at`, which habits are
-/// on a day, and `habit.set_day_state`/`habit.set_skips`, which raise the triggers' SQLSTATEs
-/// that `StoreError.mapping` maps; sql/0007: `habit.completion_refusal`,
-/// `habit.next_habit_sort_order`); `refuse` maps refusals to errors. The completion tables' triggers (sql/0010) keep the same rules for
-/// every other writer.
+/// on a day and due, and `habit.set_day_state`/`habit.set_skips`, which raise the triggers'
+/// SQLSTATEs that `StoreError.mapping` maps; sql/0007: `habit.completion_refusal`,
+/// `habit.next_habit_sort_order`); `refuse` maps refusals to errors. The completion and skip
+/// tables' triggers (sql/0010) keep the same rules for every other writer.
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {
