@@ -140,6 +140,9 @@ public struct DayView: Sendable, Equatable {
     /// Ids of `habits` due on `date`: their schedule asks for them (`habit.due_days`;
     /// times_per_week: the week's target was not met before `date`).
     public var due: Set<UUID> = []
+    /// Only when asked for (day.get's `include: ["streaks"]`): each listed habit's current
+    /// streak at `date` (`habit.current_streaks`, sql/0011); nil otherwise.
+    public var currentStreaks: [UUID: CurrentStreak]? = nil
 }
 
 /// A habit's state on a day: done (a completion), skipped (a skip) or none. A day is at most

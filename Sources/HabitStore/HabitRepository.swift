@@ -191,15 +191,24 @@ public final class HabitRepository {
 
     /// Everything the daily view needs, in one statement: today in the user's zone and the
     /// habits on `date` with whether each is due, done and skipped and the schedule in force
-    /// that day (`habit.habit_days_at`).
-    public func day(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> DayView {
-        try scope.run(dayStatement(user: user, date: date, timeZone: timeZone))
+    /// that day (`habit.habit_days_at`); with `includeStreaks`, each one's current streak at
+    /// `date` as well (`habit.current_streaks`).
+    public func day(user: UUID, date: CalendarDate, timeZone: String? = nil, includeStreaks: Bool = false) throws -> DayView {
+        try scope.run(dayStatement(user: user, date: date, timeZone: timeZone, includeStreaks: includeStreaks))
     }
 
     /// `day`'s statement, for running several requests in one round trip (`UserScope.queries`).
-    public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil) throws -> UserStatement<DayView> {
+    /// Without `includeStreaks` the statement is exactly the one day.get always ran; with it,
+    /// the same statement joins `habit.current_streaks(user, date)` (sql/0011) on the habit:
+    /// still one statement, one round trip. That function reckons today in the profile's zone
+    /// (the streak's "R not over" rule does not depend on today; which habits are on today
+    /// does): under a `timeZone` override whose today differs, a habit listed for the
+    /// override's today alone gets no streak row and reads as `CurrentStreak.zero`.
+    public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil,
+                             includeStreaks: Bool = false) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
-        return UserStatement(user: user, statement: """
+        let statement: Query = if !includeStreaks {
+            """
             WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
             on_day AS (
@@ -215,16 +224,49 @@ public final class HabitRepository {
                 WHERE h.user_id = \(user)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
-            """) { rows in
+            """
+        } else {
+            // The statement above, plus the streaks: their CTE, their join, and their two
+            // columns after Habit.columns (so the habit still decodes from column 4).
+            """
+            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
+            header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
+            on_day AS (
+                SELECT d.template_id, d.due, d.done, d.skipped, d.schedule
+                FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
+            ),
+            streaks AS MATERIALIZED (SELECT s.template_id, s.current_length, s.current_start FROM habit.current_streaks(\(user), \(date)) s)
+            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t.")),
+                   t.current_length, t.current_start
+            FROM header LEFT JOIN LATERAL (
+                SELECT on_day.due, on_day.done, on_day.skipped,
+                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "on_day.schedule"])),
+                       streaks.current_length, streaks.current_start
+                FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
+                LEFT JOIN streaks ON streaks.template_id = h.id
+                WHERE h.user_id = \(user)
+            ) t ON true
+            ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
+            """
+        }
+        return UserStatement(user: user, statement: statement) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
-            // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit matched).
+            // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
+            // matched), then with streaks current_length, current_start.
             var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
+            let streakColumn = 4 + Habit.columnNames.count
+            if includeStreaks { view.currentStreaks = [:] }
             for row in rows where !row.isNull(at: 4) {
                 let habit = try Habit(row: row, at: 4)
                 view.habits.append(habit)
                 if try row.decode(Bool.self, at: 1) { view.due.insert(habit.id) }
                 if try row.decode(Bool.self, at: 2) { view.completed.insert(habit.id) }
                 if try row.decode(Bool.self, at: 3) { view.skipped.insert(habit.id) }
+                if includeStreaks {
+                    view.currentStreaks?[habit.id] = CurrentStreak(
+                        length: try row.decode(Int?.self, at: streakColumn) ?? 0,
+                        start: try row.decode(CalendarDate?.self, at: streakColumn + 1))
+                }
             }
             return view
         }

@@ -160,8 +160,10 @@ import Testing
                 UNION ALL
                 SELECT grantee, relation, 'SELECT'
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
-                     -- habit_periods: written only by the habit_templates triggers (sql/0010).
-                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones', 'public.habit_periods']) AS relation
+                     -- habit_periods: written only by the habit_templates triggers (sql/0010);
+                     -- the streak ledger only by the maintenance triggers (sql/0011).
+                     unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones', 'public.habit_periods',
+                                  'public.habit_streak_slots', 'public.habit_streak_state']) AS relation
                 UNION ALL
                 VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )

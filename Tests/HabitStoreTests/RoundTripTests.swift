@@ -38,6 +38,10 @@ import Testing
                     _ = try habits.setCompletion(user: user, template: habit!.id, date: day, completed: false, timeZone: "Asia/Tokyo")
                 }),
                 ("day.get", try counter.count { _ = try habits.day(user: user, date: day) }),
+                ("day.get with streaks", try counter.count { _ = try habits.day(user: user, date: day, includeStreaks: true) }),
+                ("habits.stats", try counter.count { _ = try habits.stats(user: user, template: nil, date: day) }),
+                ("habits.stats of one", try counter.count { _ = try habits.stats(user: user, template: habit!.id, date: nil) }),
+                ("stats.calendar", try counter.count { _ = try habits.statsCalendar(user: user, template: habit!.id, from: day, to: day.adding(days: 365)) }),
                 ("completed ids", try counter.count { _ = try habits.completedTemplateIDs(user: user, on: day) }),
                 ("week.counts", try counter.count { _ = try habits.weekCounts(user: user, containing: day, weekStart: .monday) }),
                 ("habits.deactivate", try counter.count { _ = try habits.deactivateHabit(user: user, id: habit!.id) }),
