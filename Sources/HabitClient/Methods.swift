@@ -11,7 +11,7 @@ public enum HabitMethods {
         "system.ping", "system.health", "rpc.discover",
         "profile.get", "profile.set",
         "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
-        "day.get", "week.counts", "completions.set", "skips.set_range",
+        "day.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
@@ -70,11 +70,81 @@ public struct Habit: Codable, Sendable, Equatable {
     public var schedule: Schedule
     /// Only in day.get's habits: the schedule in force that day asks for the habit.
     public var due: Bool?
+    /// Only in day.get's habits with `include: [.streaks]`: the current streak at the day's date.
+    public var currentStreak: Streak?
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
         case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", schedule, due
+        case currentStreak = "current_streak"
     }
+}
+
+/// What day.get's `include` may ask for.
+public enum DayInclude: String, Sendable, Codable { case streaks }
+
+/// A current streak: kept days (or weeks) in the run reaching the reference date, and its first
+/// day (`YYYY-MM-DD`; nil when `length` is 0). docs/protocol.md, "Streaks, rates and the calendar".
+public struct Streak: Codable, Sendable, Equatable {
+    public var length: Int
+    public var start: String?
+    public init(length: Int, start: String?) {
+        self.length = length
+        self.start = start
+    }
+}
+
+/// The longest run up to the reference date (the earliest on ties); nil days when `length` is 0.
+public struct LongestStreak: Codable, Sendable, Equatable {
+    public var length: Int
+    public var start: String?
+    public var end: String?
+    public init(length: Int, start: String?, end: String?) {
+        self.length = length
+        self.start = start
+        self.end = end
+    }
+}
+
+/// `habits.stats`: the reference date and each habit's streaks, rates and totals.
+public struct HabitsStats: Codable, Sendable, Equatable {
+    public struct Entry: Codable, Sendable, Equatable {
+        public enum Unit: String, Sendable, Codable { case days, weeks }
+        public var id: UUID
+        public var unit: Unit
+        public var currentStreak: Streak
+        public var longestStreak: LongestStreak
+        /// nil when the divisor is 0.
+        public var rate7: Double?
+        public var rate30: Double?
+        public var rate365: Double?
+        public var rateAll: Double?
+        public var totalDone: Int
+        public var lastDone: String?
+        enum CodingKeys: String, CodingKey {
+            case id, unit, currentStreak = "current_streak", longestStreak = "longest_streak"
+            case rate7 = "rate_7", rate30 = "rate_30", rate365 = "rate_365", rateAll = "rate_all"
+            case totalDone = "total_done", lastDone = "last_done"
+        }
+    }
+    /// The reference date.
+    public var date: String
+    public var habits: [Entry]
+}
+
+/// `stats.calendar`: every day of `from`…`to`, in order.
+public struct StatsCalendar: Codable, Sendable, Equatable {
+    public struct Day: Codable, Sendable, Equatable {
+        public var date: String
+        public var due: Int
+        public var done: Int
+        public var skipped: Int
+        /// 0–4.
+        public var level: Int
+    }
+    public var from: String
+    public var to: String
+    public var days: [Day]
 }
 
 /// When a habit is due (docs/protocol.md, "Schedules"). The worker writes weekdays ascending.
@@ -411,12 +481,35 @@ extension HabitCalling {
         return try await call("habits.list", params.object, options: options)
     }
 
-    /// `date` is `YYYY-MM-DD`.
-    public func dayGet(userID: UUID, date: String, timezone: String? = nil, options: CallOptions = CallOptions()) async throws -> Day {
+    /// `date` is `YYYY-MM-DD`. `include: [.streaks]` gives each habit `currentStreak`.
+    public func dayGet(userID: UUID, date: String, timezone: String? = nil, include: [DayInclude] = [],
+                       options: CallOptions = CallOptions()) async throws -> Day {
         var params = Params(user: userID)
         params.add("date", date)
         params.add("timezone", timezone)
+        if !include.isEmpty { params.object.append(key: "include", value: .array(include.map { .string($0.rawValue) })) }
         return try await call("day.get", params.object, options: options)
+    }
+
+    /// Streaks, rates and totals of habit `id`, or (nil) of every habit on `date`; `date`
+    /// (`YYYY-MM-DD`) nil: today in the user's zone. Another user's habit is `not_found`.
+    public func habitsStats(userID: UUID, id: UUID? = nil, date: String? = nil,
+                            options: CallOptions = CallOptions()) async throws -> HabitsStats {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("date", date)
+        return try await call("habits.stats", params.object, options: options)
+    }
+
+    /// Per day of `from`…`to` (inclusive, at most 366 days): due, done, skipped and level, over
+    /// the user's habits or habit `id`'s alone.
+    public func statsCalendar(userID: UUID, id: UUID? = nil, from: String, to: String,
+                              options: CallOptions = CallOptions()) async throws -> StatsCalendar {
+        var params = Params(user: userID)
+        params.add("id", id)
+        params.add("from", from)
+        params.add("to", to)
+        return try await call("stats.calendar", params.object, options: options)
     }
 
     public func completionsSet(userID: UUID, templateID: UUID, date: String, completed: Bool, timezone: String? = nil,

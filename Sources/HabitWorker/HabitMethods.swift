@@ -205,7 +205,9 @@ extension DayView: MethodResult {
     static let dayHabitSchema = JSONSchema.extending(Habit.objectSchema, with: [
         ("due", JSONSchema.described(JSONSchema.boolean,
                                      "The schedule in force that day asks for the habit (times_per_week: the week's target was not met before that day).")),
-    ])
+        ("current_streak", JSONSchema.described(StatsSchema.currentStreak,
+                                                "Only with include [\"streaks\"]: the current streak at date (habits.stats' current_streak).")),
+    ], optional: ["current_streak"])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -213,7 +215,7 @@ extension DayView: MethodResult {
         json.key("today"); json.date(today)
         json.key("is_future"); json.bool(isFuture)
         json.key("habits"); json.beginArray()
-        for habit in habits { json.habit(habit, due: due.contains(habit.id)) }
+        for habit in habits { json.habit(habit, due: due.contains(habit.id), currentStreak: currentStreaks.map { $0[habit.id] ?? CurrentStreak.zero }) }
         json.endArray()
         // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
         json.key("completed"); json.beginArray()
@@ -225,7 +227,7 @@ extension DayView: MethodResult {
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 256 + 380 * habits.count + 40 * (completed.count + skipped.count) }
+    public var estimatedJSONBytes: Int { 256 + (currentStreaks == nil ? 380 : 430) * habits.count + 40 * (completed.count + skipped.count) }
 }
 
 enum DayGet: SingleStatementMethod {
@@ -233,13 +235,14 @@ enum DayGet: SingleStatementMethod {
     static let retry = RetrySafety.always
     static let summary = "One day: the habits on it, which are due, done and skipped."
     typealias Result = DayView
-    struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String? }
+    struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String?; let includeStreaks: Bool }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), date: try params.date("date", description: "Any date, past or future."),
-               timeZone: try params.timeZone())
+               timeZone: try params.timeZone(),
+               includeStreaks: try params.optionalChoices("include", ["streaks"], description: "Extra members for each habit: \"streaks\" adds current_streak at date. Absent, null or []: none.").contains("streaks"))
     }
     static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<DayView> {
-        try context.habits.dayStatement(user: params.user, date: params.date, timeZone: params.timeZone)
+        try context.habits.dayStatement(user: params.user, date: params.date, timeZone: params.timeZone, includeStreaks: params.includeStreaks)
     }
 }
 

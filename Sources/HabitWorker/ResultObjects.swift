@@ -38,9 +38,9 @@ extension JSONWriter {
     }
 
     /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
-    /// created_at, updated_at, schedule}` (docs/protocol.md, "Habit"), and `due` where given
-    /// (day.get).
-    mutating func habit(_ habit: Habit, due: Bool? = nil) {
+    /// created_at, updated_at, schedule}` (docs/protocol.md, "Habit"), and `due` and
+    /// `current_streak` where given (day.get).
+    mutating func habit(_ habit: Habit, due: Bool? = nil, currentStreak: CurrentStreak? = nil) {
         beginObject()
         key("id"); uuid(habit.id)
         key("name"); string(habit.name)
@@ -54,6 +54,7 @@ extension JSONWriter {
         key("updated_at"); timestamp(habit.updatedAt)
         key("schedule"); schedule(habit.schedule)
         if let due { key("due"); bool(due) }
+        if let currentStreak { key("current_streak"); self.currentStreak(currentStreak) }
         endObject()
     }
 

@@ -20,6 +20,8 @@ extension MethodRegistry {
         registry.register(CompletionsToggle.self)
         registry.register(SkipsSetRange.self)
         registry.register(WeekCounts.self)
+        registry.register(HabitsStats.self)
+        registry.register(StatsCalendarMethod.self)
         registry.register(ListsCreate.self)
         registry.register(ListsUpdate.self)
         registry.register(ListsDelete.self)

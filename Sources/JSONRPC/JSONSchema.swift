@@ -49,13 +49,14 @@ public enum JSONSchema {
         return .object(schema)
     }
 
-    /// An object schema made by `object(_:)` with more required members after its own (a
-    /// habit as day.get lists it: a habit and whether it is due).
-    public static func extending(_ schema: JSONValue, with properties: [(String, JSONValue)]) -> JSONValue {
+    /// An object schema made by `object(_:)` with more members after its own, every one
+    /// required unless named in `optional` (a habit as day.get lists it: a habit, whether it is
+    /// due, and its current streak when asked for).
+    public static func extending(_ schema: JSONValue, with properties: [(String, JSONValue)], optional: Set<String> = []) -> JSONValue {
         guard case .object(var object) = schema, case .object(var members)? = object["properties"] else { return schema }
         for (key, value) in properties { members.append(key: key, value: value) }
         object["properties"] = .object(members)
-        let required: [JSONValue] = (object["required"]?.arrayValue ?? []) + properties.map { .string($0.0) }
+        let required: [JSONValue] = (object["required"]?.arrayValue ?? []) + properties.map(\.0).filter { !optional.contains($0) }.map { .string($0) }
         object["required"] = .array(required)
         return .object(object)
     }

@@ -1,0 +1,1 @@
+../HabitStoreTests/HistoryModel.swift

@@ -1,0 +1,1 @@
+../HabitStoreTests/StreakCase.swift

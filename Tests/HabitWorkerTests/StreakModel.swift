@@ -1,0 +1,1 @@
+../HabitStoreTests/StreakModel.swift
