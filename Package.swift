@@ -34,11 +34,13 @@ let package = Package(
             "HabitStore", "JSONRPC", "PostgresClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Batch jobs (weekly completion counts).
-        .target(name: "HabitBatch", dependencies: ["HabitStore", "PostgresClient"]),
+        // Pictures as SVG (calendar heatmap, weekly report) from plain values: Foundation only.
+        .target(name: "HabitReports"),
+        // Batch jobs (weekly completion counts) and the admin reports' reads.
+        .target(name: "HabitBatch", dependencies: ["HabitStore", "PostgresClient", "HabitReports"]),
         // The executable only parses arguments and wires modules together.
         .executableTarget(name: "HabitCLI", dependencies: [
-            "HabitStore", "HabitWorker", "HabitBatch", "PostgresClient",
+            "HabitStore", "HabitWorker", "HabitBatch", "HabitReports", "PostgresClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -53,6 +55,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // zlib from Debian's zlib1g-dev, only for the tests' PNG reader (scripts/pg-tmp ensure-packages --tests).
+        .systemLibrary(name: "CZlib", path: "Tests/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Renders SVG with rsvg-convert and reads the PNG's pixels (Tests/HabitReportsTests, DeploymentTests).
+        .target(name: "PNGTestSupport", dependencies: ["CZlib"], path: "Tests/PNGTestSupport"),
         .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore", "HabitClient"], path: "Tests/TestSupport"),
         // FailCases/ is read from disk by FailCasesTests (the fuzzers' regression corpus), not built.
         // HabitClient against real spawned workers and the test database.
@@ -66,7 +72,9 @@ let package = Package(
         .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitBatchTests", dependencies: ["HabitBatch", "HabitStore", "PostgresClient", "TestSupport"]),
         // Several workers, pgbouncer, docker-compose: the deployment as it runs for real.
-        .testTarget(name: "DeploymentTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "DeploymentTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport", "HabitReports", "PNGTestSupport"]),
+        // The SVG writer and the pictures, without a database: escaping, geometry, rendered pixels.
+        .testTarget(name: "HabitReportsTests", dependencies: ["HabitReports", "PNGTestSupport"]),
         // Faults and hostile input against the spawned worker (short versions of scripts/reliability runs).
         .testTarget(name: "ReliabilityTests", dependencies: ["JSONRPC", "HabitStore", "PostgresClient", "TestSupport"]),
     ]

@@ -15,6 +15,7 @@ struct Habit: ParsableCommand {
               habit serve                 serve JSON-RPC on stdin/stdout (embedded database in ./.habit)
               habit migrate               apply sql/ migrations to DATABASE_URL
               habit weekly-counts --from 2026-01-05 --to 2026-03-29
+              habit report calendar --user UUID --from 2026-01-01 --to 2026-12-31 --out year.svg
             Every command reads DATABASE_URL (a postgres:// URL or libpq conninfo) unless given --database-url.
             """,
         version: version,
@@ -24,6 +25,7 @@ struct Habit: ParsableCommand {
             ServeCommand.self,
             DatabaseCommand.self,
             WeeklyCountsCommand.self,
+            ReportCommand.self,
             DevCommand.self,
             HealthCommand.self,
         ]
