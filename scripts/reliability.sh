@@ -11,6 +11,8 @@
 #   scripts/reliability.sh timeouts              50 statement timeouts (500 ms) + a 20,000-request soak
 #   scripts/reliability.sh lifecycle [CYCLES]    spawn/EOF and spawn/SIGTERM cycles under load (default 100 each)
 #   scripts/reliability.sh history [ROUNDS]     habit.habit_days_at against the Swift model, random histories (default 10000)
+#   scripts/reliability.sh streaks [ROUNDS]     habit_stats/current_streaks/stats_calendar against the streak model (default 5000),
+#                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -91,10 +93,16 @@ lifecycle() {
 }
 
 history() { run history HabitStoreTests.HistoryPropertyTests HABIT_PROPERTY_ROUNDS="${1:-10000}"; }
+streaks() {
+    local rounds=${1:-5000}
+    run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
+    run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
+}
 
 case "$command" in
     blackbox) blackbox "$@" ;;
     history) history "$@" ;;
+    streaks) streaks "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -102,7 +110,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

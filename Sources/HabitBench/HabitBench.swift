@@ -29,8 +29,11 @@ struct HabitBench: ParsableCommand {
     @Option(help: ArgumentHelp("Passed to the worker as --database-url.", valueName: "url"))
     var databaseURL = ""
 
-    @Option(help: "day.get or completions.set (any other method is sent with empty params).")
+    @Option(help: "day.get, completions.set or habits.stats (any other method is sent with empty params).")
     var method = "day.get"
+
+    @Option(help: ArgumentHelp("day.get's include (e.g. streaks); none when empty.", valueName: "list"))
+    var include = ""
 
     @Option(help: ArgumentHelp("Requests kept in flight.", valueName: "n"))
     var inFlight = 1
@@ -59,7 +62,8 @@ struct HabitBench: ParsableCommand {
     func run() throws {
         let arguments = ["serve", "--database-url", databaseURL, "--pool-size", String(poolSize),
                          "--max-in-flight", String(inFlight), "--log-level", "warning"] + workerArguments
-        let requests = RequestMaker(method: method, date: date, users: users)
+        let requests = RequestMaker(method: method, date: date, users: users,
+                                    include: include.split(separator: ",").map(String.init))
         let driver = try LoadDriver(binary: binary, arguments: arguments, inFlight: inFlight, requests: requests)
         let result = driver.run(seconds: seconds)
         print(String(format: #"{"method":"%@","in_flight":%d,"requests":%d,"errors":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f}"#,
@@ -74,10 +78,12 @@ struct RequestMaker {
     let date: String
     let users: [String]
     let habits: [String]
+    let include: [String]
 
-    init(method: String, date: String, users count: Int) {
+    init(method: String, date: String, users count: Int, include: [String] = []) {
         self.method = method
         self.date = date
+        self.include = include
         users = (1...count).map { md5UUID("bench-user-\($0)") }
         habits = (1...count).map { md5UUID("bench-habit-\($0)") }
     }
@@ -89,7 +95,11 @@ struct RequestMaker {
         case "completions.set":
             return (method, ["user_id": .string(users[index]), "template_id": .string(habits[index]), "date": .string(date),
                              "completed": .bool(Bool.random())])
+        case "day.get" where include.isEmpty:
+            return (method, ["user_id": .string(users[index]), "date": .string(date)])
         case "day.get":
+            return (method, ["user_id": .string(users[index]), "date": .string(date), "include": .array(include.map { .string($0) })])
+        case "habits.stats":
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         default:
             return (method, JSONObject())

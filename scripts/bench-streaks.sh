@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Streaks benchmark (issue 17): on USERS users × 10 habits × 3 years (scripts/bench/setup-streaks.sql),
+# the worker's habits.stats (every habit of a user, today) and day.get with include ["streaks"]
+# against day.get without, in the same run: each round runs the three back to back (the order
+# rotates: this machine's speed drifts within a minute) and prints requests/s, p50 and the two
+# ratios; then their medians. Targets: stats/day.get ≥ 0.5 at 1 in flight, streaks/day.get ≥ 0.8.
+# Also pgbench of the bare statements a client would send (habit.habit_stats, habit.current_streaks)
+# for scale. Not a test: figures go to docs/performance.md.
+#   USERS=1000 ROUNDS=5 SECONDS_PER_RUN=4 POOL_SIZE=4 scripts/bench-streaks.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+USERS=${USERS:-1000} RUN=${SECONDS_PER_RUN:-4} ROUNDS=${ROUNDS:-5} POOL=${POOL_SIZE:-4} INFLIGHT=${IN_FLIGHT:-1}
+
+scripts/pg-tmp ensure-packages
+swift build -c release --product habit >&2
+swift build -c release --product habit-bench >&2
+eval "$(scripts/pg-tmp start)"
+trap 'scripts/pg-tmp stop "$HABIT_PG_DIR"' EXIT
+.build/release/habit migrate --database-url "$DATABASE_URL" --migrations-dir sql >&2
+load_start=$(date +%s)
+psql -q -v users="$USERS" -d "$DATABASE_URL" -f scripts/bench/setup-streaks.sql
+echo "data: $USERS users, $(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_templates') habits," \
+     "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_completions') completions," \
+     "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_skips') skips," \
+     "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_streak_slots') ledger rows; loaded in $(( $(date +%s) - load_start )) s"
+WORKER_URL="host=$HABIT_PG_DIR/socket user=habit_worker dbname=postgres"
+TODAY=$(psql -Atd "$DATABASE_URL" -c "SELECT (now() AT TIME ZONE 'Europe/Berlin')::date")
+
+bench() { # method include → "rps p50 errors"
+    local line
+    line=$(.build/release/habit-bench --binary .build/release/habit --database-url "$WORKER_URL" --users "$USERS" \
+           --method "$1" --include "$2" --in-flight "$INFLIGHT" --seconds "$RUN" --pool-size "$POOL" --date "$TODAY")
+    echo "$(field rps "$line") $(field p50_ms "$line") $(field errors "$line")"
+}
+field() { sed -E "s/.*\"$1\":([0-9.]+).*/\\1/" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo "machine: $(nproc) cores, $(uname -r); worker --pool-size $POOL, $INFLIGHT in flight; $ROUNDS rounds of $RUN s; date $TODAY; load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%5s %12s %7s %12s %7s %12s %7s %10s %10s\n' round day.get p50 stats p50 streaks p50 stats/day streaks/day
+stats_ratios=() streak_ratios=()
+for round in $(seq "$ROUNDS"); do
+    case $((round % 3)) in
+        1) order="day stats streaks" ;; 2) order="stats streaks day" ;; 0) order="streaks day stats" ;;
+    esac
+    for side in $order; do
+        case $side in
+            day) read -r day_rps day_p50 day_err <<<"$(bench day.get "")" ;;
+            stats) read -r stats_rps stats_p50 stats_err <<<"$(bench habits.stats "")" ;;
+            streaks) read -r streaks_rps streaks_p50 streaks_err <<<"$(bench day.get streaks)" ;;
+        esac
+    done
+    stats_ratios+=("$(ratio "$stats_rps" "$day_rps")") streak_ratios+=("$(ratio "$streaks_rps" "$day_rps")")
+    printf '%5s %12s %7s %12s %7s %12s %7s %9sx %9sx' "$round" "$day_rps" "$day_p50" "$stats_rps" "$stats_p50" \
+        "$streaks_rps" "$streaks_p50" "${stats_ratios[-1]}" "${streak_ratios[-1]}"
+    errors=$((day_err + stats_err + streaks_err))
+    [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
+done
+echo "median habits.stats/day.get $(median "${stats_ratios[@]}")x (target >= 0.5), day.get+streaks/day.get $(median "${streak_ratios[@]}")x (target >= 0.8)"
+
+# The bare statements, for scale: pgbench as the owner, one random user per transaction.
+for fn in "habit.habit_stats(:u)" "habit.current_streaks(:u)"; do
+    script=$HABIT_PG_DIR/bench.sql
+    printf '\\set n random(1, %s)\nSELECT * FROM %s;\n' "$USERS" "${fn/:u/md5('bench-user-' || :n)::uuid}" >"$script"
+    echo "pgbench SELECT * FROM $fn: $(pgbench -n -M prepared -c 1 -T "$RUN" -f "$script" "$DATABASE_URL" 2>/dev/null | awk '/^tps/ {print $3}') tps"
+done
