@@ -177,10 +177,10 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
                 group.addTask {
                     connection.markClosing()
                     connection.closeInput()
-                    let killer = Task {
-                        try? await Task.sleep(for: timeout)
-                        if !Task.isCancelled { connection.terminate(signal: SIGKILL) }
-                    }
+                    // A Dispatch timer, not a sleeping task: callers that keep the cooperative
+                    // pool's few threads busy must not stretch the promised timeout.
+                    let killer = DispatchWorkItem { connection.terminate(signal: SIGKILL) }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + timeout.dispatchInterval, execute: killer)
                     _ = await connection.exited()
                     await connection.outputEnd()
                     killer.cancel()
@@ -360,5 +360,16 @@ extension HabitClient {
             get { lock.withLock { value } }
             set { lock.withLock { value = newValue } }
         }
+    }
+}
+
+extension Duration {
+    /// The duration for Dispatch, in nanoseconds (rounded down; negative → 0).
+    var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if seconds < 0 { return .nanoseconds(0) }
+        if nanoseconds.overflow { return .never }
+        return .nanoseconds(Int(nanoseconds.partialValue + attoseconds / 1_000_000_000))
     }
 }

@@ -12,7 +12,7 @@ import Glibc
 /// database. Every client is closed (its workers stopped and reaped) and every database
 /// dropped on every path. The time limit is only a hang guard (a broken client would make a
 /// test wait for an answer that never comes), never a speed check.
-@Suite("HabitClient: workers spawned, calls matched, crashes and close", .timeLimit(.minutes(1)))
+@Suite("HabitClient: workers spawned, calls matched, crashes and close", .timeLimit(.minutes(5)))
 struct HabitClientTests {
     /// A migrated database and a client of `workers` workers on it, for `body`.
     static func withClient(workers: Int = 1, arguments: [String] = [], maxLineBytes: Int = 1_048_576,
@@ -144,7 +144,7 @@ struct HabitClientTests {
 
     @Test("a worker killed mid-request: that call ends unknownOutcome, the worker is restarted, the next call succeeds")
     func killedWorkerRestarts() async throws {
-        try await Self.withClient(arguments: ["--statement-timeout-ms", "60000"]) { client, database in
+        try await Self.withClient(arguments: ["--statement-timeout-ms", "600000"]) { client, database in
             let user = UUID()
             let habit = try await client.habitsCreate(userID: user, name: "Locked")
             let firstPID = try #require(client.workerPIDs[0])
@@ -189,7 +189,7 @@ struct HabitClientTests {
         let database = try TestDatabase.create()
         defer { database.drop() }
         let command = WorkerCommand.serve(executable: try WorkerProcess.binaryPath(), databaseURL: try database.workerURL(),
-                                          arguments: ["--pool-size", "2", "--statement-timeout-ms", "60000"],
+                                          arguments: ["--pool-size", "2", "--statement-timeout-ms", "600000"],
                                           environment: WorkerProcess.childEnvironment())
         let client = try HabitClient(configuration: .init(command: command))
         let user = UUID()
@@ -232,7 +232,7 @@ struct HabitClientTests {
         for case .object(let method) in document["methods"]?.arrayValue ?? [] {
             if let name = method["name"]?.stringValue { declared[name] = method["x-retry-safe"]?.stringValue }
         }
-        #expect(declared.count == 30, "\(declared.keys.sorted())")
+        #expect(declared.count == 32, "\(declared.keys.sorted())")
         #expect(Set(declared.filter { $0.value == "always" }.keys) == HabitMethods.retrySafe)
         #expect(Set(declared.filter { $0.value == "with_id" }.keys) == HabitMethods.retrySafeWithID)
     }
@@ -250,6 +250,41 @@ struct HabitClientTests {
             #expect(history.periods.first?.startedAt == "2026-01-01T00:00:00Z" && history.periods.last?.endedAt == nil)
             for schedule: Schedule in [.everyNDays(3), .timesPerWeek(2)] {
                 #expect(try await client.habitsCreate(userID: user, name: "Shaped", schedule: schedule).schedule == schedule)
+            }
+        }
+    }
+
+    @Test("habitsStats, statsCalendar and dayGet(include: [.streaks]) typed")
+    func statsTyped() async throws {
+        try await Self.withClient { client, _ in
+            let user = UUID()
+            _ = try await client.profileSet(userID: user, timezone: "UTC")
+            let habit = try await client.habitsCreate(userID: user, name: "Stretch", activatedAt: "2026-01-01T00:00:00Z")
+            let weekly = try await client.habitsCreate(userID: user, name: "Swim", activatedAt: "2026-01-01T00:00:00Z", schedule: .timesPerWeek(2))
+            for date in ["2026-01-01", "2026-01-02"] {
+                _ = try await client.completionsSet(userID: user, templateID: habit.id, date: date, state: .done)
+            }
+            _ = try await client.completionsSet(userID: user, templateID: habit.id, date: "2026-01-03", state: .skipped)
+            let stats = try await client.habitsStats(userID: user, date: "2026-01-03")
+            #expect(stats.date == "2026-01-03" && stats.habits.map(\.id) == [habit.id, weekly.id])
+            let one = try #require(stats.habits.first)
+            #expect(one.unit == .days && one.currentStreak == Streak(length: 2, start: "2026-01-01"))
+            #expect(one.longestStreak == LongestStreak(length: 2, start: "2026-01-01", end: "2026-01-02"))
+            #expect(one.rate7 == 1.0 && one.totalDone == 2 && one.lastDone == "2026-01-02")
+            #expect(stats.habits.last?.unit == .weeks && stats.habits.last?.rate7 == nil && stats.habits.last?.lastDone == nil)
+            #expect(try await client.habitsStats(userID: user, id: habit.id, date: "2026-01-03").habits == [one])
+
+            let calendar = try await client.statsCalendar(userID: user, id: habit.id, from: "2026-01-01", to: "2026-01-03")
+            #expect(calendar.days.map(\.level) == [4, 4, 0] && calendar.days.last?.skipped == 1)
+
+            let day = try await client.dayGet(userID: user, date: "2026-01-03", include: [.streaks])
+            #expect(day.habits.first?.currentStreak == Streak(length: 2, start: "2026-01-01"))
+            #expect(try await client.dayGet(userID: user, date: "2026-01-03").habits.first?.currentStreak == nil)
+            do {
+                _ = try await client.habitsStats(userID: UUID(), id: habit.id)
+                Issue.record("another user's habit had stats")
+            } catch let error as HabitClientError {
+                #expect(error.rpcError?.code == -32001, "\(error)")
             }
         }
     }
