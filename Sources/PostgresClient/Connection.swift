@@ -20,6 +20,8 @@ public final class Connection {
     /// one-statement body costs two round trips instead of one per statement.
     private var deferredStatements: [Query]?
     private var inTransactionBody = false
+    /// Savepoints open inside the transaction body (nested `withTransaction`).
+    private var savepointDepth = 0
     let statements: PreparedStatementCache
     /// Set when the server ended the session or the connection was found broken.
     let session = SessionState()
@@ -227,8 +229,60 @@ public final class Connection {
     /// In `.auto` mode the body runs a second time (once) when its first attempt failed only
     /// because a prepared statement's name was missing or taken on the server: that attempt
     /// was rolled back, so nothing of it was applied. Keep bodies to database work.
+    ///
+    /// Called inside another transaction's body, it runs as a SAVEPOINT instead (as psycopg's
+    /// and rust-postgres's nested transactions do): `prelude` and `body` run after `SAVEPOINT`,
+    /// which is released when `body` returns and rolled back to when it throws, so only the
+    /// nested part is undone and the outer transaction goes on. A nested one is never retried
+    /// after a prepared-name failure: its error reaches the outer body, whose transaction is
+    /// the one to run again.
     public func withTransaction<Value>(prelude: [Query] = [], _ body: (Connection) throws -> Value) throws -> Value {
-        try retryingAfterNameFailure { try transactionAttempt(prelude: prelude, body) }
+        if inTransactionBody { return try savepointAttempt(prelude: prelude, body) }
+        return try retryingAfterNameFailure { try transactionAttempt(prelude: prelude, body) }
+    }
+
+    /// `withTransaction` nested in an open transaction's body. `SAVEPOINT` and the prelude join
+    /// the statements not yet sent, so they travel with the body's first statement as an
+    /// outermost `BEGIN` does.
+    private func savepointAttempt<Value>(prelude: [Query], _ body: (Connection) throws -> Value) throws -> Value {
+        _ = try liveHandle()
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        // Depth-named: a nested savepoint of the same name would shadow ours until released.
+        let name = "habit_savepoint_\(savepointDepth)"
+        let unsent = deferredStatements
+        deferredStatements = (unsent ?? []) + [Query(unsafeSQL: "SAVEPOINT \(name)")] + prelude
+        let value: Value
+        do {
+            value = try body(self)
+        } catch {
+            try rollBack(to: name, unsent: unsent)
+            throw error
+        }
+        if deferredStatements != nil {
+            // The body sent nothing: neither did the savepoint.
+            deferredStatements = unsent
+            return value
+        }
+        if transactionStatus == .inFailedTransaction {
+            try rollBack(to: name, unsent: nil)
+            throw PostgresError(kind: .misuse, message: "savepoint was aborted by an earlier error and has been rolled back",
+                                sqlState: .inFailedSQLTransaction)
+        }
+        try run(Query(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
+        return value
+    }
+
+    /// Undoes a savepoint's work after its body threw (or swallowed an error). When nothing of
+    /// it was sent yet, the unsent statements go back to what they were before it.
+    private func rollBack(to savepoint: String, unsent: [Query]?) throws {
+        if deferredStatements != nil {
+            deferredStatements = unsent
+            return
+        }
+        guard let handle, PQstatus(handle) == CONNECTION_OK, transactionStatus != .idle else { return }
+        // One simple-protocol round trip; RELEASE pops it so the next nested one reuses the name.
+        try executeScript(unsafeSQL: "ROLLBACK TO SAVEPOINT \(savepoint); RELEASE SAVEPOINT \(savepoint)")
     }
 
     private func transactionAttempt<Value>(prelude: [Query], _ body: (Connection) throws -> Value) throws -> Value {
@@ -288,9 +342,14 @@ public final class Connection {
     /// Neither may open a transaction block of its own (BEGIN): that is refused as misuse and
     /// rolled back. A connection lost before the Sync was answered is reported lost: whether
     /// the statement committed is unknown.
+    ///
+    /// Inside a transaction's body it runs as a nested `withTransaction` (a SAVEPOINT).
     public func transaction(prelude: [Query] = [], statement: Query) throws -> StatementResult {
         let handle = try liveHandle()
-        guard !inTransactionBody, transactionStatus == .idle else {
+        if inTransactionBody {
+            return try withTransaction(prelude: prelude) { connection in StatementResult(try connection.run(statement)) }
+        }
+        guard transactionStatus == .idle else {
             throw PostgresError(kind: .misuse, message: "transaction(prelude:statement:) called while a transaction is already open")
         }
         return try retryingAfterNameFailure {

@@ -212,17 +212,6 @@ import Testing
         #expect(connection.transactionStatus == .idle)
     }
 
-    @Test func nestedTransactionIsRefused() throws {
-        let error = try #require(throws: PostgresError.self) {
-            try connection.withTransaction { transaction throws in
-                try transaction.execute("SELECT 1")
-                try transaction.withTransaction { _ in }
-            }
-        }
-        #expect(error.kind == .misuse)
-        #expect(connection.transactionStatus == .idle)
-    }
-
     @Test func preludeIsLocalToTheTransaction() throws {
         let inside: String = try connection.withTransaction(prelude: [
             "SET LOCAL statement_timeout = '1234ms'",
