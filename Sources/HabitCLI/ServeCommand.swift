@@ -69,6 +69,10 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Unix socket (mode 0600) that answers each connection with one JSON status line, whatever the load; probe it with `habit health --socket PATH` (env HABIT_HEALTH_SOCKET, default none).", valueName: "path"))
     var healthSocket: String?
 
+    @Option(name: .customLong("sync-retention-days"),
+            help: ArgumentHelp("Days tombstones and sync.push replay records are kept; an older sync cursor answers reason \"cursor_expired\" (env HABIT_SYNC_RETENTION_DAYS, default 90).", valueName: "days"))
+    var syncRetentionDays: Int?
+
     /// Every setting, resolved by `validate()` from its flag, else its environment variable,
     /// else its default (the defaults are `WorkerConfiguration`'s).
     private(set) var settings = Settings()
@@ -86,6 +90,7 @@ struct ServeCommand: ParsableCommand {
     private enum CodingKeys: String, CodingKey {
         case database, migrate, poolSize, maxInFlight, statementTimeout, maxLineBytes, maxBatch, maxResponseBytes,
              maxPerRoundTrip, connectTimeout, logLevel, logFormat, healthSocket
+        case syncRetentionDays
     }
 
     mutating func validate() throws {
@@ -106,6 +111,9 @@ struct ServeCommand: ParsableCommand {
                                                             variable: "HABIT_MAX_PER_ROUND_TRIP", default: worker.maxRequestsPerRoundTrip)
         worker.connectTimeoutSeconds = try Setting.number(connectTimeout, flag: "--connect-timeout", variable: "HABIT_CONNECT_TIMEOUT",
                                                           default: worker.connectTimeoutSeconds)
+        worker.syncRetentionDays = try Setting.resolve(syncRetentionDays, flag: "--sync-retention-days", variable: "HABIT_SYNC_RETENTION_DAYS",
+                                                       default: worker.syncRetentionDays, expected: "a whole number of days from 1 to 36500",
+                                                       where: { (1...36_500).contains($0) })
         worker.preparedStatements = database.preparedStatementMode
         worker.healthSocketPath = try Setting.resolve(healthSocket, flag: "--health-socket", variable: "HABIT_HEALTH_SOCKET",
                                                       default: nil as String?, expected: "a usable socket path",

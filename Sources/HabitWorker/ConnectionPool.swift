@@ -87,7 +87,7 @@ final class ConnectionPool: @unchecked Sendable {
                 guard preparedStatementsFellBack.set() else { return }
                 logger.warning("prepared statements off", metadata: ["reason": "\(PreparedStatementMode.fallbackWarning(error))"])
             }
-            let context = MethodContext(connection: fresh, settings: configuration.storeSettings)
+            let context = MethodContext(connection: fresh, settings: configuration.storeSettings, syncRetention: configuration.syncRetention)
             slot.connection = fresh
             slot.context = context
             slot.lastFailedConnect = nil

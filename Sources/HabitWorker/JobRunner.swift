@@ -60,7 +60,8 @@ final class JobRunner: @unchecked Sendable {
                 // Connecting may have taken a while: the time left is what it is now.
                 guard let timeout = statementTimeout(for: job) else { return .failure(DomainErrorCode.deadlineExceeded.error()) }
                 if timeout != statementTimeoutMilliseconds {
-                    context = MethodContext(connection: context.connection, settings: StoreSettings(statementTimeoutMilliseconds: timeout))
+                    context = MethodContext(connection: context.connection, settings: StoreSettings(statementTimeoutMilliseconds: timeout),
+                                            syncRetention: context.syncRetention)
                 }
             }
             guard let handOver, !handOver.done else { return .success(try job.run(context)) }

@@ -10,9 +10,14 @@ public final class MethodContext {
     public let tasks: TaskRepository
     /// Runs several requests' statements in one round trip (`SingleStatementMethod`).
     public let scope: UserScope
+    public let settings: StoreSettings
+    /// `--sync-retention-days`: sync cursors older than this have expired.
+    let syncRetention: Duration
 
-    init(connection: Connection, settings: StoreSettings) {
+    init(connection: Connection, settings: StoreSettings, syncRetention: Duration) {
         self.connection = connection
+        self.settings = settings
+        self.syncRetention = syncRetention
         habits = HabitRepository(connection: connection, settings: settings)
         tasks = TaskRepository(connection: connection, settings: settings)
         scope = UserScope(connection: connection, settings: settings)

@@ -33,6 +33,10 @@ public struct WorkerConfiguration: Sendable {
     /// for this long instead of each waiting for a new attempt (ms).
     public var reconnectBackoffMilliseconds: Int = 500
 
+    /// `--sync-retention-days`: how long tombstones and sync.push replay records are kept, and
+    /// so how old a sync cursor may be (older: `cursor_expired`).
+    public var syncRetentionDays: Int = 90
+
     /// Named or unnamed statements (`PreparedStatementMode`): `auto` prepares each statement
     /// once per connection and falls back to unnamed statements behind a transaction pooler
     /// that loses them (pgbouncer < 1.21), with one warning in the log.
@@ -53,4 +57,5 @@ public struct WorkerConfiguration: Sendable {
     }
 
     var storeSettings: StoreSettings { StoreSettings(statementTimeoutMilliseconds: statementTimeoutMilliseconds) }
+    var syncRetention: Duration { .seconds(syncRetentionDays * 86_400) }
 }

@@ -23,6 +23,13 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     /// The request's `deadline_ms` passed: not run if it was still waiting, cancelled (rolled
     /// back) if it was running. Nothing of it took effect.
     case deadlineExceeded = -32016
+    /// A sync cursor older than the retention of tombstones (`--sync-retention-days`), or from
+    /// before a reset or a restore: pull again without a cursor.
+    case cursorExpired = -32017
+    /// A sync.push mutation's `user_id` is not the push's.
+    case userMismatch = -32018
+    /// A sync.push mutation names a method a push may not carry (sync.*, changes.*, rpc.*, system.*).
+    case methodNotAllowed = -32019
 
     public var reason: String {
         switch self {
@@ -37,6 +44,9 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .responseTooLarge: "response_too_large"
         case .idConflict: "id_conflict"
         case .deadlineExceeded: "deadline_exceeded"
+        case .cursorExpired: "cursor_expired"
+        case .userMismatch: "user_mismatch"
+        case .methodNotAllowed: "method_not_allowed"
         }
     }
 
@@ -53,6 +63,9 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .responseTooLarge: "Response too large"
         case .idConflict: "Id already used"
         case .deadlineExceeded: "Deadline exceeded"
+        case .cursorExpired: "Sync cursor expired"
+        case .userMismatch: "user_id differs from the push's"
+        case .methodNotAllowed: "Method not allowed in a push"
         }
     }
 
