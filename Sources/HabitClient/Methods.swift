@@ -15,6 +15,7 @@ public enum HabitMethods {
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
+        "sync.pull", "sync.push",
     ]
 
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
@@ -382,6 +383,104 @@ struct Params {
     }
 }
 
+/// `sync.pull`: one page of what changed after the cursor. Rows are decoded as the methods that
+/// return them decode them; see docs/protocol.md, "Sync".
+public struct SyncPage: Codable, Sendable, Equatable {
+    public struct DayKey: Codable, Sendable, Hashable {
+        public var templateID: UUID
+        public var date: String
+        public init(templateID: UUID, date: String) {
+            self.templateID = templateID
+            self.date = date
+        }
+        enum CodingKeys: String, CodingKey { case templateID = "template_id", date }
+    }
+    public struct Period: Codable, Sendable, Equatable {
+        public var id: UUID
+        public var templateID: UUID
+        public var startedAt: String
+        public var endedAt: String?
+        public var schedule: Schedule
+        enum CodingKeys: String, CodingKey { case id, templateID = "template_id", startedAt = "started_at", endedAt = "ended_at", schedule }
+    }
+    public struct Completion: Codable, Sendable, Equatable {
+        public var templateID: UUID
+        public var date: String
+        public var createdAt: String
+        enum CodingKeys: String, CodingKey { case templateID = "template_id", date, createdAt = "created_at" }
+    }
+    public struct Changes: Codable, Sendable, Equatable {
+        public var profile: Profile?
+        public var habits: [Habit]
+        public var periods: [Period]
+        public var completions: [Completion]
+        public var skips: [DayKey]
+        public var lists: [TaskList]
+        public var tasks: [HabitTask]
+    }
+    public struct Deletions: Codable, Sendable, Equatable {
+        /// True only when the profile was deleted.
+        public var profile: Bool?
+        public var habits: [UUID]
+        public var periods: [UUID]
+        public var completions: [DayKey]
+        public var skips: [DayKey]
+        public var lists: [UUID]
+        public var tasks: [UUID]
+    }
+    public var changes: Changes
+    public var deleted: Deletions
+    /// Opaque: pass it back for the next page or the next pull.
+    public var cursor: String
+    public var hasMore: Bool
+    enum CodingKeys: String, CodingKey { case changes, deleted, cursor, hasMore = "has_more" }
+}
+
+/// One mutation of `sync.push`: any method that takes `user_id` (which may be left out).
+public struct SyncMutation: Sendable, Equatable {
+    public var mutationID: String
+    public var method: String
+    public var params: JSONObject
+    public init(mutationID: String, method: String, params: JSONObject = JSONObject()) {
+        self.mutationID = mutationID
+        self.method = method
+        self.params = params
+    }
+}
+
+/// `sync.push`'s answer: each mutation's recorded outcome, in order, and the cursor after it.
+public struct SyncPushResult: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        case result(JSONValue)
+        /// The error as the method answered it (recorded like a result: a retry answers it again).
+        case error(code: Int, reason: String?, error: JSONValue)
+    }
+    public var outcomes: [(mutationID: String, outcome: Outcome)]
+    public var cursor: String
+
+    public static func == (lhs: SyncPushResult, rhs: SyncPushResult) -> Bool {
+        lhs.cursor == rhs.cursor && lhs.outcomes.count == rhs.outcomes.count
+            && zip(lhs.outcomes, rhs.outcomes).allSatisfy { $0.mutationID == $1.mutationID && $0.outcome == $1.outcome }
+    }
+
+    init(_ value: JSONValue) throws {
+        guard case .object(let object) = value, case .array(let results)? = object["results"], case .string(let cursor)? = object["cursor"] else {
+            throw HabitClientError.unexpectedResult(method: "sync.push", problem: "expected {results, cursor}")
+        }
+        self.cursor = cursor
+        outcomes = try results.map { element in
+            guard case .object(let entry) = element, case .string(let id)? = entry["mutation_id"] else {
+                throw HabitClientError.unexpectedResult(method: "sync.push", problem: "a result without mutation_id")
+            }
+            if let result = entry["result"] { return (id, .result(result)) }
+            guard let error = entry["error"], case .object(let body) = error, let code = body["code"]?.intValue else {
+                throw HabitClientError.unexpectedResult(method: "sync.push", problem: "a result with neither result nor error")
+            }
+            return (id, .error(code: code, reason: body["data"]?["reason"]?.stringValue, error: error))
+        }
+    }
+}
+
 // MARK: - The methods
 
 extension HabitCalling {
@@ -667,5 +766,25 @@ extension HabitCalling {
         var params = Params(user: user)
         params.add("id", id)
         return params.object
+    }
+
+    /// `cursor` nil: the whole current state. Retry-safe; follow `hasMore` with the answer's cursor.
+    public func syncPull(userID: UUID, cursor: String? = nil, limit: Int? = nil, options: CallOptions = CallOptions()) async throws -> SyncPage {
+        var params = Params(user: userID)
+        params.add("cursor", cursor)
+        params.add("limit", limit)
+        return try await call("sync.pull", params.object, options: options)
+    }
+
+    /// Each `(clientID, mutationID)` takes effect once: a retry after a lost answer answers the
+    /// recorded outcomes. Retry-safe.
+    public func syncPush(userID: UUID, clientID: String, mutations: [SyncMutation], options: CallOptions = CallOptions()) async throws -> SyncPushResult {
+        var params = Params(user: userID)
+        params.add("client_id", clientID)
+        params.object.append(key: "mutations", value: .array(mutations.map { mutation in
+            .object(JSONObject([("mutation_id", .string(mutation.mutationID)), ("method", .string(mutation.method)),
+                                ("params", .object(mutation.params))]))
+        }))
+        return try SyncPushResult(try await call(method: "sync.push", params: params.object, options: options))
     }
 }
