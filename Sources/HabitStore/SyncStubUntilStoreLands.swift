@@ -29,11 +29,16 @@ public struct SyncPage: Sendable {
     public var hasMore = false
 }
 public struct SyncRepository {
-    public init(connection: Connection, settings: StoreSettings = StoreSettings()) {}
+    let scope: UserScope
+    public init(connection: Connection, settings: StoreSettings = StoreSettings()) { scope = UserScope(connection: connection, settings: settings) }
     public func pull(user: UUID, cursor: SyncCursor?, limit: Int, retention: Duration) throws -> SyncPage {
         throw PostgresError(kind: .misuse, message: "SyncRepository is not there yet")
     }
     public func currentCursor(user: UUID) throws -> SyncCursor {
-        throw PostgresError(kind: .misuse, message: "SyncRepository is not there yet")
+        let seq = try scope.query(as: user, "SELECT coalesce((SELECT seq FROM habit.sync_clocks WHERE user_id = \(user)), 0)")[0].decode(Int64.self, at: 0)
+        let raw = "\(seq).7..\(seq).\(Int(Date().timeIntervalSince1970))"
+        let text = Data(raw.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        return try SyncCursor(text: "v1." + text)
     }
 }

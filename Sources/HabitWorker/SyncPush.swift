@@ -69,9 +69,9 @@ enum SyncPush: DatabaseMethod {
             guard case .object(let object) = element else {
                 throw .invalidParams(field: field, reason: RPCReason.wrongType, message: "expected an object")
             }
-            let reader = try ParamsReader(object)
-            try reader.rejectUnknownKeys(allowed: ["mutation_id", "method", "params"])
             do throws(RPCError) {
+                let reader = try ParamsReader(object)
+                try reader.rejectUnknownKeys(allowed: ["mutation_id", "method", "params"])
                 let id = try reader.requiredString("mutation_id")
                 try checkLength(id, field: "mutation_id")
                 mutations.append(Mutation(id: id, method: try reader.requiredString("method"), params: try reader.optionalObject("params")))
