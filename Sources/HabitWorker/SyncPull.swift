@@ -49,7 +49,7 @@ extension JSONWriter {
     mutating func dayKey(_ key: DayKey) {
         beginObject()
         self.key("template_id"); uuid(key.templateID)
-        self.key("date"); string(key.date)
+        self.key("date"); date(key.date)
         endObject()
     }
 
@@ -101,15 +101,15 @@ extension SyncPage: MethodResult {
             json.beginObject()
             json.key("id"); json.uuid(period.id)
             json.key("template_id"); json.uuid(period.templateID)
-            json.key("started_at"); json.timestamp(period.startedAt)
-            json.key("ended_at"); json.timestamp(period.endedAt)
-            json.key("schedule"); json.schedule(period.schedule)
+            json.key("started_at"); json.timestamp(period.period.startedAt)
+            json.key("ended_at"); json.timestamp(period.period.endedAt)
+            json.key("schedule"); json.schedule(period.period.schedule)
             json.endObject()
         }
         json.key("completions"); json.array(completions) { json, completion in
             json.beginObject()
             json.key("template_id"); json.uuid(completion.templateID)
-            json.key("date"); json.string(completion.date)
+            json.key("date"); json.date(completion.date)
             json.key("created_at"); json.timestamp(completion.createdAt)
             json.endObject()
         }

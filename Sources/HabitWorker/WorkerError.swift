@@ -165,6 +165,8 @@ enum ErrorMapping {
             case .invalidInput(let field, let reason, let message): return .invalidParams(field: field, reason: reason, message: message)
             case .limitExceeded(let table): return DomainErrorCode.limitExceeded.error(extra: [("table", .string(table))])
             case .idConflict: return DomainErrorCode.idConflict.error()
+            case .invalidCursor: return .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a sync cursor")
+            case .cursorExpired: return DomainErrorCode.cursorExpired.error()
             }
         case let postgres as PostgresError:
             if postgres.isConnectionLost || postgres.sqlState == .tooManyConnections {
