@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HabitClient
 import JSONRPC
 #if canImport(Glibc)
 import Glibc
@@ -29,7 +30,7 @@ struct HabitBench: ParsableCommand {
     @Option(help: ArgumentHelp("Passed to the worker as --database-url.", valueName: "url"))
     var databaseURL = ""
 
-    @Option(help: "day.get, completions.set or habits.stats (any other method is sent with empty params).")
+    @Option(help: "day.get, completions.set, habits.stats or sync.pull (with each user's caught-up cursor: nothing new); any other method is sent with empty params.")
     var method = "day.get"
 
     @Option(help: ArgumentHelp("day.get's include (e.g. streaks); none when empty.", valueName: "list"))
@@ -62,13 +63,63 @@ struct HabitBench: ParsableCommand {
     func run() throws {
         let arguments = ["serve", "--database-url", databaseURL, "--pool-size", String(poolSize),
                          "--max-in-flight", String(inFlight), "--log-level", "warning"] + workerArguments
-        let requests = RequestMaker(method: method, date: date, users: users,
+        var requests = RequestMaker(method: method, date: date, users: users,
                                     include: include.split(separator: ",").map(String.init))
+        if method == "sync.pull" {
+            requests.cursors = try caughtUpCursors(of: requests.users, arguments: arguments)
+        }
         let driver = try LoadDriver(binary: binary, arguments: arguments, inFlight: inFlight, requests: requests)
         let result = driver.run(seconds: seconds)
         print(String(format: #"{"method":"%@","in_flight":%d,"requests":%d,"errors":%d,"seconds":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f}"#,
                      method, inFlight, result.latencies.count, result.errors, result.seconds,
                      Double(result.latencies.count) / result.seconds, result.percentile(0.50), result.percentile(0.99)))
+    }
+}
+
+extension HabitBench {
+    /// Each user's cursor after a whole walk (`sync.pull` without a cursor, pages followed to the
+    /// end), from a worker of its own: a pull with it finds nothing new.
+    func caughtUpCursors(of users: [String], arguments: [String]) throws -> [String] {
+        let worker = try WorkerConnection(command: WorkerCommand(executable: binary, arguments: arguments))
+        defer {
+            worker.closeInput()
+            _ = worker.waitForExit(timeout: 60)
+        }
+        let outcome = Locked<Result<[String], Error>>(.success([]))
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                var cursors: [String] = []
+                for user in users {
+                    var cursor: String?
+                    while true {
+                        var params: JSONObject = ["user_id": .string(user), "limit": .int(10_000)]
+                        if let cursor { params.append(key: "cursor", value: .string(cursor)) }
+                        let page = try await worker.call(method: "sync.pull", params: params)
+                        cursor = page["cursor"]?.stringValue
+                        if page["has_more"] != .bool(true) { break }
+                    }
+                    cursors.append(cursor ?? "")
+                }
+                outcome.value = .success(cursors)
+            } catch {
+                outcome.value = .failure(error)
+            }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.value.get()
+    }
+}
+
+/// A value shared with a task, under a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }
 
@@ -79,6 +130,8 @@ struct RequestMaker {
     let users: [String]
     let habits: [String]
     let include: [String]
+    /// sync.pull: each user's caught-up cursor.
+    var cursors: [String] = []
 
     init(method: String, date: String, users count: Int, include: [String] = []) {
         self.method = method
@@ -99,6 +152,8 @@ struct RequestMaker {
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         case "day.get":
             return (method, ["user_id": .string(users[index]), "date": .string(date), "include": .array(include.map { .string($0) })])
+        case "sync.pull":
+            return (method, ["user_id": .string(users[index]), "cursor": .string(cursors[index])])
         case "habits.stats":
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         default:

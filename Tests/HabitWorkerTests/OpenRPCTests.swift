@@ -168,6 +168,7 @@ struct OpenRPCTests {
             try record("system.health")
             try record("profile.get", params(user))
             try record("profile.set", params(user, ["timezone": "Asia/Tokyo"]))
+            let early = try record("sync.pull", params(user))
             let full = try record("habits.create", params(user, ["name": "Run", "icon": "figure.run", "color": "#ff8800",
                                                                   "activated_at": "2020-01-01T07:00:00Z", "sort_order": 1]))
             let bare = try record("habits.create", params(user, ["name": "Read", "activated_at": "2020-01-01T00:00:00Z"]))
@@ -214,6 +215,13 @@ struct OpenRPCTests {
             try record("tasks.list", params(user, ["view": "list", "list_id": list]))
             try record("tasks.delete", params(user, ["id": inbox]))
             try record("lists.delete", params(user, ["id": list]))
+            try record("sync.push", params(user, ["client_id": "phone", "mutations": [
+                .object([.init("mutation_id", "1"), .init("method", "tasks.create"), .init("params", .object([.init("title", "Synced")]))]),
+                .object([.init("mutation_id", "2"), .init("method", "tasks.delete"), .init("params", .object([.init("id", .uuid(UUID()))]))]),
+            ]]))
+            // From before the deletes: rows of every kind and tombstones of every kind.
+            try record("sync.pull", params(user, ["cursor": try #require(early["cursor"]), "limit": 10_000]))
+            try record("sync.pull", params(user, ["limit": 2]))
             try record("rpc.discover")
         }
         #expect(covered == Set(Self.methodNames(document)), "methods without a checked result: \(Set(Self.methodNames(document)).subtracting(covered).sorted())")

@@ -214,12 +214,13 @@ struct SyncDevicesPropertyTests {
             guard !queue.isEmpty else { return }
             pushes += 1
             let answer = try worker.call("sync.push", params(user, ["client_id": .string(devices[index].client), "mutations": .array(queue.map(\.wire))]))
-            // The server applied each mutation it had not seen, in order.
-            for mutation in queue where applied.insert("\(devices[index].client)/\(mutation.id)").inserted {
-                model.apply(mutation)
-            }
             guard let results = answer["results"]?.arrayValue, results.count == queue.count else {
                 throw Failure(description: "push answered \(answer)")
+            }
+            // The server applied each mutation it had not seen, in order. (The answer, lost
+            // or not, says which id an id-less create got: the model learns it from there.)
+            for (mutation, result) in zip(queue, results) where applied.insert("\(devices[index].client)/\(mutation.id)").inserted {
+                model.apply(mutation, createdID: result["result"]?["id"]?.stringValue.flatMap(UUID.init(uuidString:)))
             }
             if loseAnswer {
                 lostAnswers += 1
@@ -251,27 +252,27 @@ struct SyncDevicesPropertyTests {
             }
         }
 
-        /// The user's rows as psql sees them (superuser: past row-level security).
+        /// The user's rows as psql sees them (superuser: past row-level security), in one query.
         static func serverRows(user: UUID, admin: Connection) throws -> Rows {
             var rows = Rows()
-            for row in try admin.query("SELECT id, name FROM habit_templates WHERE user_id = \(user)") {
-                rows.habits[try row.decode(UUID.self, at: 0)] = try row.decode(String.self, at: 1)
-            }
-            for row in try admin.query("SELECT id, template_id FROM habit_periods WHERE user_id = \(user)") {
-                rows.periods[try row.decode(UUID.self, at: 0)] = try row.decode(UUID.self, at: 1)
-            }
             for row in try admin.query("""
-                SELECT template_id::text || '/' || completed_date, 'done' FROM habit_completions WHERE user_id = \(user)
-                UNION ALL SELECT template_id::text || '/' || skipped_date, 'skipped' FROM habit_skips WHERE user_id = \(user)
+                SELECT 'habit', id::text, name, NULL, NULL FROM habit_templates WHERE user_id = \(user)
+                UNION ALL SELECT 'period', id::text, template_id::text, NULL, NULL FROM habit_periods WHERE user_id = \(user)
+                UNION ALL SELECT 'day', template_id::text || '/' || completed_date, 'done', NULL, NULL FROM habit_completions WHERE user_id = \(user)
+                UNION ALL SELECT 'day', template_id::text || '/' || skipped_date, 'skipped', NULL, NULL FROM habit_skips WHERE user_id = \(user)
+                UNION ALL SELECT 'list', id::text, name, NULL, NULL FROM task_lists WHERE user_id = \(user)
+                UNION ALL SELECT 'task', id::text, title, state::text, list_id::text FROM tasks WHERE user_id = \(user)
                 """) {
-                rows.days[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)
-            }
-            for row in try admin.query("SELECT id, name FROM task_lists WHERE user_id = \(user)") {
-                rows.lists[try row.decode(UUID.self, at: 0)] = try row.decode(String.self, at: 1)
-            }
-            for row in try admin.query("SELECT id, title, state::text, list_id FROM tasks WHERE user_id = \(user)") {
-                rows.tasks[try row.decode(UUID.self, at: 0)] = Rows.Task(title: try row.decode(String.self, at: 1), state: try row.decode(String.self, at: 2),
-                                                                         list: try row.decode(UUID?.self, at: 3))
+                let key = try row.decode(String.self, at: 1), value = try row.decode(String.self, at: 2)
+                switch try row.decode(String.self, at: 0) {
+                case "habit": rows.habits[UUID(uuidString: key)!] = value
+                case "period": rows.periods[UUID(uuidString: key)!] = UUID(uuidString: value)!
+                case "day": rows.days[key] = value
+                case "list": rows.lists[UUID(uuidString: key)!] = value
+                default:
+                    rows.tasks[UUID(uuidString: key)!] = Rows.Task(title: value, state: try row.decode(String.self, at: 3),
+                                                                   list: try row.decode(String?.self, at: 4).flatMap(UUID.init(uuidString:)))
+                }
             }
             return rows
         }
@@ -280,7 +281,7 @@ struct SyncDevicesPropertyTests {
 
 extension SyncDevicesPropertyTests.Rows {
     /// The model: what one mutation does when the server applies it (errors change nothing).
-    mutating func apply(_ mutation: SyncDevicesPropertyTests.Mutation) {
+    mutating func apply(_ mutation: SyncDevicesPropertyTests.Mutation, createdID: UUID?) {
         let id = mutation.params["id"]?.stringValue.flatMap(UUID.init(uuidString:))
         let habit = mutation.params["template_id"]?.stringValue.flatMap(UUID.init(uuidString:))
         let name = mutation.params["name"]?.stringValue ?? mutation.params["title"]?.stringValue ?? ""
@@ -312,8 +313,8 @@ extension SyncDevicesPropertyTests.Rows {
         case "tasks.create":
             let list = mutation.params["list_id"]?.stringValue.flatMap(UUID.init(uuidString:))
             if let list, lists[list] == nil { return } // not_found
-            // Id-less creates get a stand-in id: the model compares tasks by title.
-            tasks[id ?? UUID()] = Task(title: name, state: "not_started", list: list)
+            guard let created = id ?? createdID else { return }
+            tasks[created] = Task(title: name, state: "not_started", list: list)
         case "tasks.cycle":
             guard let id, let task = tasks[id] else { return }
             tasks[id]?.state = ["not_started": "active", "active": "completed", "completed": "not_started"][task.state]!
