@@ -13,6 +13,7 @@
 #   scripts/reliability.sh history [ROUNDS]     habit.habit_days_at against the Swift model, random histories (default 10000)
 #   scripts/reliability.sh streaks [ROUNDS]     habit_stats/current_streaks/stats_calendar against the streak model (default 5000),
 #                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
+#   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -98,11 +99,13 @@ streaks() {
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
     run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
 }
+sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 
 case "$command" in
     blackbox) blackbox "$@" ;;
     history) history "$@" ;;
     streaks) streaks "$@" ;;
+    sync) sync "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -110,7 +113,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac
