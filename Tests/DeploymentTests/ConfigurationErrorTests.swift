@@ -20,6 +20,8 @@ struct ConfigurationErrorTests {
         ("max batch", [], ["HABIT_MAX_BATCH": "0"], "HABIT_MAX_BATCH"),
         ("max response bytes", [], ["HABIT_MAX_RESPONSE_BYTES": "big"], "HABIT_MAX_RESPONSE_BYTES"),
         ("max per round trip", [], ["HABIT_MAX_PER_ROUND_TRIP": "x"], "HABIT_MAX_PER_ROUND_TRIP"),
+        ("sync retention zero", [], ["HABIT_SYNC_RETENTION_DAYS": "0"], "HABIT_SYNC_RETENTION_DAYS"),
+        ("sync retention past 100 years", ["--sync-retention-days", "36501"], [:], "--sync-retention-days"),
         ("log level by variable", [], ["HABIT_LOG_LEVEL": "loud"], "HABIT_LOG_LEVEL"),
         ("log level by flag", ["--log-level", "loud"], [:], "--log-level"),
         ("log format by variable", [], ["HABIT_LOG_FORMAT": "xml"], "HABIT_LOG_FORMAT"),
