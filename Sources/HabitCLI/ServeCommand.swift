@@ -59,6 +59,10 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
     var connectTimeout: Int?
 
+    @Option(name: .customLong("listen-url"),
+            help: ArgumentHelp("Where change notifications are LISTENed for (changes.subscribe): a server or a session-mode pool, never a transaction pooler (env HABIT_LISTEN_URL, default the database URL).", valueName: "url"))
+    var listenURL: String?
+
     @Option(help: ArgumentHelp("Least severe log level written to stderr (env HABIT_LOG_LEVEL, default info).", valueName: "level"))
     var logLevel: Logger.Level?
 
@@ -68,6 +72,10 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("health-socket"),
             help: ArgumentHelp("Unix socket (mode 0600) that answers each connection with one JSON status line, whatever the load; probe it with `habit health --socket PATH` (env HABIT_HEALTH_SOCKET, default none).", valueName: "path"))
     var healthSocket: String?
+
+    @Option(name: .customLong("sync-retention-days"),
+            help: ArgumentHelp("Days tombstones and sync.push replay records are kept; an older sync cursor answers reason \"cursor_expired\" (env HABIT_SYNC_RETENTION_DAYS, default 90).", valueName: "days"))
+    var syncRetentionDays: Int?
 
     /// Every setting, resolved by `validate()` from its flag, else its environment variable,
     /// else its default (the defaults are `WorkerConfiguration`'s).
@@ -86,6 +94,8 @@ struct ServeCommand: ParsableCommand {
     private enum CodingKeys: String, CodingKey {
         case database, migrate, poolSize, maxInFlight, statementTimeout, maxLineBytes, maxBatch, maxResponseBytes,
              maxPerRoundTrip, connectTimeout, logLevel, logFormat, healthSocket
+        case syncRetentionDays
+        case listenURL
     }
 
     mutating func validate() throws {
@@ -106,10 +116,17 @@ struct ServeCommand: ParsableCommand {
                                                             variable: "HABIT_MAX_PER_ROUND_TRIP", default: worker.maxRequestsPerRoundTrip)
         worker.connectTimeoutSeconds = try Setting.number(connectTimeout, flag: "--connect-timeout", variable: "HABIT_CONNECT_TIMEOUT",
                                                           default: worker.connectTimeoutSeconds)
+        worker.syncRetentionDays = try Setting.resolve(syncRetentionDays, flag: "--sync-retention-days", variable: "HABIT_SYNC_RETENTION_DAYS",
+                                                       default: worker.syncRetentionDays, expected: "a whole number of days from 1 to 36500",
+                                                       where: { (1...36_500).contains($0) })
         worker.preparedStatements = database.preparedStatementMode
         worker.healthSocketPath = try Setting.resolve(healthSocket, flag: "--health-socket", variable: "HABIT_HEALTH_SOCKET",
                                                       default: nil as String?, expected: "a usable socket path",
                                                       check: { try HealthSocket.checkPath($0) })
+        // Checked by libpq's parser; an error names the wrong part, never the value (a password).
+        worker.listenConnectionString = try Setting.resolve(listenURL, flag: "--listen-url", variable: "HABIT_LISTEN_URL",
+                                                            default: nil as String?, expected: "a libpq connection string or URL",
+                                                            check: { try ConnectionString.validate($0) })
         settings = Settings(
             migrate: try migrate || Environment.boolean("HABIT_MIGRATE") == true,
             logLevel: try Setting.resolve(logLevel, flag: "--log-level", variable: "HABIT_LOG_LEVEL", default: .info),

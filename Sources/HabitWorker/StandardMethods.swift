@@ -35,6 +35,8 @@ extension MethodRegistry {
         registry.register(TasksSetState.self)
         registry.register(TasksToday.self)
         registry.register(TasksList.self)
+        registry.register(ChangesSubscribe.self)
+        registry.register(ChangesUnsubscribe.self)
         registry.register(RPCDiscover.self)
         return registry
     }()

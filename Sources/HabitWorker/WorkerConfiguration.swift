@@ -33,10 +33,18 @@ public struct WorkerConfiguration: Sendable {
     /// for this long instead of each waiting for a new attempt (ms).
     public var reconnectBackoffMilliseconds: Int = 500
 
+    /// `--sync-retention-days`: how long tombstones and sync.push replay records are kept, and
+    /// so how old a sync cursor may be (older: `cursor_expired`).
+    public var syncRetentionDays: Int = 90
+
     /// Named or unnamed statements (`PreparedStatementMode`): `auto` prepares each statement
     /// once per connection and falls back to unnamed statements behind a transaction pooler
     /// that loses them (pgbouncer < 1.21), with one warning in the log.
     public var preparedStatements: PreparedStatementMode = .auto
+
+    /// `--listen-url`: where the change listener LISTENs (`ChangeListener`); a session is
+    /// needed, so not a transaction pooler. nil: `connectionString`.
+    public var listenConnectionString: String?
 
     /// `--health-socket`: a unix socket answering one JSON status line per connection, from
     /// its own thread, whatever the load (`HealthSocket`). nil: none.
