@@ -165,6 +165,14 @@ import Testing
                      unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones', 'public.habit_periods',
                                   'public.habit_streak_slots', 'public.habit_streak_state']) AS relation
                 UNION ALL
+                -- Sync (sql/0012): a pull reads its clock and tombstones (written only by the
+                -- triggers' SECURITY DEFINER functions); a push claims and records its replays.
+                SELECT grantee, relation, privilege
+                FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
+                     (VALUES ('habit.sync_clocks', 'SELECT'), ('habit.sync_tombstones', 'SELECT'),
+                             ('habit.sync_mutations', 'SELECT'), ('habit.sync_mutations', 'INSERT'),
+                             ('habit.sync_mutations', 'UPDATE')) AS sync (relation, privilege)
+                UNION ALL
                 VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )
             SELECT g.role || ' has ' || k.kind || ' on ' || r.name

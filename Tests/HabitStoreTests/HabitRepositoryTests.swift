@@ -319,7 +319,8 @@ import Testing
                 try fixture.admin.query(Query(unsafeSQL: "EXPLAIN " + sql.replacingOccurrences(of: "$USER", with: "'\(user.uuidString)'")))
                     .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             }
-            #expect(try plan("SELECT * FROM habit_templates WHERE user_id = $USER AND is_active").contains("habit_templates_user_id_idx"))
+            // (user_id, change_seq, id) since sql/0012, which dropped the plain (user_id) index.
+            #expect(try plan("SELECT * FROM habit_templates WHERE user_id = $USER AND is_active").contains("habit_templates_user_change_seq_idx"))
             #expect(try plan("SELECT template_id FROM habit_completions WHERE user_id = $USER AND completed_date = '2026-01-05'").contains("habit_completions_user_date_idx"))
         }
     }
