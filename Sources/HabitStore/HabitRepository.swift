@@ -54,7 +54,8 @@ public final class HabitRepository {
         try setProfile(user: user, timeZone: timeZone)
     }
 
-    private static func profile(user: UUID, _ row: Row) throws -> Profile {
+    /// A profile from `timezone, week_start` (the sync pull reads it the same way).
+    static func profile(user: UUID, _ row: Row) throws -> Profile {
         let weekStart = try row.decode(String.self, at: 1)
         guard let start = WeekStart(rawValue: weekStart) else {
             throw PostgresError(kind: .decoding, message: "unknown week start \"\(weekStart)\"")

@@ -20,6 +20,11 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A create's client-supplied id is taken: the user's row with that id has other fields,
     /// or the id is another user's row — deliberately the same error (SQLSTATE HB002, sql/0009).
     case idConflict
+    /// A sync cursor this service did not write (sql/0012; docs/schema.md, "Sync").
+    case invalidCursor
+    /// A sync cursor that can no longer be continued: older than the retention, below what was
+    /// pruned or reset, or ahead of the user's clock (a restored database). Pull from scratch.
+    case cursorExpired
 
     public var description: String {
         switch self {
@@ -30,6 +35,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidInput(let field, let reason, let message): "invalid \(field) (\(reason.rawValue)): \(message)"
         case .limitExceeded(let table): "row limit of \(table) reached"
         case .idConflict: "id is taken"
+        case .invalidCursor: "invalid sync cursor"
+        case .cursorExpired: "sync cursor expired"
         }
     }
 }

@@ -24,11 +24,26 @@ public struct UserScope {
         self.settings = settings
     }
 
+    /// How a `transaction` sees concurrent commits.
+    public enum Isolation: Sendable {
+        /// PostgreSQL's default: each statement sees what was committed before it began.
+        case readCommitted
+        /// One snapshot for the whole transaction, which may not write (a sync pull: its
+        /// statements read one consistent state).
+        case repeatableReadOnly
+    }
+
     /// Runs `body` in one transaction as `user`: BEGIN and the user's settings statement are
     /// pipelined with the body's first statement.
-    public func transaction<Value>(as user: UUID, _ body: (Connection) throws -> Value) throws -> Value {
+    public func transaction<Value>(as user: UUID, isolation: Isolation = .readCommitted,
+                                   _ body: (Connection) throws -> Value) throws -> Value {
+        // SET TRANSACTION must come before the first query (the settings statement is one).
+        let isolationStatements: [Query] = switch isolation {
+        case .readCommitted: []
+        case .repeatableReadOnly: ["SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"]
+        }
         do {
-            return try connection.withTransaction(prelude: prelude(for: user), body)
+            return try connection.withTransaction(prelude: isolationStatements + prelude(for: user), body)
         } catch {
             throw StoreError.mapping(error)
         }

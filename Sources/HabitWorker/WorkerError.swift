@@ -152,6 +152,10 @@ enum ErrorMapping {
             case .invalidInput(let field, let reason, let message): return .invalidParams(field: field, reason: reason, message: message)
             case .limitExceeded(let table): return DomainErrorCode.limitExceeded.error(extra: [("table", .string(table))])
             case .idConflict: return DomainErrorCode.idConflict.error()
+            // Placeholders so the worker compiles with the store's sync errors; helper C's
+            // sync methods map them (-32602 field "cursor"; reason cursor_expired).
+            case .invalidCursor: return .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "invalid sync cursor")
+            case .cursorExpired: return .internalError()
             }
         case let postgres as PostgresError:
             if postgres.isConnectionLost || postgres.sqlState == .tooManyConnections {
