@@ -1,4 +1,5 @@
 import Foundation
+import HabitStore
 import JSONRPC
 import Logging
 import PostgresClient
@@ -28,17 +29,11 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         var connectTimeoutSeconds: Int = 3
         /// At most one notification per user per window (ms).
         var windowMilliseconds: Int = 200
+        /// For reading a user's cursor after a reconnect.
+        var store = StoreSettings()
         /// Reconnect delays double from the first to the longest (ms).
         var firstBackoffMilliseconds: Int = 250
         var longestBackoffMilliseconds: Int = 5_000
-    }
-
-    /// The caught-up cursor texts a notification carries (`SyncRepository`).
-    struct Cursors: Sendable {
-        /// For a change number from a NOTIFY payload.
-        let caughtUp: @Sendable (_ user: UUID, _ seq: Int64) -> String
-        /// Now (after a reconnect), read on the listen connection.
-        let current: @Sendable (_ connection: Connection, _ user: UUID) throws -> String
     }
 
     /// What the health socket shows.
@@ -52,27 +47,12 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     private struct Subscriber {
         /// When the last notification was written (uptime ns; 0: never).
         var lastSent: UInt64 = 0
-        /// The latest seq not yet written, or a cursor already read (after a reconnect).
-        var pending: Pending?
+        /// The caught-up cursor of the latest change not yet written.
+        var pending: SyncCursor?
         var due: UInt64 = 0
     }
 
-    private enum Pending {
-        case seq(Int64)
-        case cursor(String)
-
-        /// A later change number wins; a cursor read now is the latest (it covers every seq so far).
-        func merged(with next: Pending) -> Pending {
-            switch (self, next) {
-            case (.seq(let old), .seq(let new)): .seq(max(old, new))
-            case (_, .cursor): next
-            case (.cursor, .seq): next // a change committed after the cursor was read
-            }
-        }
-    }
-
     private let settings: Settings
-    private let cursors: Cursors
     private let transport: WorkerTransport
     private let logger: Logger
     private let wake = WakePipe()
@@ -86,9 +66,8 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     private var stopping = false
     private let threadsDone = DispatchGroup()
 
-    init(settings: Settings, cursors: Cursors, transport: WorkerTransport, logger: Logger) {
+    init(settings: Settings, transport: WorkerTransport, logger: Logger) {
         self.settings = settings
-        self.cursors = cursors
         self.transport = transport
         self.logger = logger
         _ = fcntl(wake.readEnd, F_SETFL, O_NONBLOCK) // drained without blocking
@@ -152,12 +131,14 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     /// A change of `user` (ignored unless subscribed): written at once after a quiet window,
     /// else folded into the one written when the window ends.
-    private func record(_ user: UUID, _ change: Pending) {
+    private func record(_ user: UUID, _ change: SyncCursor) {
         state.lock()
         defer { state.unlock() }
         guard var subscriber = subscribers[user] else { return }
         if let pending = subscriber.pending {
-            subscriber.pending = pending.merged(with: change)
+            // The latest change wins (NOTIFYs of one user arrive in commit order; a cursor read
+            // after a reconnect covers every change before it).
+            if change.seq >= pending.seq { subscriber.pending = change }
         } else {
             subscriber.pending = change
             subscriber.due = max(DispatchTime.now().uptimeNanoseconds, subscriber.lastSent + windowNanoseconds)
@@ -215,12 +196,13 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
             // A timeout also reads: a TLS connection may hold decrypted bytes poll cannot see.
             waitForWake(socket: open.socketDescriptor, timeoutMilliseconds: 1_000)
             do {
+                let store = SyncRepository(connection: open, settings: settings.store)
                 for notification in try open.consumeNotifications() where notification.channel == Self.channel {
                     guard let (user, seq) = Self.parse(payload: notification.payload) else {
                         logger.warning("unexpected change notification payload", metadata: ["bytes": "\(notification.payload.utf8.count)"])
                         continue
                     }
-                    record(user, .seq(seq))
+                    record(user, store.cursor(user: user, seq: seq))
                 }
             } catch {
                 close(open, because: error)
@@ -242,7 +224,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
             }
             logger.info("listening for changes")
             for user in state.withLock({ Array(subscribers.keys) }) {
-                record(user, .cursor(try currentCursor(user, on: connection)))
+                record(user, try currentCursor(user, on: connection))
             }
             return connection
         } catch {
@@ -254,12 +236,13 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     /// The user's cursor now; if reading it fails short of losing the connection (a bug, or
     /// a role without access), the cursor of change 0, logged: the user is notified either way.
-    private func currentCursor(_ user: UUID, on connection: Connection) throws -> String {
+    private func currentCursor(_ user: UUID, on connection: Connection) throws -> SyncCursor {
+        let store = SyncRepository(connection: connection, settings: settings.store)
         do {
-            return try cursors.current(connection, user)
+            return try store.currentCursor(user: user)
         } catch let error as PostgresError where !error.isConnectionLost {
             logger.error("change listener: reading a cursor failed", metadata: ["error": "\(error)"])
-            return cursors.caughtUp(user, 0)
+            return store.cursor(user: user, seq: 0)
         }
     }
 
@@ -303,7 +286,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         state.lock()
         while !stopping {
             let now = DispatchTime.now().uptimeNanoseconds
-            var due: [(UUID, Pending)] = []
+            var due: [(UUID, SyncCursor)] = []
             var later: [UUID] = []
             var next: UInt64?
             for user in scheduled {
@@ -329,18 +312,11 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
             }
             state.unlock()
             for (user, pending) in due {
-                transport.write(line: Self.line(user: user, cursor: cursorText(user, pending)), beforeBlocking: nil)
+                transport.write(line: Self.line(user: user, cursor: pending.text), beforeBlocking: nil)
             }
             state.lock()
         }
         state.unlock()
-    }
-
-    private func cursorText(_ user: UUID, _ pending: Pending) -> String {
-        switch pending {
-        case .seq(let seq): cursors.caughtUp(user, seq)
-        case .cursor(let text): text
-        }
     }
 
     /// `{"jsonrpc":"2.0","method":"changes","params":{"user_id":…,"cursor":…}}`

@@ -31,8 +31,8 @@ public final class WorkerServer: @unchecked Sendable {
         pool = ConnectionPool(configuration: configuration, status: status, logger: logger)
         changes = ChangeListener(
             settings: .init(connectionString: configuration.listenConnectionString ?? configuration.connectionString,
-                            connectTimeoutSeconds: configuration.connectTimeoutSeconds),
-            cursors: .store(settings: configuration.storeSettings), transport: transport, logger: logger)
+                            connectTimeoutSeconds: configuration.connectTimeoutSeconds, store: configuration.storeSettings),
+            transport: transport, logger: logger)
         status.changes = changes
         dispatcher = Dispatcher(configuration: configuration, transport: transport, pool: pool,
                                 worker: WorkerContext(changes: changes), logger: logger)
