@@ -102,7 +102,7 @@ struct ChangeNotificationTests {
             _ = try subscriber.call("changes.unsubscribe", params(first))
             #expect(try session.listenBackends() == 1)
             _ = try subscriber.call("changes.unsubscribe", params(second))
-            #expect(try session.waitUntil { try session.listenBackends() == 0 })
+            #expect(try waitUntil { try session.listenBackends() == 0 })
         }
     }
 
@@ -114,13 +114,20 @@ struct ChangeNotificationTests {
                                                 environment: WorkerProcess.childEnvironment())
             try #require(migrate.status == 0, "habit migrate failed: \(migrate.stderr)")
             let workerURL = try ConnectionString.applying(["user": "habit_worker"], to: server.adminURL)
+            let health = HealthSocketTests.socketPath()
             try WorkerProcess.withServe(databaseURL: workerURL, arguments: ["--pool-size", "1", "--connect-timeout", "2",
-                                                                            "--listen-url", workerURL]) { worker in
+                                                                            "--listen-url", workerURL, "--health-socket", health]) { worker in
                 let subscriber = ChangeSubscriber(worker)
                 let (one, two) = (UUID(), UUID())
                 _ = try subscriber.listen(to: one)
                 _ = try subscriber.call("changes.subscribe", params(two))
+                #expect(try Self.listenStatus(health)?["subscribers"] as? Int == 2)
+                #expect(try Self.listenStatus(health)?["connected"] as? Bool == true)
                 try server.stop()
+                // The health socket says notifications are not coming.
+                #expect(try waitUntil { try Self.listenStatus(health)?["connected"] as? Bool == false })
+                let error = try Self.listenStatus(health)?["last_error"] as? [String: Any]
+                #expect(["connection_lost", "connect_failed"].contains(error?["reason"] as? String ?? ""), "\(String(describing: error))")
                 try server.start()
                 var notified: Set<UUID> = []
                 while notified.count < 2 {
@@ -158,21 +165,21 @@ struct ChangeNotificationTests {
     }
 }
 
+extension ChangeNotificationTests {
+    /// The health socket's `listen` member.
+    static func listenStatus(_ path: String) throws -> [String: Any]? {
+        try HealthSocketTests.probe(path).line?["listen"] as? [String: Any]
+    }
+}
+
 /// One worker's stdout read line by line, responses and `changes` notifications apart: a test
 /// calls through it and waits for notifications, which may arrive between any two responses.
 final class ChangeSubscriber {
     struct Change: CustomStringConvertible {
         let user: UUID
         let cursor: String
-        /// The change number inside the cursor (the contract's text form: "v1." +
-        /// base64url("<seq>.<rank>.<key>.<fresh_upto>.<issued>")); tests may look inside.
-        var seq: Int64 {
-            var base64 = String(cursor.dropFirst(3)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-            guard cursor.hasPrefix("v1."), let data = Data(base64Encoded: base64),
-                  let first = String(decoding: data, as: UTF8.self).split(separator: ".").first else { return -1 }
-            return Int64(first) ?? -1
-        }
+        /// The change number inside the cursor (-1 if it is not one).
+        var seq: Int64 { (try? SyncCursor(text: cursor))?.seq ?? -1 }
         var description: String { "changes(\(user), seq \(seq))" }
     }
 
@@ -261,15 +268,15 @@ extension WorkerSession {
             SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'habit-listen'
             """).decode(Int.self, at: 0)
     }
+}
 
-    /// Polls `condition` every 20 ms until it holds (true) or 30 s passed (false): for a state
-    /// the worker reaches on its own thread, after the answer that caused it.
-    func waitUntil(_ condition: () throws -> Bool) throws -> Bool {
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(20_000)
-        }
-        return false
+/// Polls `condition` every 20 ms until it holds (true) or 30 s passed (false): for a state the
+/// worker reaches on a thread of its own, after the answer or event that caused it.
+private func waitUntil(_ condition: () throws -> Bool) throws -> Bool {
+    let deadline = Date(timeIntervalSinceNow: 30)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
     }
+    return false
 }
