@@ -89,6 +89,41 @@ struct ChangeNotificationTests {
         }
     }
 
+    @Test("on the subscriber's own stdout, notifications come between whole responses and batch arrays, never inside one")
+    func notificationsInterleaveWholeLines() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let subscriber = ChangeSubscriber(worker)
+            let user = UUID()
+            _ = try subscriber.listen(to: user)
+            let habit = try #require(try subscriber.call("habits.create", params(user, ["name": "Mixed"]))["id"])
+            func update(_ index: Int) -> WireJSON {
+                WorkerProcess.envelope(method: "habits.update", params: params(user, ["id": habit, "name": .string("Mixed \(index)")]),
+                                       id: .int(index))
+            }
+            // 300 single requests and 30 batches of 10, written at once.
+            var expected = Set(0..<600)
+            for index in 0..<300 { try worker.send(update(index)) }
+            for batch in 0..<30 { try worker.send(.array((0..<10).map { update(300 + batch * 10 + $0) })) }
+            while !expected.isEmpty {
+                let bytes: [UInt8]
+                switch worker.nextOutput(timeout: 30) {
+                case .line(let line): bytes = line
+                case let other: throw ChangeSubscriberError.unexpected("\(other)")
+                }
+                let line = String(decoding: bytes, as: UTF8.self)
+                if try ChangeSubscriber.change(in: line) != nil { continue } // between two whole lines
+                let response = try WorkerResponse(line: bytes) // a whole response or batch array, or this throws
+                for element in response.isBatch ? response.batch : [response] {
+                    #expect(element.isSuccess, "\(element)")
+                    #expect(expected.remove(try #require(element.id?.intValue)) != nil, "\(element)")
+                }
+            }
+            let final = try session.changeSeq(of: user)
+            #expect(try subscriber.waitForChange(of: user, atLeast: final).seq == final)
+        }
+    }
+
     @Test("no subscriber, no LISTEN connection: opened by the first subscribe, closed after the last unsubscribe")
     func listenConnectionFollowsSubscribers() throws {
         try WorkerSession.with { session in
