@@ -64,7 +64,8 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     private var status = Status()
     private var started = false
     private var stopping = false
-    private let threadsDone = DispatchGroup()
+    private let listenerDone = DispatchGroup()
+    private let writerDone = DispatchGroup()
 
     init(settings: Settings, transport: WorkerTransport, logger: Logger) {
         self.settings = settings
@@ -104,6 +105,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     var currentStatus: Status { state.withLock { status } }
 
     /// Stops both threads (the worker is exiting); notifications not yet written are dropped.
+    /// Waits for the listen thread, and for the writer at most a second.
     func stop() {
         state.lock()
         stopping = true
@@ -112,15 +114,18 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         state.unlock()
         guard wasStarted else { return }
         wake.wake()
-        threadsDone.wait()
+        listenerDone.wait() // its connection closed (a connect under way ends within the connect timeout)
+        // The writer may be blocked on a stdout nobody reads: the exit must not wait for it.
+        _ = writerDone.wait(timeout: .now() + .seconds(1))
     }
 
     private func startThreads() {
         for (name, listens) in [("habit-listen", true), ("habit-notify", false)] {
-            threadsDone.enter()
+            let done = listens ? listenerDone : writerDone
+            done.enter()
             let thread = Thread { [self] in
                 if listens { listen() } else { writeNotifications() }
-                threadsDone.leave()
+                done.leave()
             }
             thread.name = name
             thread.start()
