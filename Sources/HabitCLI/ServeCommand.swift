@@ -59,6 +59,10 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Seconds to wait for PostgreSQL when connecting (env HABIT_CONNECT_TIMEOUT, default 3).", valueName: "s"))
     var connectTimeout: Int?
 
+    @Option(name: .customLong("listen-url"),
+            help: ArgumentHelp("Where change notifications are LISTENed for (changes.subscribe): a server or a session-mode pool, never a transaction pooler (env HABIT_LISTEN_URL, default the database URL).", valueName: "url"))
+    var listenURL: String?
+
     @Option(help: ArgumentHelp("Least severe log level written to stderr (env HABIT_LOG_LEVEL, default info).", valueName: "level"))
     var logLevel: Logger.Level?
 
@@ -91,6 +95,7 @@ struct ServeCommand: ParsableCommand {
         case database, migrate, poolSize, maxInFlight, statementTimeout, maxLineBytes, maxBatch, maxResponseBytes,
              maxPerRoundTrip, connectTimeout, logLevel, logFormat, healthSocket
         case syncRetentionDays
+        case listenURL
     }
 
     mutating func validate() throws {
@@ -118,6 +123,10 @@ struct ServeCommand: ParsableCommand {
         worker.healthSocketPath = try Setting.resolve(healthSocket, flag: "--health-socket", variable: "HABIT_HEALTH_SOCKET",
                                                       default: nil as String?, expected: "a usable socket path",
                                                       check: { try HealthSocket.checkPath($0) })
+        // Checked by libpq's parser; an error names the wrong part, never the value (a password).
+        worker.listenConnectionString = try Setting.resolve(listenURL, flag: "--listen-url", variable: "HABIT_LISTEN_URL",
+                                                            default: nil as String?, expected: "a libpq connection string or URL",
+                                                            check: { try ConnectionString.validate($0) })
         settings = Settings(
             migrate: try migrate || Environment.boolean("HABIT_MIGRATE") == true,
             logLevel: try Setting.resolve(logLevel, flag: "--log-level", variable: "HABIT_LOG_LEVEL", default: .info),

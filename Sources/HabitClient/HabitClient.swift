@@ -60,8 +60,28 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
         public var description: String { "[\(pid)] \(text)" }
     }
 
-    /// A stdout line that answers no call: a notification from a worker. (`habit serve`
-    /// sends none today; a future one would arrive here instead of being lost.)
+    /// `{"method":"changes","params":{"user_id","cursor"}}` from a worker: the user's data
+    /// changed (changes.subscribe); pull from your cursor. `cursor` is where a pull that saw
+    /// this change ends, for comparison only if you keep cursors' order yourself.
+    public struct ChangeNotification: Sendable, Equatable {
+        public var pid: Int32
+        public var userID: UUID
+        public var cursor: String
+
+        /// The line's change notification, if it is one.
+        init?(pid: Int32, line: [UInt8]) {
+            guard let message = try? JSONValue(parsing: String(decoding: line, as: UTF8.self)),
+                  message["method"]?.stringValue == "changes", message["id"] == nil,
+                  let user = message["params"]?["user_id"]?.stringValue.flatMap(UUID.init(uuidString:)),
+                  let cursor = message["params"]?["cursor"]?.stringValue else { return nil }
+            self.pid = pid
+            userID = user
+            self.cursor = cursor
+        }
+    }
+
+    /// A stdout line that answers no call and is not a change notification: a notification
+    /// from a worker of a kind this client does not know yet.
     public struct Notification: Sendable {
         public var pid: Int32
         public var line: String
@@ -72,11 +92,16 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
     public let configuration: Configuration
     /// Every worker's stderr lines (JSON log lines), in order per worker.
     public let stderrLines: AsyncStream<WorkerLine>
-    /// Stdout lines of the workers that answer no call.
+    /// Stdout lines of the workers that answer no call, other than change notifications.
     public let notifications: AsyncStream<Notification>
+    /// Every worker's change notifications (`changesSubscribe`). Subscriptions belong to a
+    /// worker process: after a restart this client subscribes the users again, and the new
+    /// worker notifies each once it listens (changes may have been missed meanwhile).
+    public let changes: AsyncStream<ChangeNotification>
 
     private let stderrContinuation: AsyncStream<WorkerLine>.Continuation
     private let notificationContinuation: AsyncStream<Notification>.Continuation
+    private let changeContinuation: AsyncStream<ChangeNotification>.Continuation
     private let slots: [Slot]
     private let lock = NSLock()
     private var nextSlot = 0
@@ -88,7 +113,9 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
         self.configuration = configuration
         (stderrLines, stderrContinuation) = AsyncStream.makeStream(of: WorkerLine.self, bufferingPolicy: .bufferingNewest(configuration.streamBuffer))
         (notifications, notificationContinuation) = AsyncStream.makeStream(of: Notification.self, bufferingPolicy: .bufferingNewest(configuration.streamBuffer))
-        let sinks = Slot.Sinks(configuration: configuration, stderr: stderrContinuation, notifications: notificationContinuation)
+        (changes, changeContinuation) = AsyncStream.makeStream(of: ChangeNotification.self, bufferingPolicy: .bufferingNewest(configuration.streamBuffer))
+        let sinks = Slot.Sinks(configuration: configuration, stderr: stderrContinuation, notifications: notificationContinuation,
+                               changes: changeContinuation)
         slots = (0..<configuration.workers).map { Slot(index: $0, sinks: sinks) }
         do {
             for slot in slots { try slot.start() }
@@ -103,6 +130,7 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
         for slot in slots { slot.shutDown() }
         stderrContinuation.finish()
         notificationContinuation.finish()
+        changeContinuation.finish()
     }
 
     /// The pids of the running workers, by slot (nil while one restarts).
@@ -136,7 +164,9 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
         while true {
             let connection = try await slot.connection()
             do {
-                return try await connection.call(method: method, params: params, options: options)
+                let result = try await connection.call(method: method, params: params, options: options)
+                slot.noteSubscription(method: method, params: params, result: result)
+                return result
             } catch let error as HabitClientError {
                 switch error {
                 case .notSent where resends < 3:
@@ -189,6 +219,7 @@ public final class HabitClient: HabitCalling, @unchecked Sendable { // mutable s
         }
         stderrContinuation.finish()
         notificationContinuation.finish()
+        changeContinuation.finish()
     }
 }
 
@@ -212,6 +243,7 @@ extension HabitClient {
             let configuration: Configuration
             let stderr: AsyncStream<WorkerLine>.Continuation
             let notifications: AsyncStream<Notification>.Continuation
+            let changes: AsyncStream<ChangeNotification>.Continuation
         }
 
         let index: Int
@@ -223,6 +255,9 @@ extension HabitClient {
         private var closed = false
         private var quickDeaths = 0
         private var startedAt = ContinuousClock.now
+        /// Users subscribed (changes.subscribe answered true) on this slot's worker: subscribed
+        /// again on its replacement.
+        private var subscribed: Set<UUID> = []
 
         init(index: Int, sinks: Sinks) {
             self.index = index
@@ -247,7 +282,11 @@ extension HabitClient {
                     sinks.stderr.yield(line)
                 },
                 otherLine: { bytes in
-                    sinks.notifications.yield(Notification(pid: pidBox.pid, line: String(decoding: bytes, as: UTF8.self)))
+                    if let change = ChangeNotification(pid: pidBox.pid, line: bytes) {
+                        sinks.changes.yield(change)
+                    } else {
+                        sinks.notifications.yield(Notification(pid: pidBox.pid, line: String(decoding: bytes, as: UTF8.self)))
+                    }
                 },
                 outputEnded: { [weak self] in self?.died(generation: generation) })
             let started = try WorkerConnection(command: sinks.configuration.command,
@@ -264,8 +303,25 @@ extension HabitClient {
             startedAt = .now
             let waiting = waiters
             waiters = []
+            let resubscribe = subscribed
             lock.unlock()
+            // Sent before any waiting call, so a subscribed user's notifications resume first;
+            // the answers are not needed (a failure shows in the worker's log).
+            for user in resubscribe {
+                _ = try? started.send(method: "changes.subscribe", params: ["user_id": .string(user.uuidString.lowercased())],
+                                      completion: { _ in })
+            }
             for waiter in waiting { waiter.resume(returning: started) }
+        }
+
+        /// Remembers a successful changes.subscribe / changes.unsubscribe of this slot's users.
+        func noteSubscription(method: String, params: JSONObject?, result: JSONValue) {
+            guard method == "changes.subscribe" || method == "changes.unsubscribe",
+                  let user = params?["user_id"]?.stringValue.flatMap(UUID.init(uuidString:)),
+                  case .bool(let isSubscribed)? = result["subscribed"] else { return }
+            lock.withLock {
+                if isSubscribed { subscribed.insert(user) } else { subscribed.remove(user) }
+            }
         }
 
         /// The current worker, waiting for a restart if it died.

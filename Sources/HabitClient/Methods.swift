@@ -16,6 +16,7 @@ public enum HabitMethods {
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
         "sync.pull", "sync.push",
+        "changes.subscribe", "changes.unsubscribe",
     ]
 
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
@@ -252,6 +253,9 @@ public struct Health: Codable, Sendable, Equatable {
 }
 
 public struct Deleted: Codable, Sendable, Equatable { public var deleted: Bool }
+
+/// `changes.subscribe` / `changes.unsubscribe`: whether the user is subscribed after the call.
+public struct Subscription: Codable, Sendable, Equatable { public var subscribed: Bool }
 
 public struct HabitsPage: Codable, Sendable, Equatable {
     public var habits: [Habit]
@@ -511,6 +515,16 @@ extension HabitCalling {
     /// The OpenRPC document.
     public func rpcDiscover(options: CallOptions = CallOptions()) async throws -> JSONValue {
         try await call(method: "rpc.discover", params: nil, options: options)
+    }
+
+    /// Change notifications for the user (`HabitClient.changes`; on a `WorkerConnection`, its
+    /// `otherLine` handler): one after the user's committed changes, at most one per 200 ms.
+    public func changesSubscribe(userID: UUID, options: CallOptions = CallOptions()) async throws -> Subscription {
+        try await call("changes.subscribe", Params(user: userID).object, options: options)
+    }
+
+    public func changesUnsubscribe(userID: UUID, options: CallOptions = CallOptions()) async throws -> Subscription {
+        try await call("changes.unsubscribe", Params(user: userID).object, options: options)
     }
 
     public func profileGet(userID: UUID, options: CallOptions = CallOptions()) async throws -> Profile {

@@ -97,9 +97,12 @@ final class Dispatcher: @unchecked Sendable {
     private let inFlight: DispatchSemaphore
     /// Counts the places taken, for the health socket.
     private let status: WorkerStatus
+    /// What `WorkerMethod`s act on.
+    private let worker: WorkerContext
 
-    init(configuration: WorkerConfiguration, transport: WorkerTransport, pool: ConnectionPool, logger: Logger) {
+    init(configuration: WorkerConfiguration, transport: WorkerTransport, pool: ConnectionPool, worker: WorkerContext, logger: Logger) {
         self.transport = transport
+        self.worker = worker
         self.logger = logger
         maxJSONDepth = configuration.maxJSONDepth
         maxBatchElements = configuration.maxBatchElements
@@ -263,6 +266,12 @@ final class Dispatcher: @unchecked Sendable {
             switch prepared {
             case .immediate(let value):
                 finish(.success(value), nil)
+            case .worker(let run):
+                do throws(RPCError) {
+                    finish(.success(try run(worker)), nil)
+                } catch {
+                    finish(.failure(error), nil)
+                }
             case .database(let run, let statement):
                 enqueue(Job(method: method, id: id, user: Self.user(of: request), run: run, statement: statement, accepted: read,
                             envelope: envelope, inBatch: inBatch, complete: { [inFlight, status] result, handOver in

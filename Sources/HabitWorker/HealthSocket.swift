@@ -31,6 +31,8 @@ final class WorkerStatus: @unchecked Sendable {
     private let lock = NSLock()
     private var snapshotValue = Snapshot(inFlight: 0, busy: 0, connected: 0, lastConnectFailed: false, lastDatabaseError: nil)
     let started = DispatchTime.now()
+    /// Set once, before any thread reads it.
+    var changes: ChangeListener?
 
     var snapshot: Snapshot { lock.withLock { snapshotValue } }
 
@@ -71,7 +73,11 @@ final class WorkerStatus: @unchecked Sendable {
 ///
 ///     {"status":"ok","pid":…,"in_flight":…,"max_in_flight":…,"queued":…,"running":…,
 ///      "stdin_pending_bytes":…,"pool":{"size":…,"connected":…,"busy":…},
-///      "last_database_error":{"at":…,"sqlstate":…,"reason":…}|null,"uptime_s":…}
+///      "last_database_error":{"at":…,"sqlstate":…,"reason":…}|null,
+///      "listen":{"subscribers":…,"connected":…,"last_error":{"at":…,"reason":…}|null},"uptime_s":…}
+///
+/// `listen` is the change listener (`changes.subscribe`): `connected` false while somebody is
+/// subscribed means notifications are not coming (it reconnects with backoff).
 ///
 /// `status` is `degraded` when no pool connection is up and the last attempt to connect
 /// failed (the worker answers database methods with -32010 until one succeeds); otherwise
@@ -272,6 +278,23 @@ public final class HealthSocket: @unchecked Sendable {
                     }
                 } else {
                     json.null()
+                }
+                if let listener = status.changes {
+                    let changes = listener.currentStatus
+                    json.key("listen")
+                    json.object { json in
+                        json.key("subscribers"); json.int(changes.subscribers)
+                        json.key("connected"); json.bool(changes.listening)
+                        json.key("last_error")
+                        if let error = changes.lastError {
+                            json.object { json in
+                                json.key("at"); json.string(error.at)
+                                json.key("reason"); json.string(error.reason)
+                            }
+                        } else {
+                            json.null()
+                        }
+                    }
                 }
                 json.key("uptime_s"); json.int(Int(uptime))
             }

@@ -97,6 +97,22 @@ protocol LocalMethod: MethodDeclaration {
     static func run(_ params: Params) throws(RPCError) -> Result
 }
 
+/// A method the worker answers from its own state, without the database (`changes.subscribe`):
+/// run by the reading thread as soon as it is read, so it must never wait.
+protocol WorkerMethod: MethodDeclaration {
+    associatedtype Result: MethodResult
+    static func run(_ params: Params, in worker: WorkerContext) throws(RPCError) -> Result
+}
+
+/// The worker's own state that `WorkerMethod`s act on.
+final class WorkerContext: Sendable {
+    let changes: ChangeListener
+
+    init(changes: ChangeListener) {
+        self.changes = changes
+    }
+}
+
 /// Method name → typed handler. Handlers never see request ids, framing or file descriptors.
 struct MethodRegistry: Sendable {
     enum Prepared: Sendable {
@@ -105,6 +121,8 @@ struct MethodRegistry: Sendable {
         /// a round trip with other requests'.
         case database(@Sendable (MethodContext) throws -> JSONValue,
                       statement: (@Sendable (MethodContext) throws -> UserStatement<JSONValue>)?)
+        /// Answered at once from the worker's own state (`WorkerMethod`).
+        case worker(@Sendable (WorkerContext) throws(RPCError) -> JSONValue)
     }
 
     /// One method as the OpenRPC document describes it.
@@ -144,6 +162,12 @@ struct MethodRegistry: Sendable {
         add(Method.self, result: Method.Result.schema, errors: Self.databaseErrors) { params in
             .database({ context in .writable(try Method.run(params, in: context)) },
                       statement: { context in try Method.statement(params, in: context).map { .writable($0) } })
+        }
+    }
+
+    mutating func register<Method: WorkerMethod>(_: Method.Type) {
+        add(Method.self, result: Method.Result.schema, errors: []) { params in
+            .worker({ worker throws(RPCError) in .writable(try Method.run(params, in: worker)) })
         }
     }
 

@@ -161,6 +161,9 @@ enum SyncPush: DatabaseMethod {
             return value
         case .database(let run, _):
             return try run(context)
+        case .worker:
+            // The worker's own state (subscriptions) is not data a device replays.
+            throw DomainErrorCode.methodNotAllowed.error()
         }
     }
 

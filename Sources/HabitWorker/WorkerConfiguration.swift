@@ -42,6 +42,10 @@ public struct WorkerConfiguration: Sendable {
     /// that loses them (pgbouncer < 1.21), with one warning in the log.
     public var preparedStatements: PreparedStatementMode = .auto
 
+    /// `--listen-url`: where the change listener LISTENs (`ChangeListener`); a session is
+    /// needed, so not a transaction pooler. nil: `connectionString`.
+    public var listenConnectionString: String?
+
     /// `--health-socket`: a unix socket answering one JSON status line per connection, from
     /// its own thread, whatever the load (`HealthSocket`). nil: none.
     public var healthSocketPath: String?

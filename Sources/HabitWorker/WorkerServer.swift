@@ -18,6 +18,7 @@ public final class WorkerServer: @unchecked Sendable {
     private let dispatcher: Dispatcher
     private let status = WorkerStatus()
     private let input: Int32
+    private let changes: ChangeListener
 
     /// `wake` stops the read loop when written to (signals); the worker makes one if none is given.
     public init(configuration: WorkerConfiguration, input: Int32 = 0, output: Int32 = 1, wake: WakePipe? = nil, logger: Logger) {
@@ -28,7 +29,13 @@ public final class WorkerServer: @unchecked Sendable {
                                     maxLineBytes: configuration.maxLineBytes, maxResponseBytes: configuration.maxResponseBytes,
                                     logger: logger)
         pool = ConnectionPool(configuration: configuration, status: status, logger: logger)
-        dispatcher = Dispatcher(configuration: configuration, transport: transport, pool: pool, logger: logger)
+        changes = ChangeListener(
+            settings: .init(connectionString: configuration.listenConnectionString ?? configuration.connectionString,
+                            connectTimeoutSeconds: configuration.connectTimeoutSeconds, store: configuration.storeSettings),
+            transport: transport, logger: logger)
+        status.changes = changes
+        dispatcher = Dispatcher(configuration: configuration, transport: transport, pool: pool,
+                                worker: WorkerContext(changes: changes), logger: logger)
     }
 
     /// Serves until end of input; returns the process exit code (0, or 1 if stdin or stdout
@@ -44,6 +51,8 @@ public final class WorkerServer: @unchecked Sendable {
             }
         }
         defer { health?.stop() }
+        let prune = SyncPrune(configuration: configuration, logger: logger)
+        defer { prune.stop() }
         logger.info("serving", metadata: ["pool_size": "\(configuration.poolSize)", "max_in_flight": "\(configuration.maxInFlight)"])
         // One thread per slot plus this one, which leads first: a thread is always free to read.
         let threads = DispatchGroup()
@@ -58,6 +67,7 @@ public final class WorkerServer: @unchecked Sendable {
         }
         dispatcher.serveAsLeader()
         threads.wait()
+        changes.stop()
         pool.close()
         logger.info("stopped")
         return transport.failed ? 1 : 0

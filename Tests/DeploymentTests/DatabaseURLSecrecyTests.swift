@@ -50,6 +50,23 @@ struct DatabaseURLSecrecyTests {
         }
     }
 
+    @Test("habit serve names the wrong part of --listen-url/HABIT_LISTEN_URL and never prints the secret")
+    func malformedListenURLsNeverShowTheirSecret() throws {
+        let binary = try WorkerProcess.binaryPath()
+        for (url, secret, complaint) in Self.cases {
+            for viaEnvironment in [false, true] {
+                let arguments = ["serve", "--database-url", "postgresql:///habit?host=/nonexistent-habit"] + (viaEnvironment ? [] : ["--listen-url", url])
+                let environment = WorkerProcess.childEnvironment(viaEnvironment ? ["HABIT_LISTEN_URL": url] : [:])
+                let result = try WorkerProcess.run(binary, arguments, environment: environment, timeout: 30)
+                let what = "serve with \(viaEnvironment ? "HABIT_LISTEN_URL" : "--listen-url") \(url)"
+                #expect(result.status == 64, "\(what): exit \(result.status), stderr \(result.stderr)")
+                #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret), "\(what): the secret is shown: \(result.stderr)")
+                let said = result.stderr.replacingOccurrences(of: "\\\"", with: "\"")
+                #expect(said.contains(complaint) && said.contains(viaEnvironment ? "HABIT_LISTEN_URL" : "--listen-url"), "\(what): \(result.stderr)")
+            }
+        }
+    }
+
     @Test("Connection and ConnectionString refuse the same strings with the same safe message")
     func theLibraryNeverQuotesAMalformedString() throws {
         for (url, secret, complaint) in Self.cases {

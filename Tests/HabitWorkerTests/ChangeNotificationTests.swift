@@ -1,0 +1,317 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// changes.subscribe over the pipes: a subscriber on one worker hears about changes made by
+/// another worker, by psql, through a transaction pooler; nothing for users it did not
+/// subscribe; a burst folded into few notifications; and a notification for every subscribed
+/// user after the listen server came back. Every wait is for a line, with a generous timeout.
+@Suite("habit serve: change notifications")
+struct ChangeNotificationTests {
+    @Test("a change through worker A and one through psql reach a subscriber on worker B, each with the cursor of its change")
+    func otherWorkerAndPsql() throws {
+        try WorkerSession.with { session in
+            try session.withAnotherWorker { other in
+                let subscriber = ChangeSubscriber(other)
+                let user = UUID()
+                #expect(try subscriber.listen(to: user).user == user)
+
+                let habit = try #require(try session.worker.createHabit(user: user, name: "Walk").habitID)
+                let afterCreate = try session.changeSeq(of: user)
+                #expect(try subscriber.waitForChange(of: user, atLeast: afterCreate).seq == afterCreate)
+
+                try session.admin.execute("UPDATE public.habit_templates SET name = 'Run' WHERE id = \(habit)")
+                let afterPsql = try session.changeSeq(of: user)
+                #expect(afterPsql > afterCreate)
+                #expect(try subscriber.waitForChange(of: user, atLeast: afterPsql).seq == afterPsql)
+            }
+        }
+    }
+
+    @Test("an unsubscribed user gets nothing: a later change of a subscribed user arrives alone")
+    func unsubscribedUserGetsNothing() throws {
+        try WorkerSession.with { session in
+            try session.withAnotherWorker { other in
+                let subscriber = ChangeSubscriber(other)
+                let (heard, left, never) = (UUID(), UUID(), UUID())
+                _ = try subscriber.listen(to: heard)
+                #expect(try subscriber.call("changes.subscribe", params(left))["subscribed"] == true)
+                #expect(try subscriber.call("changes.unsubscribe", params(left))["subscribed"] == false)
+                #expect(try subscriber.call("changes.unsubscribe", params(never))["subscribed"] == false)
+                // Committed first, so their notifications, if any, would come first.
+                _ = try session.worker.createHabit(user: left, name: "Left")
+                _ = try session.worker.createHabit(user: never, name: "Never")
+                _ = try session.worker.createHabit(user: heard, name: "Heard")
+                let next = try subscriber.nextChange()
+                #expect(next.user == heard, "\(next)")
+                #expect(next.seq == (try session.changeSeq(of: heard)))
+            }
+        }
+    }
+
+    @Test("1,000 changes in a burst: at most one notification per 200 ms window (+2), the last with the final cursor")
+    func burstIsCoalesced() throws {
+        try WorkerSession.with { session in
+            try session.withAnotherWorker { other in
+                let subscriber = ChangeSubscriber(other)
+                let user = UUID()
+                _ = try subscriber.listen(to: user)
+                let habit = try #require(try session.worker.createHabit(user: user, name: "Burst").habitID)
+                _ = try subscriber.waitForChange(of: user, atLeast: try session.changeSeq(of: user))
+
+                let started = DispatchTime.now()
+                // 1,000 transactions, sent at once and answered in order (one user's requests).
+                for index in 0..<1_000 {
+                    try session.worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": .string("Burst \(index)")]),
+                                                   id: .string("burst-\(index)"))
+                }
+                for index in 0..<1_000 {
+                    #expect(try session.worker.response(id: .string("burst-\(index)")).isSuccess)
+                }
+                let burst = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+                let final = try session.changeSeq(of: user)
+                var received = 0
+                while true {
+                    let change = try subscriber.nextChange()
+                    #expect(change.user == user)
+                    received += 1
+                    if change.seq >= final {
+                        #expect(change.seq == final)
+                        break
+                    }
+                }
+                let bound = Int(burst / 0.2) + 2
+                #expect(received <= bound, "\(received) notifications for a burst of \(burst) s")
+                #expect(received >= 1)
+            }
+        }
+    }
+
+    @Test("on the subscriber's own stdout, notifications come between whole responses and batch arrays, never inside one")
+    func notificationsInterleaveWholeLines() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let subscriber = ChangeSubscriber(worker)
+            let user = UUID()
+            _ = try subscriber.listen(to: user)
+            let habit = try #require(try subscriber.call("habits.create", params(user, ["name": "Mixed"]))["id"])
+            func update(_ index: Int) -> WireJSON {
+                WorkerProcess.envelope(method: "habits.update", params: params(user, ["id": habit, "name": .string("Mixed \(index)")]),
+                                       id: .int(index))
+            }
+            // 300 single requests and 30 batches of 10, written at once.
+            var expected = Set(0..<600)
+            for index in 0..<300 { try worker.send(update(index)) }
+            for batch in 0..<30 { try worker.send(.array((0..<10).map { update(300 + batch * 10 + $0) })) }
+            while !expected.isEmpty {
+                let bytes: [UInt8]
+                switch worker.nextOutput(timeout: 30) {
+                case .line(let line): bytes = line
+                case let other: throw ChangeSubscriberError.unexpected("\(other)")
+                }
+                let line = String(decoding: bytes, as: UTF8.self)
+                if try ChangeSubscriber.change(in: line) != nil { continue } // between two whole lines
+                let response = try WorkerResponse(line: bytes) // a whole response or batch array, or this throws
+                for element in response.isBatch ? response.batch : [response] {
+                    #expect(element.isSuccess, "\(element)")
+                    #expect(expected.remove(try #require(element.id?.intValue)) != nil, "\(element)")
+                }
+            }
+            let final = try session.changeSeq(of: user)
+            #expect(try subscriber.waitForChange(of: user, atLeast: final).seq == final)
+        }
+    }
+
+    @Test("no subscriber, no LISTEN connection: opened by the first subscribe, closed after the last unsubscribe")
+    func listenConnectionFollowsSubscribers() throws {
+        try WorkerSession.with { session in
+            let subscriber = ChangeSubscriber(session.worker)
+            #expect(try subscriber.call("system.ping")["ok"] == true)
+            #expect(try session.listenBackends() == 0)
+            let (first, second) = (UUID(), UUID())
+            _ = try subscriber.listen(to: first)
+            #expect(try session.listenBackends() == 1)
+            _ = try subscriber.call("changes.subscribe", params(second))
+            _ = try subscriber.call("changes.unsubscribe", params(first))
+            #expect(try session.listenBackends() == 1)
+            _ = try subscriber.call("changes.unsubscribe", params(second))
+            #expect(try waitUntil { try session.listenBackends() == 0 })
+        }
+    }
+
+    @Test("the listen server restarted: after the reconnect every subscribed user gets a notification")
+    func reconnectNotifiesEverySubscriber() throws {
+        try PrivatePostgresServer.with { server in
+            let migrate = try WorkerProcess.run(try WorkerProcess.binaryPath(),
+                                                ["migrate", "--database-url", server.adminURL, "--migrations-dir", TestDatabase.migrationsDirectory],
+                                                environment: WorkerProcess.childEnvironment())
+            try #require(migrate.status == 0, "habit migrate failed: \(migrate.stderr)")
+            let workerURL = try ConnectionString.applying(["user": "habit_worker"], to: server.adminURL)
+            let health = HealthSocketTests.socketPath()
+            try WorkerProcess.withServe(databaseURL: workerURL, arguments: ["--pool-size", "1", "--connect-timeout", "2",
+                                                                            "--listen-url", workerURL, "--health-socket", health]) { worker in
+                let subscriber = ChangeSubscriber(worker)
+                let (one, two) = (UUID(), UUID())
+                _ = try subscriber.listen(to: one)
+                _ = try subscriber.call("changes.subscribe", params(two))
+                #expect(try Self.listenStatus(health)?["subscribers"] as? Int == 2)
+                #expect(try Self.listenStatus(health)?["connected"] as? Bool == true)
+                try server.stop()
+                // The health socket says notifications are not coming.
+                #expect(try waitUntil { try Self.listenStatus(health)?["connected"] as? Bool == false })
+                let error = try Self.listenStatus(health)?["last_error"] as? [String: Any]
+                #expect(["connection_lost", "connect_failed"].contains(error?["reason"] as? String ?? ""), "\(String(describing: error))")
+                try server.start()
+                var notified: Set<UUID> = []
+                while notified.count < 2 {
+                    notified.insert(try subscriber.nextChange().user)
+                }
+                #expect(notified == [one, two])
+                // Listening again: a change after the restart is heard.
+                let admin = try Connection(server.adminURL, applicationName: "habit-tests")
+                defer { admin.close() }
+                try admin.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(two), 'UTC')")
+                let seq = try admin.queryOne("SELECT seq FROM habit.sync_clocks WHERE user_id = \(two)").decode(Int64.self, at: 0)
+                #expect(try subscriber.waitForChange(of: two, atLeast: seq).seq == seq)
+            }
+        }
+    }
+
+    @Test("database URL through pgbouncer in transaction mode, --listen-url direct: changes are heard")
+    func pgBouncerWithDirectListenURL() throws {
+        try TestDatabase.with { database in
+            try PgBouncer.with(poolSize: 2) { bouncer in
+                let pooled = try bouncer.url(user: "habit_worker", database: database.name)
+                let direct = try database.workerURL()
+                try WorkerProcess.withServe(databaseURL: pooled, arguments: ["--pool-size", "2", "--listen-url", direct]) { worker in
+                    let subscriber = ChangeSubscriber(worker)
+                    let user = UUID()
+                    _ = try subscriber.listen(to: user)
+                    _ = try subscriber.call("habits.create", params(user, ["name": "Pooled"]))
+                    let admin = try database.connect()
+                    defer { admin.close() }
+                    let seq = try admin.queryOne("SELECT seq FROM habit.sync_clocks WHERE user_id = \(user)").decode(Int64.self, at: 0)
+                    #expect(try subscriber.waitForChange(of: user, atLeast: seq).seq == seq)
+                }
+            }
+        }
+    }
+}
+
+extension ChangeNotificationTests {
+    /// The health socket's `listen` member.
+    static func listenStatus(_ path: String) throws -> [String: Any]? {
+        try HealthSocketTests.probe(path).line?["listen"] as? [String: Any]
+    }
+}
+
+/// One worker's stdout read line by line, responses and `changes` notifications apart: a test
+/// calls through it and waits for notifications, which may arrive between any two responses.
+final class ChangeSubscriber {
+    struct Change: CustomStringConvertible {
+        let user: UUID
+        let cursor: String
+        /// The change number inside the cursor (-1 if it is not one).
+        var seq: Int64 { (try? SyncCursor(text: cursor))?.seq ?? -1 }
+        var description: String { "changes(\(user), seq \(seq))" }
+    }
+
+    let worker: WorkerProcess
+    private var changes: [Change] = []
+    private var calls = 0
+
+    init(_ worker: WorkerProcess) {
+        self.worker = worker
+    }
+
+    /// The result of a successful call; notifications read meanwhile are kept for `nextChange`.
+    func call(_ method: String, _ params: WireJSON? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> WireJSON {
+        calls += 1
+        let id = WireJSON.string("subscriber-\(calls)")
+        try worker.sendRequest(method, params: params, id: id)
+        while true {
+            let line = try nextLine()
+            if let change = try Self.change(in: line) {
+                changes.append(change)
+                continue
+            }
+            let response = try WorkerResponse(line: Array(line.utf8))
+            guard response.id == id else { throw ChangeSubscriberError.unexpected(line) }
+            return try #require(response.result, "\(method): \(response)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Subscribes `user` as the first subscriber and waits for the notification every
+    /// subscribed user gets once the worker listens: from then on, changes are heard.
+    func listen(to user: UUID) throws -> Change {
+        #expect(try call("changes.subscribe", params(user))["subscribed"] == true)
+        return try nextChange()
+    }
+
+    /// The next notification (kept or read now); any other line is an error.
+    func nextChange() throws -> Change {
+        if !changes.isEmpty { return changes.removeFirst() }
+        let line = try nextLine()
+        guard let change = try Self.change(in: line) else { throw ChangeSubscriberError.unexpected(line) }
+        return change
+    }
+
+    /// Notifications of `user` until one with at least `seq` (folded notifications may skip seqs).
+    func waitForChange(of user: UUID, atLeast seq: Int64) throws -> Change {
+        while true {
+            let change = try nextChange()
+            if change.user == user && change.seq >= seq { return change }
+        }
+    }
+
+    private func nextLine() throws -> String {
+        switch worker.nextOutput(timeout: 30) {
+        case .line(let bytes): return String(decoding: bytes, as: UTF8.self)
+        case .endOfOutput: throw ChangeSubscriberError.endOfOutput(worker.stderrText.suffix(2_000).description)
+        case .timedOut: throw ChangeSubscriberError.timedOut(worker.stderrText.suffix(2_000).description)
+        }
+    }
+
+    /// The line as a `changes` notification, or nil for a response.
+    static func change(in line: String) throws -> Change? {
+        let json = try WireJSON.parse(line)
+        guard json["method"]?.stringValue == "changes" else { return nil }
+        #expect(json["id"] == nil && json["jsonrpc"]?.stringValue == "2.0" && json["params"]?.keys == ["user_id", "cursor"], "\(line)")
+        guard let user = json["params"]?["user_id"]?.stringValue.flatMap(UUID.init(uuidString:)),
+              let cursor = json["params"]?["cursor"]?.stringValue else { throw ChangeSubscriberError.unexpected(line) }
+        return Change(user: user, cursor: cursor)
+    }
+}
+
+enum ChangeSubscriberError: Error {
+    case unexpected(String)
+    case endOfOutput(String)
+    case timedOut(String)
+}
+
+extension WorkerSession {
+    /// The user's change clock (`habit.sync_clocks.seq`): the number of their last change.
+    func changeSeq(of user: UUID) throws -> Int64 {
+        try admin.queryOne("SELECT coalesce((SELECT seq FROM habit.sync_clocks WHERE user_id = \(user)), 0)").decode(Int64.self, at: 0)
+    }
+
+    /// The change listeners' backends in this session's database.
+    func listenBackends() throws -> Int {
+        try admin.queryOne("""
+            SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'habit-listen'
+            """).decode(Int.self, at: 0)
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds (true) or 30 s passed (false): for a state the
+/// worker reaches on a thread of its own, after the answer or event that caused it.
+private func waitUntil(_ condition: () throws -> Bool) throws -> Bool {
+    let deadline = Date(timeIntervalSinceNow: 30)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return false
+}
