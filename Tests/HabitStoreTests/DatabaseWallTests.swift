@@ -17,6 +17,11 @@ import Testing
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
         "habit.due_days(jsonb,date,daterange,date)",
+        // sql/0011: the streak reads planned into their callers (day.get's statement, habit_stats).
+        "habit.streak_unit(jsonb)", "habit.streak_ledger_answers(habit_streak_state,jsonb,date)",
+        "habit.streak_base(uuid,uuid,date,integer)", "habit.streak_counts_before(uuid,uuid,date,integer)",
+        "habit.habit_stats_quick(uuid,uuid,date,jsonb)", "habit.current_streak(uuid,uuid,date,jsonb)",
+        "habit.habits_on(uuid,date,date,text)", "habit.streak_rate(integer,integer)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
