@@ -60,8 +60,35 @@ done
 echo "median habits.stats/day.get $(median "${stats_ratios[@]}")x (target >= 0.5), day.get+streaks/day.get $(median "${streak_ratios[@]}")x (target >= 0.8)"
 
 # The bare statements, for scale: pgbench as the owner, one random user per transaction.
-for fn in "habit.habit_stats(:u)" "habit.current_streaks(:u)"; do
+user_sql="md5('bench-user-' || :n)::uuid"
+for fn in "habit.habit_stats($user_sql)" "habit.current_streaks($user_sql)"; do
     script=$HABIT_PG_DIR/bench.sql
-    printf '\\set n random(1, %s)\nSELECT * FROM %s;\n' "$USERS" "${fn/:u/md5('bench-user-' || :n)::uuid}" >"$script"
-    echo "pgbench SELECT * FROM $fn: $(pgbench -n -M prepared -c 1 -T "$RUN" -f "$script" "$DATABASE_URL" 2>/dev/null | awk '/^tps/ {print $3}') tps"
+    printf '\\set n random(1, %s)\nSELECT * FROM %s;\n' "$USERS" "$fn" >"$script"
+    echo "pgbench SELECT * FROM $fn: $(pgbench -n -M prepared -c 1 -T "$RUN" -f "$script" "$DATABASE_URL" 2>&1 | awk '/^tps/ {print $3}') tps"
 done
+
+# The cost of a write on a long streak: a daily habit done on each of the 1,000 days before
+# today; pgbench (as the owner, each statement its own transaction, triggers on) completes
+# today and takes it back (the ledger from today's week on), then takes back and restores the
+# completion 500 days ago (a backfill: the ledger from that week on, ~500 slots).
+psql -q -v ON_ERROR_STOP=1 -d "$DATABASE_URL" <<'SQL'
+SET habit.backfill = 'on';
+INSERT INTO profiles (user_id, timezone) VALUES (md5('streak-writer')::uuid, 'Europe/Berlin');
+INSERT INTO habit_templates (id, user_id, name, activated_at, schedule)
+VALUES (md5('streak-habit')::uuid, md5('streak-writer')::uuid, 'Long streak',
+        ((now() AT TIME ZONE 'Europe/Berlin')::date - 1000)::timestamp AT TIME ZONE 'Europe/Berlin', '{"type":"daily"}');
+INSERT INTO habit_completions (user_id, template_id, completed_date)
+SELECT md5('streak-writer')::uuid, md5('streak-habit')::uuid, d::date
+FROM generate_series((now() AT TIME ZONE 'Europe/Berlin')::date - 1000, (now() AT TIME ZONE 'Europe/Berlin')::date - 1, '1 day') d;
+SQL
+script=$HABIT_PG_DIR/write.sql
+cat >"$script" <<'SQL'
+SET habit.backfill = 'on';
+INSERT INTO habit_completions (user_id, template_id, completed_date) VALUES (md5('streak-writer')::uuid, md5('streak-habit')::uuid, (now() AT TIME ZONE 'Europe/Berlin')::date);
+DELETE FROM habit_completions WHERE user_id = md5('streak-writer')::uuid AND template_id = md5('streak-habit')::uuid AND completed_date = (now() AT TIME ZONE 'Europe/Berlin')::date;
+DELETE FROM habit_completions WHERE user_id = md5('streak-writer')::uuid AND template_id = md5('streak-habit')::uuid AND completed_date = (now() AT TIME ZONE 'Europe/Berlin')::date - 500;
+INSERT INTO habit_completions (user_id, template_id, completed_date) VALUES (md5('streak-writer')::uuid, md5('streak-habit')::uuid, (now() AT TIME ZONE 'Europe/Berlin')::date - 500);
+SQL
+echo "writes on a 1,000-day streak (ms per statement, pgbench -r, $RUN s):"
+pgbench -n -M prepared -r -c 1 -T "$RUN" -f "$script" "$DATABASE_URL" 2>&1 \
+    | awk '/statement latencies/ { on = 1; next } on && /INSERT|DELETE/ { n++; printf "  %-28s %s\n", (n == 1 ? "complete today" : n == 2 ? "take today back" : n == 3 ? "take back day -500" : "complete day -500"), $1 }'

@@ -14,28 +14,34 @@
 -- row-level security; every statement filters by the user.
 
 -- 1. Slots ----------------------------------------------------------------------------------
--- habit.habit_days_at for one habit: the same body with the periods filtered by the habit
--- (p.template_id = p_template), in the profile's zone. A copy rather than habit_days_at
--- filtered afterwards because that expands every habit of the user (ten times the rows for
--- ten habits: 1.7 s against 0.17 s for ten 3-year habits). StreakFunctionsTests checks that
--- it equals habit_days_at filtered, over random histories.
-CREATE FUNCTION habit.habit_days_of(p_user uuid, p_template uuid, p_from date, p_to date, p_today date)
+-- habit.habit_days_at (sql/0010) gains an optional habit, p_template: a habit's slots expand
+-- only its own periods, filtered before their days are generated (expanding every habit of
+-- the user and filtering afterwards made ten times the rows for ten habits: 1.7 s against
+-- 0.17 s for ten 3-year habits). 0010's function is replaced by the same body plus that
+-- filter; its callers are unchanged (p_template defaults to NULL). Dropped, not replaced in
+-- place: a new argument makes a new signature. The privileges are 0010's.
+DROP FUNCTION habit.habit_days_at(uuid, date, date, date, text);
+CREATE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today date, p_zone text DEFAULT NULL,
+                                    p_template uuid DEFAULT NULL)
     RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb, done boolean, skipped boolean)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        tz text := habit.user_time_zone(p_user, NULL);
+        tz text := habit.user_time_zone(p_user, p_zone);
     BEGIN
         RETURN QUERY
         SELECT o.template_id, o.day,
                habit.due_days(o.schedule, o.first_day, daterange(o.day, o.day + 1, '[)'), target.met_on) > 0,
                o.schedule,
+               -- Scalar subqueries, one key lookup per row: as EXISTS the planner may hash
+               -- every completion of the user instead.
                coalesce((SELECT true FROM public.habit_completions c
                          WHERE c.user_id = p_user AND c.template_id = o.template_id AND c.completed_date = o.day), false),
                coalesce((SELECT true FROM public.habit_skips k
                          WHERE k.user_id = p_user AND k.template_id = o.template_id AND k.skipped_date = o.day), false)
         FROM (
+            -- The schedule in force on a day: the latest-starting period that makes it on.
             SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day, s.schedule, lower(s.days) AS first_day
             FROM (
                 SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
@@ -43,12 +49,19 @@ CREATE FUNCTION habit.habit_days_of(p_user uuid, p_template uuid, p_from date, p
                 CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
                 CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
                                                    least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
-                WHERE p.user_id = p_user AND p.template_id = p_template
+                WHERE p.user_id = p_user
+                  -- One habit's periods only, before their days are generated.
+                  AND (p_template IS NULL OR p.template_id = p_template)
+                  -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
                   AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
                   AND NOT isempty(r.days)
             ) s
             ORDER BY s.template_id, s.day, s.started_at DESC
         ) o
+        -- A times_per_week target, looked up only for such habits; a plain column for
+        -- habit.due_days, which is then inlined (an argument calling a function is not).
+        -- OFFSET 0 keeps the subquery whole, so the lookup runs after its WHERE (pulled up
+        -- into the join, it ran for every habit).
         LEFT JOIN LATERAL (
             SELECT habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, habit.user_week_start_isodow(p_user)),
                                             (o.schedule ->> 'times')::integer) AS met_on
@@ -58,8 +71,10 @@ CREATE FUNCTION habit.habit_days_of(p_user uuid, p_template uuid, p_from date, p
         ORDER BY o.template_id, o.day;
     END
     $fn$;
-COMMENT ON FUNCTION habit.habit_days_of(uuid, uuid, date, date, date) IS
-    'habit.habit_days_at for one habit (the same body, periods filtered by the habit; the profile''s zone) (sql/0011).';
+COMMENT ON FUNCTION habit.habit_days_at(uuid, date, date, date, text, uuid) IS
+    'Per habit of p_user (or only p_template) and local date in [p_from, p_to] on which the habit is on (habit.period_on_days, given today p_today): whether it is due (habit.due_days), its schedule, whether it is done and skipped (sql/0010; p_template sql/0011).';
+REVOKE ALL ON FUNCTION habit.habit_days_at(uuid, date, date, date, text, uuid) FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.habit_days_at(uuid, date, date, date, text, uuid) TO authenticated, service_role, habit_batch, habit_admin;
 
 -- One habit's slots in [p_from, p_to] with today p_today, in unit p_unit:
 --   'days'   one row per day the habit is on (habit.habit_days_at): 'neutral' when not due,
@@ -73,8 +88,7 @@ COMMENT ON FUNCTION habit.habit_days_of(uuid, uuid, date, date, date) IS
 --            times_per_week, else the number of due days of the week: 'kept' when
 --            done ≥ max(0, target − skipped), else 'missed' (never excused nor neutral).
 -- The state is the day's or week's own: "the slot of R is not over" is the callers' business.
--- Built on habit.habit_days_of (habit.habit_days_at, the one definition of on and due, for
--- one habit). p_today = 'infinity' gives the final states: a day is on when a period overlaps it.
+-- Built on habit.habit_days_at for the one habit (the one definition of on and due). p_today = 'infinity' gives the final states: a day is on when a period overlaps it.
 CREATE FUNCTION habit.habit_slots(p_user uuid, p_template uuid, p_unit text, p_from date, p_to date, p_today date)
     RETURNS TABLE (slot date, state text)
     LANGUAGE plpgsql STABLE
@@ -87,7 +101,7 @@ CREATE FUNCTION habit.habit_slots(p_user uuid, p_template uuid, p_unit text, p_f
             RETURN QUERY
             SELECT d.day,
                    CASE WHEN NOT d.due THEN 'neutral' WHEN d.done THEN 'kept' WHEN d.skipped THEN 'excused' ELSE 'missed' END
-            FROM habit.habit_days_of(p_user, p_template, p_from, p_to, p_today) d
+            FROM habit.habit_days_at(p_user, p_from, p_to, p_today, NULL, p_template) d
             ORDER BY d.day;
         ELSIF p_unit = 'weeks' THEN
             RETURN QUERY
@@ -100,7 +114,7 @@ CREATE FUNCTION habit.habit_slots(p_user uuid, p_template uuid, p_unit text, p_f
                        CASE WHEN (array_agg(d.schedule ORDER BY d.day DESC))[1] ->> 'type' = 'times_per_week'
                             THEN ((array_agg(d.schedule ORDER BY d.day DESC))[1] ->> 'times')::bigint
                             ELSE count(*) FILTER (WHERE d.due) END AS target
-                FROM habit.habit_days_of(p_user, p_template, habit.week_start(p_from, wk), habit.week_start(p_to, wk) + 6, p_today) d
+                FROM habit.habit_days_at(p_user, habit.week_start(p_from, wk), habit.week_start(p_to, wk) + 6, p_today, NULL, p_template) d
                 GROUP BY 1
             ) w
             ORDER BY w.week;
@@ -113,11 +127,11 @@ COMMENT ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date) IS
     'One habit''s slots (days, or the user''s weeks) in a range with their own state: kept, excused, missed, neutral; days not on have no row (sql/0011).';
 
 -- The unit of a habit: weeks when its current schedule is times_per_week, else days.
+-- Inlinable (no SET clause; the operators schema-qualified): the quick reads call it per habit.
 CREATE FUNCTION habit.streak_unit(schedule jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $fn$
-    SELECT CASE WHEN schedule ->> 'type' = 'times_per_week' THEN 'weeks' ELSE 'days' END
+    SELECT CASE WHEN schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.=) 'times_per_week' THEN 'weeks' ELSE 'days' END
     $fn$;
 COMMENT ON FUNCTION habit.streak_unit(jsonb) IS
     'The unit a habit''s streaks and rates count in, from its current schedule: weeks for times_per_week, else days (sql/0011).';
@@ -289,11 +303,14 @@ COMMENT ON TABLE public.habit_streak_slots IS
 -- One row per habit: the per-habit lock of maintenance, the unit the ledger is in, its
 -- horizon, and the completion counter (total_done at R = done_days − completions after R).
 CREATE TABLE public.habit_streak_state (
-    template_id uuid PRIMARY KEY,
-    user_id     uuid NOT NULL,
-    unit        text NOT NULL CHECK (unit IN ('days', 'weeks')),
-    horizon     date NOT NULL,
-    done_days   integer NOT NULL,
+    template_id  uuid PRIMARY KEY,
+    user_id      uuid NOT NULL,
+    unit         text NOT NULL CHECK (unit IN ('days', 'weeks')),
+    horizon      date NOT NULL,
+    horizon_slot date NOT NULL,
+    done_days    integer NOT NULL,
+    last_done    date,
+    last_ended   timestamptz,
     CONSTRAINT habit_streak_state_template_fkey FOREIGN KEY (template_id, user_id)
         REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE
 );
@@ -314,7 +331,10 @@ COMMENT ON COLUMN public.habit_streak_state.template_id IS 'The habit.';
 COMMENT ON COLUMN public.habit_streak_state.user_id IS 'Owner; the owner of the habit (composite foreign key).';
 COMMENT ON COLUMN public.habit_streak_state.unit IS 'The unit the ledger is in: days or weeks (habit.streak_unit of the schedule).';
 COMMENT ON COLUMN public.habit_streak_state.horizon IS 'The ledger has rows up to this date: today or the latest completion or skip at the last maintenance.';
+COMMENT ON COLUMN public.habit_streak_state.horizon_slot IS 'The slot of the horizon: the horizon itself, or the first day of its week (weeks).';
 COMMENT ON COLUMN public.habit_streak_state.done_days IS 'Number of completions of the habit.';
+COMMENT ON COLUMN public.habit_streak_state.last_done IS 'Its latest completion (NULL: none): total_done and last_done at R ≥ it without a probe.';
+COMMENT ON COLUMN public.habit_streak_state.last_ended IS 'The latest end of its closed periods (NULL: none): a habit closed lately is answered by the scan.';
 
 ALTER TABLE public.habit_streak_slots ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.habit_streak_slots FORCE ROW LEVEL SECURITY;
@@ -350,6 +370,9 @@ CREATE FUNCTION habit.rebuild_streak_slots(p_user uuid, p_template uuid, p_from 
         v_start date;
         v_horizon date;
         v_width integer;
+        v_last_done date;
+        v_done_days integer;
+        v_last_ended timestamptz;
         prev public.habit_streak_slots;
         rec record;
         kept_cum integer := 0;
@@ -376,8 +399,8 @@ CREATE FUNCTION habit.rebuild_streak_slots(p_user uuid, p_template uuid, p_from 
         v_tz := habit.user_time_zone(p_user, NULL);
         v_today := habit.local_date(now(), v_tz);
         v_wk := habit.user_week_start_isodow(p_user);
-        INSERT INTO public.habit_streak_state AS s (template_id, user_id, unit, horizon, done_days)
-        VALUES (p_template, p_user, v_unit, v_today, 0) ON CONFLICT (template_id) DO NOTHING;
+        INSERT INTO public.habit_streak_state AS s (template_id, user_id, unit, horizon, horizon_slot, done_days)
+        VALUES (p_template, p_user, v_unit, v_today, v_today, 0) ON CONFLICT (template_id) DO NOTHING;
         IF FOUND THEN
             -- No ledger yet: all of it.
             p_from := NULL;
@@ -390,12 +413,13 @@ CREATE FUNCTION habit.rebuild_streak_slots(p_user uuid, p_template uuid, p_from 
         IF v_old_unit <> v_unit THEN
             p_from := NULL;
         END IF;
-        SELECT min(lower(r.days)) INTO v_first
+        SELECT min(lower(r.days)) FILTER (WHERE NOT isempty(r.days)), max(p.ended_at) INTO v_first, v_last_ended
         FROM public.habit_periods p
         CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, v_tz, 'infinity') AS r(days)
-        WHERE p.user_id = p_user AND p.template_id = p_template AND NOT isempty(r.days);
-        v_horizon := greatest(v_today,
-            (SELECT max(c.completed_date) FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template),
+        WHERE p.user_id = p_user AND p.template_id = p_template;
+        SELECT max(c.completed_date), count(*) INTO v_last_done, v_done_days
+        FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template;
+        v_horizon := greatest(v_today, v_last_done,
             (SELECT max(k.skipped_date) FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = p_template));
         -- The rows between the old and the new horizon change too: a write past the old horizon
         -- (a skip ahead, a write days after the last one) adds the slots before it, a horizon
@@ -405,7 +429,8 @@ CREATE FUNCTION habit.rebuild_streak_slots(p_user uuid, p_template uuid, p_from 
         END IF;
         UPDATE public.habit_streak_state s
         SET unit = v_unit, horizon = v_horizon,
-            done_days = (SELECT count(*) FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template)
+            horizon_slot = CASE WHEN v_unit = 'weeks' THEN habit.week_start(v_horizon, v_wk) ELSE v_horizon END,
+            done_days = v_done_days, last_done = v_last_done, last_ended = v_last_ended
         WHERE s.template_id = p_template;
 
         IF v_first IS NULL THEN
@@ -468,41 +493,6 @@ CREATE FUNCTION habit.rebuild_streaks_from(p_changes jsonb) RETURNS void
     END
     $fn$;
 
-CREATE FUNCTION habit.streaks_after_day_rows() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        changes jsonb;
-    BEGIN
-        -- TG_ARGV[0]: the date column (completed_date or skipped_date).
-        IF TG_OP = 'INSERT' THEN
-            EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT user_id, template_id, min(%I) AS day FROM new_rows GROUP BY 1, 2) x', TG_ARGV[0]) INTO changes;
-        ELSIF TG_OP = 'DELETE' THEN
-            EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT user_id, template_id, min(%I) AS day FROM old_rows GROUP BY 1, 2) x', TG_ARGV[0]) INTO changes;
-        ELSE
-            EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT user_id, template_id, min(%1$I) AS day FROM (SELECT user_id, template_id, %1$I FROM old_rows UNION ALL SELECT user_id, template_id, %1$I FROM new_rows) a GROUP BY 1, 2) x', TG_ARGV[0]) INTO changes;
-        END IF;
-        IF changes IS NOT NULL THEN
-            PERFORM habit.rebuild_streaks_from(changes);
-        END IF;
-        RETURN NULL;
-    END
-    $fn$;
-
-CREATE TRIGGER habit_completions_streaks_insert AFTER INSERT ON public.habit_completions
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_day_rows('completed_date');
-CREATE TRIGGER habit_completions_streaks_update AFTER UPDATE ON public.habit_completions
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_day_rows('completed_date');
-CREATE TRIGGER habit_completions_streaks_delete AFTER DELETE ON public.habit_completions
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_day_rows('completed_date');
-CREATE TRIGGER habit_skips_streaks_insert AFTER INSERT ON public.habit_skips
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_day_rows('skipped_date');
-CREATE TRIGGER habit_skips_streaks_update AFTER UPDATE ON public.habit_skips
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_day_rows('skipped_date');
-CREATE TRIGGER habit_skips_streaks_delete AFTER DELETE ON public.habit_skips
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_day_rows('skipped_date');
-
 -- Periods: from the earliest local day a changed period (old or new) may change: its first
 -- day, or the day before its end's local date (habit.period_on_days ends at L, L + 1 or L + 2).
 CREATE FUNCTION habit.streak_period_day(p_user uuid, p_started timestamptz, p_ended timestamptz) RETURNS date
@@ -512,41 +502,51 @@ CREATE FUNCTION habit.streak_period_day(p_user uuid, p_started timestamptz, p_en
     SELECT least(habit.local_date(p_started, z.tz), habit.local_date(p_ended, z.tz) - 1)
     FROM (SELECT habit.user_time_zone(p_user, NULL) AS tz) z
     $fn$;
-CREATE FUNCTION habit.streaks_after_periods() RETURNS trigger
+
+-- One trigger function for completions, skips and periods. TG_ARGV[0]: the SQL expression,
+-- over a changed row r, of the earliest day it may change (r.completed_date, r.skipped_date,
+-- or habit.streak_period_day for a period); written by the CREATE TRIGGER statements below,
+-- never from input. The changed rows are those the event has: new, old, or both.
+CREATE FUNCTION habit.streaks_after_rows() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         changes jsonb;
     BEGIN
-        -- Each branch names only the transition tables its event has.
-        IF TG_OP = 'INSERT' THEN
-            SELECT jsonb_agg(x) INTO changes FROM (
-                SELECT r.user_id, r.template_id, min(habit.streak_period_day(r.user_id, r.started_at, r.ended_at)) AS day
-                FROM new_rows r GROUP BY 1, 2) x;
-        ELSIF TG_OP = 'DELETE' THEN
-            SELECT jsonb_agg(x) INTO changes FROM (
-                SELECT r.user_id, r.template_id, min(habit.streak_period_day(r.user_id, r.started_at, r.ended_at)) AS day
-                FROM old_rows r GROUP BY 1, 2) x;
-        ELSE
-            SELECT jsonb_agg(x) INTO changes FROM (
-                SELECT r.user_id, r.template_id, min(habit.streak_period_day(r.user_id, r.started_at, r.ended_at)) AS day
-                FROM (SELECT o.user_id, o.template_id, o.started_at, o.ended_at FROM old_rows o
-                      UNION ALL SELECT n.user_id, n.template_id, n.started_at, n.ended_at FROM new_rows n) r
-                GROUP BY 1, 2) x;
-        END IF;
+        EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT r.user_id, r.template_id, min(%s) AS day FROM (%s) r GROUP BY 1, 2) x',
+                       TG_ARGV[0],
+                       CASE TG_OP WHEN 'INSERT' THEN 'SELECT * FROM new_rows'
+                                  WHEN 'DELETE' THEN 'SELECT * FROM old_rows'
+                                  ELSE 'SELECT * FROM old_rows UNION ALL SELECT * FROM new_rows' END) INTO changes;
         IF changes IS NOT NULL THEN
             PERFORM habit.rebuild_streaks_from(changes);
         END IF;
         RETURN NULL;
     END
     $fn$;
+
+CREATE TRIGGER habit_completions_streaks_insert AFTER INSERT ON public.habit_completions
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.completed_date');
+CREATE TRIGGER habit_completions_streaks_update AFTER UPDATE ON public.habit_completions
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.completed_date');
+CREATE TRIGGER habit_completions_streaks_delete AFTER DELETE ON public.habit_completions
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.completed_date');
+CREATE TRIGGER habit_skips_streaks_insert AFTER INSERT ON public.habit_skips
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.skipped_date');
+CREATE TRIGGER habit_skips_streaks_update AFTER UPDATE ON public.habit_skips
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.skipped_date');
+CREATE TRIGGER habit_skips_streaks_delete AFTER DELETE ON public.habit_skips
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.skipped_date');
 CREATE TRIGGER habit_periods_streaks_insert AFTER INSERT ON public.habit_periods
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_periods();
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION habit.streaks_after_rows('habit.streak_period_day(r.user_id, r.started_at, r.ended_at)');
 CREATE TRIGGER habit_periods_streaks_update AFTER UPDATE ON public.habit_periods
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_periods();
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION habit.streaks_after_rows('habit.streak_period_day(r.user_id, r.started_at, r.ended_at)');
 CREATE TRIGGER habit_periods_streaks_delete AFTER DELETE ON public.habit_periods
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_periods();
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION habit.streaks_after_rows('habit.streak_period_day(r.user_id, r.started_at, r.ended_at)');
 
 -- A habit's schedule decides its unit: a changed schedule rebuilds the habit (the periods'
 -- trigger ran before the row changed, with the old unit).
@@ -630,7 +630,7 @@ COMMENT ON FUNCTION habit.rebuild_all_streaks() IS
     'Rebuilds every habit''s streak ledger from scratch; returns the number of habits. habit_admin only (sql/0011).';
 
 REVOKE ALL ON FUNCTION habit.rebuild_streak_slots(uuid, uuid, date), habit.rebuild_streaks_from(jsonb),
-    habit.streaks_after_day_rows(), habit.streaks_after_periods(), habit.streaks_after_templates(),
+    habit.streaks_after_rows(), habit.streaks_after_templates(),
     habit.streaks_after_profiles(), habit.rebuild_all_streaks(), habit.streak_period_day(uuid, timestamptz, timestamptz) FROM PUBLIC, anon;
 GRANT EXECUTE ON FUNCTION habit.rebuild_all_streaks() TO habit_admin;
 GRANT EXECUTE ON FUNCTION habit.streak_period_day(uuid, timestamptz, timestamptz) TO authenticated, service_role, habit_batch, habit_admin;
@@ -735,10 +735,155 @@ CREATE FUNCTION habit.habit_stats_fast(p_user uuid, p_templates uuid[], p_date d
 COMMENT ON FUNCTION habit.habit_stats_fast(uuid, uuid[], date, date, text, integer) IS
     'The habits'' stats at p_date from its streak ledger (index probes); no row when the ledger cannot answer (then habit.habit_stats_scan does); needs_scan when a slot past the horizon is kept (sql/0011).';
 
--- p_template NULL: every habit on at R (habit.habit_days_at of R, like day.get), ordered as
--- day.get orders them (sort_order NULLS LAST, created_at, id); given: that habit whatever its
--- state (no row: not the user's, or unknown). p_date NULL: today in the user's zone. From the
--- ledger (habit.habit_stats_fast), else by scanning (habit.habit_stats_scan).
+-- One habit's stats at R by the ledger with the slots past its horizon scanned, else by the
+-- scan (habit.habit_stats_fast, then habit.habit_stats_scan): the slow path of
+-- habit.habit_stats_quick and habit.current_streak. No row when the habit is not the user's.
+CREATE FUNCTION habit.habit_stats_slow(p_user uuid, p_template uuid, p_date date)
+    RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
+                   longest_length integer, longest_start date, longest_end date,
+                   rate_7 double precision, rate_30 double precision, rate_365 double precision,
+                   rate_all double precision, total_done integer, last_done date)
+    LANGUAGE plpgsql STABLE ROWS 1
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $fn$
+    DECLARE
+        v_tz text := habit.user_time_zone(p_user, NULL);
+        v_today date := habit.local_date(now(), v_tz);
+    BEGIN
+        RETURN QUERY
+        SELECT f.template_id, f.unit, f.current_length, f.current_start, f.longest_length, f.longest_start, f.longest_end,
+               f.rate_7, f.rate_30, f.rate_365, f.rate_all, f.total_done, f.last_done
+        FROM habit.habit_stats_fast(p_user, ARRAY[p_template], p_date, v_today, v_tz, habit.user_week_start_isodow(p_user)) f
+        WHERE NOT f.needs_scan;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT * FROM habit.habit_stats_scan(p_user, p_template, p_date, v_today);
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.habit_stats_slow(uuid, uuid, date) IS
+    'One habit''s stats at p_date from its ledger with the slots past the horizon scanned, else by the scan: the slow path of the quick reads (sql/0011).';
+
+-- Whether the ledger alone answers for a habit at R, with no slot to scan: it is in the unit
+-- of the habit's current schedule; R is at most one slot past the horizon's slot for days (R's
+-- own slot is then neutral: no completion past the horizon) and in the horizon's week for
+-- weeks (a week past it may be kept, when its target is 0); and no period of the habit ended
+-- in the last 5 days (the ledger's final states count a day on when a period overlaps it;
+-- the real today does not for a period closed today or yesterday: the scan decides).
+-- Inlinable (one expression, no SET clause, operators schema-qualified), like habit.due_days.
+CREATE FUNCTION habit.streak_ledger_answers(st public.habit_streak_state, p_schedule jsonb, p_date date) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT st.unit OPERATOR(pg_catalog.=) habit.streak_unit(p_schedule)
+       AND p_date OPERATOR(pg_catalog.<=) (st.horizon_slot OPERATOR(pg_catalog.+) CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 6 ELSE 1 END)
+       AND (st.last_ended IS NULL OR st.last_ended OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '5 days'))
+    $fn$;
+COMMENT ON FUNCTION habit.streak_ledger_answers(public.habit_streak_state, jsonb, date) IS
+    'Whether a habit''s ledger answers its stats at p_date by probes alone (unit current, R by the horizon, no period ended in the last 5 days) (sql/0011).';
+
+-- The base of R's stats: the habit's ledger row of slot(R) when kept, else the last one before
+-- slot(R) (slot(R) not over: neutral); p_width = 1 (days) or 7 (weeks). Slots are days or
+-- first days of the user's weeks, so slot ≤ slot(R) ⟺ slot ≤ R and slot < slot(R) ⟺
+-- slot ≤ R − width: no week arithmetic. One backward index probe; inlinable.
+CREATE FUNCTION habit.streak_base(p_user uuid, p_template uuid, p_date date, p_width integer)
+    RETURNS SETOF public.habit_streak_slots
+    LANGUAGE sql STABLE ROWS 1
+    AS $fn$
+    SELECT s.* FROM public.habit_streak_slots s
+    WHERE s.user_id OPERATOR(pg_catalog.=) p_user AND s.template_id OPERATOR(pg_catalog.=) p_template
+      AND s.slot OPERATOR(pg_catalog.<=) p_date
+      AND (s.slot OPERATOR(pg_catalog.<=) (p_date OPERATOR(pg_catalog.-) p_width) OR s.run_pos OPERATOR(pg_catalog.>) 0)
+    ORDER BY s.slot DESC LIMIT 1
+    $fn$;
+COMMENT ON FUNCTION habit.streak_base(uuid, uuid, date, integer) IS
+    'The ledger row R''s stats start from: slot(R)''s when kept, else the last before slot(R) (sql/0011).';
+
+-- The counts before a window starting at p_first: the last ledger row whose slot ends before
+-- p_first (slot < slot(p_first) ⟺ slot ≤ p_first − width, as above). Inlinable.
+CREATE FUNCTION habit.streak_counts_before(p_user uuid, p_template uuid, p_first date, p_width integer)
+    RETURNS TABLE (kept_cum integer, open_cum integer)
+    LANGUAGE sql STABLE ROWS 1
+    AS $fn$
+    SELECT s.kept_cum, s.open_cum FROM public.habit_streak_slots s
+    WHERE s.user_id OPERATOR(pg_catalog.=) p_user AND s.template_id OPERATOR(pg_catalog.=) p_template
+      AND s.slot OPERATOR(pg_catalog.<=) (p_first OPERATOR(pg_catalog.-) p_width)
+    ORDER BY s.slot DESC LIMIT 1
+    $fn$;
+
+-- A rate: kept ÷ open slots, NULL when none is open. Inlinable (NULLIF would look "=" up by
+-- the caller's search_path).
+CREATE FUNCTION habit.streak_rate(kept integer, open integer) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN open OPERATOR(pg_catalog.=) 0 THEN NULL
+                ELSE pg_catalog.float8(kept) OPERATOR(pg_catalog./) pg_catalog.float8(open) END
+    $fn$;
+
+-- One habit's stats at R with p_schedule its current schedule: by probes of its ledger when
+-- habit.streak_ledger_answers (the state row, the base and three window probes; total_done
+-- and last_done from the state unless R is before the latest completion), else
+-- habit.habit_stats_slow. Exactly one row for a habit of the user. Inlinable into the caller.
+CREATE FUNCTION habit.habit_stats_quick(p_user uuid, p_template uuid, p_date date, p_schedule jsonb)
+    RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
+                   longest_length integer, longest_start date, longest_end date,
+                   rate_7 double precision, rate_30 double precision, rate_365 double precision,
+                   rate_all double precision, total_done integer, last_done date)
+    LANGUAGE sql STABLE ROWS 1
+    AS $fn$
+    SELECT p_template, st.unit,
+           pg_catalog.int4(coalesce(b.run_pos, 0)), b.run_first, pg_catalog.int4(coalesce(b.best_len, 0)), b.best_first, b.best_last,
+           habit.streak_rate(coalesce(b.kept_cum, 0) OPERATOR(pg_catalog.-) coalesce(w7.kept_cum, 0),
+                             coalesce(b.open_cum, 0) OPERATOR(pg_catalog.-) coalesce(w7.open_cum, 0)),
+           habit.streak_rate(coalesce(b.kept_cum, 0) OPERATOR(pg_catalog.-) coalesce(w30.kept_cum, 0),
+                             coalesce(b.open_cum, 0) OPERATOR(pg_catalog.-) coalesce(w30.open_cum, 0)),
+           habit.streak_rate(coalesce(b.kept_cum, 0) OPERATOR(pg_catalog.-) coalesce(w365.kept_cum, 0),
+                             coalesce(b.open_cum, 0) OPERATOR(pg_catalog.-) coalesce(w365.open_cum, 0)),
+           habit.streak_rate(coalesce(b.kept_cum, 0), coalesce(b.open_cum, 0)),
+           CASE WHEN st.last_done IS NULL OR st.last_done OPERATOR(pg_catalog.<=) p_date THEN st.done_days
+                ELSE st.done_days OPERATOR(pg_catalog.-) pg_catalog.int4((SELECT pg_catalog.count(*) FROM public.habit_completions c
+                     WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
+                       AND c.completed_date OPERATOR(pg_catalog.>) p_date)) END,
+           CASE WHEN st.last_done IS NULL OR st.last_done OPERATOR(pg_catalog.<=) p_date THEN st.last_done
+                ELSE (SELECT pg_catalog.max(c.completed_date) FROM public.habit_completions c
+                      WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
+                        AND c.completed_date OPERATOR(pg_catalog.<=) p_date) END
+    FROM public.habit_streak_state st
+    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 7 ELSE 1 END AS width) u
+    LEFT JOIN LATERAL habit.streak_base(p_user, p_template, p_date, u.width) b ON true
+    LEFT JOIN LATERAL habit.streak_counts_before(p_user, p_template, p_date OPERATOR(pg_catalog.-) 6, u.width) w7 ON true
+    LEFT JOIN LATERAL habit.streak_counts_before(p_user, p_template, p_date OPERATOR(pg_catalog.-) 29, u.width) w30 ON true
+    LEFT JOIN LATERAL habit.streak_counts_before(p_user, p_template, p_date OPERATOR(pg_catalog.-) 364, u.width) w365 ON true
+    WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
+      AND habit.streak_ledger_answers(st, p_schedule, p_date)
+    UNION ALL
+    SELECT x.* FROM (SELECT 1 WHERE NOT EXISTS (
+            SELECT 1 FROM public.habit_streak_state st
+            WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
+              AND habit.streak_ledger_answers(st, p_schedule, p_date)) OFFSET 0) slow
+    CROSS JOIN LATERAL habit.habit_stats_slow(p_user, p_template, p_date) x
+    $fn$;
+COMMENT ON FUNCTION habit.habit_stats_quick(uuid, uuid, date, jsonb) IS
+    'One habit''s stats at p_date (p_schedule: its current schedule) by probes of its ledger, else habit.habit_stats_slow (sql/0011).';
+
+-- The habits of p_user on at R (habit.period_on_days, in zone p_zone with today p_today): the
+-- rule habit.habit_days_at expands, for one day and without due, done or skipped. A closed
+-- period is on at R only when it ended after R's midnight: the index skips old periods.
+CREATE FUNCTION habit.habits_on(p_user uuid, p_date date, p_today date, p_zone text)
+    RETURNS SETOF uuid
+    LANGUAGE sql STABLE
+    AS $fn$
+    SELECT p.template_id FROM public.habit_periods p
+    WHERE p.user_id OPERATOR(pg_catalog.=) p_user
+      AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_zone, p_date::timestamp))
+      AND habit.period_on_days(p.started_at, p.ended_at, p_zone, p_today) OPERATOR(pg_catalog.@>) p_date
+    GROUP BY p.template_id
+    $fn$;
+COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text) IS
+    'The habits of a user on at a date (habit.period_on_days): habit.habit_days_at''s habits of one day (sql/0011).';
+
+-- p_template NULL: every habit on at R (habit.habits_on, like day.get), ordered as day.get
+-- orders them (sort_order NULLS LAST, created_at, id); given: that habit whatever its state
+-- (no row: not the user's, or unknown). p_date NULL: today in the user's zone.
 CREATE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAULT NULL, p_date date DEFAULT NULL)
     RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
                    longest_length integer, longest_start date, longest_end date,
@@ -753,129 +898,80 @@ CREATE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAULT NULL, p_d
         v_tz text := habit.user_time_zone(p_user, NULL);
         v_today date := habit.local_date(now(), v_tz);
         v_date date := coalesce(p_date, v_today);
-        v_wk integer := habit.user_week_start_isodow(p_user);
     BEGIN
         RETURN QUERY
-        WITH habits AS MATERIALIZED (
-            SELECT t.id, t.sort_order, t.created_at FROM public.habit_templates t
-            WHERE t.user_id = p_user
-              AND CASE WHEN p_template IS NULL
-                       THEN t.id IN (SELECT d.template_id FROM habit.habit_days_at(p_user, v_date, v_date, v_today) d)
-                       ELSE t.id = p_template END
-        ),
-        fast AS MATERIALIZED (
-            SELECT f.* FROM habit.habit_stats_fast(p_user, (SELECT array_agg(h.id) FROM habits h), v_date, v_today, v_tz, v_wk) f
-        )
-        SELECT s.template_id, s.unit, s.current_length, s.current_start, s.longest_length, s.longest_start, s.longest_end,
-               s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done
-        FROM habits t
-        LEFT JOIN fast f ON f.template_id = t.id
-        CROSS JOIN LATERAL (
-            SELECT f.template_id, f.unit, f.current_length, f.current_start, f.longest_length, f.longest_start, f.longest_end,
-                   f.rate_7, f.rate_30, f.rate_365, f.rate_all, f.total_done, f.last_done
-            WHERE f.template_id IS NOT NULL AND NOT f.needs_scan
-            UNION ALL
-            -- Only then called: a function scan under a filter would run anyway.
-            SELECT x.* FROM (SELECT 1 WHERE f.template_id IS NULL OR f.needs_scan OFFSET 0) fallback
-            CROSS JOIN LATERAL habit.habit_stats_scan(p_user, t.id, v_date, v_today) x
-        ) s
+        SELECT s.* FROM public.habit_templates t
+        CROSS JOIN LATERAL habit.habit_stats_quick(p_user, t.id, v_date, t.schedule) s
+        WHERE t.user_id = p_user
+          AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id))
+                   ELSE t.id = p_template END
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id;
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_stats(uuid, uuid, date) IS
     'Streaks, rates and totals at p_date (NULL: today in the user''s zone) of the habit p_template, or of every habit on that day in day.get''s order (sql/0011).';
 
--- Lean (day.get's include): per habit on at R one probe of the ledger (the last row ≤ slot(R)
--- that is kept, or before slot(R)) for the run's position and first slot. "On at R" is
--- habit.period_on_days containing R for one of the habit's periods (the rule habit_days_at
--- expands; due, done, skipped and the schedule are not needed here), read in the same pass
--- over the periods as "closed lately" (a period whose final on-days reach today: the ledger
--- counts today as on, the real today may not). Past the horizon (R later than the last write)
--- the few slots after it are scanned for a missed one; the reference scan answers for a habit
--- without a ledger, in another unit, closed lately, or with a kept slot past the horizon.
+-- One habit's current streak at R with p_schedule its current schedule (day.get's include):
+-- one probe of its ledger (habit.streak_base) when habit.streak_ledger_answers, else
+-- habit.habit_stats_slow. Exactly one row for a habit of the user. Inlinable, so day.get's
+-- statement probes the ledger in its own plan (a PL/pgSQL call per request or per habit cost
+-- more than the probes).
+CREATE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_date date, p_schedule jsonb)
+    RETURNS TABLE (current_length integer, current_start date)
+    LANGUAGE sql STABLE ROWS 1
+    AS $fn$
+    SELECT pg_catalog.int4(coalesce(b.run_pos, 0)), b.run_first
+    FROM public.habit_streak_state st
+    LEFT JOIN LATERAL habit.streak_base(p_user, p_template, p_date, CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 7 ELSE 1 END) b ON true
+    WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
+      AND habit.streak_ledger_answers(st, p_schedule, p_date)
+    UNION ALL
+    SELECT x.current_length, x.current_start FROM (SELECT 1 WHERE NOT EXISTS (
+            SELECT 1 FROM public.habit_streak_state st
+            WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
+              AND habit.streak_ledger_answers(st, p_schedule, p_date)) OFFSET 0) slow
+    CROSS JOIN LATERAL habit.habit_stats_slow(p_user, p_template, p_date) x
+    $fn$;
+COMMENT ON FUNCTION habit.current_streak(uuid, uuid, date, jsonb) IS
+    'One habit''s current streak at p_date (p_schedule: its current schedule) by one probe of its ledger, else habit.habit_stats_slow (sql/0011).';
+
+-- The current streak at R (NULL: today in the user's zone) of every habit on at R.
 CREATE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAULT NULL)
     RETURNS TABLE (template_id uuid, current_length integer, current_start date)
     LANGUAGE plpgsql STABLE
-    -- PL/pgSQL: the plan is kept per session. Probes of a few rows: JIT's compile time (tens
-    -- of ms) would dwarf them, should a plan's estimated cost ever cross jit_above_cost.
     SET search_path = pg_catalog, pg_temp
     SET jit = off
     AS $fn$
     DECLARE
-        v_tz text;
-        v_today date;
-        v_date date;
-        v_wk integer;
-        v_week date;
+        v_tz text := habit.user_time_zone(p_user, NULL);
+        v_today date := habit.local_date(now(), v_tz);
+        v_date date := coalesce(p_date, v_today);
     BEGIN
-        -- One statement for the profile's zone and week (each DECLARE default would be one).
-        SELECT habit.user_time_zone(p_user, NULL), habit.user_week_start_isodow(p_user) INTO v_tz, v_wk;
-        v_today := habit.local_date(now(), v_tz);
-        v_date := coalesce(p_date, v_today);
-        v_week := habit.week_start(v_date, v_wk);
         RETURN QUERY
-        WITH k AS MATERIALIZED (
-            SELECT o.template_id, st.unit,
-                   CASE WHEN st.unit = 'weeks' THEN v_week ELSE v_date END AS slot_r,
-                   CASE WHEN st.unit = 'weeks' THEN st.horizon - ((extract(isodow FROM st.horizon)::integer - v_wk + 7) % 7)
-                        ELSE st.horizon END AS slot_h,
-                   st.unit IS NULL OR o.closed_lately
-                       OR st.unit <> (SELECT habit.streak_unit(t.schedule) FROM public.habit_templates t
-                                      WHERE t.id = o.template_id AND t.user_id = p_user) AS fallback
-            FROM (
-                SELECT p.template_id,
-                       -- An open period's ended_at is NULL: coalesce, or NULL would reach NOT fallback.
-                       coalesce(bool_or(p.ended_at > ((v_today - 3)::timestamp AT TIME ZONE v_tz)
-                                        AND upper(habit.period_on_days(p.started_at, p.ended_at, v_tz, 'infinity')) > v_today), false) AS closed_lately
-                FROM public.habit_periods p
-                WHERE p.user_id = p_user
-                  AND (p.ended_at IS NULL OR p.ended_at > (least(v_date, v_today - 3)::timestamp AT TIME ZONE v_tz))
-                GROUP BY p.template_id
-                HAVING bool_or(habit.period_on_days(p.started_at, p.ended_at, v_tz, v_today) @> v_date)
-            ) o
-            LEFT JOIN public.habit_streak_state st ON st.template_id = o.template_id AND st.user_id = p_user
-        )
-        SELECT k.template_id,
-               CASE WHEN k.fallback OR g.kept > 0 THEN x.current_length
-                    WHEN g.missed > 0 OR base.run_pos IS NULL THEN 0 ELSE base.run_pos END,
-               CASE WHEN k.fallback OR g.kept > 0 THEN x.current_start
-                    WHEN g.missed > 0 OR base.run_pos = 0 THEN NULL ELSE base.run_first END
-        FROM k
-        LEFT JOIN LATERAL (
-            SELECT s.run_pos, s.run_first FROM public.habit_streak_slots s
-            WHERE s.user_id = p_user AND s.template_id = k.template_id AND s.slot <= k.slot_r
-              AND (s.slot < k.slot_r OR s.run_pos > 0)
-            ORDER BY s.slot DESC LIMIT 1
-        ) base ON true
-        -- Past the horizon: no completion nor skip there, so an open slot before slot(R) is missed.
-        LEFT JOIN LATERAL (
-            SELECT count(*) FILTER (WHERE h.state = 'missed' AND h.slot < k.slot_r) AS missed,
-                   count(*) FILTER (WHERE h.state = 'kept') AS kept
-            -- (SELECT … WHERE … OFFSET 0): the function runs only then (a join condition would
-            -- filter its rows after running it).
-            FROM (SELECT 1 WHERE NOT k.fallback AND k.slot_r > k.slot_h OFFSET 0) past_horizon
-            CROSS JOIN LATERAL habit.habit_slots(p_user, k.template_id, k.unit, k.slot_h + CASE WHEN k.unit = 'weeks' THEN 7 ELSE 1 END,
-                                                 v_date, v_today) h
-            WHERE h.slot > k.slot_h AND h.slot <= k.slot_r
-        ) g ON true
-        LEFT JOIN LATERAL (
-            SELECT y.current_length, y.current_start
-            FROM (SELECT 1 WHERE k.fallback OR g.kept > 0 OFFSET 0) scan
-            CROSS JOIN LATERAL habit.habit_stats_scan(p_user, k.template_id, v_date, v_today) y
-        ) x ON true;
+        SELECT t.id, c.current_length, c.current_start FROM public.habit_templates t
+        CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, t.schedule) c
+        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id));
     END
     $fn$;
 COMMENT ON FUNCTION habit.current_streaks(uuid, date) IS
     'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day (sql/0011).';
 
-REVOKE ALL ON FUNCTION habit.habit_days_of(uuid, uuid, date, date, date), habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
+REVOKE ALL ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
     habit.habit_stats_fast(uuid, uuid[], date, date, text, integer),
-    habit.current_streaks(uuid, date), habit.stats_calendar(uuid, uuid, date, date) FROM PUBLIC, anon;
-GRANT EXECUTE ON FUNCTION habit.habit_days_of(uuid, uuid, date, date, date), habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
+    habit.current_streaks(uuid, date), habit.stats_calendar(uuid, uuid, date, date),
+    habit.habit_stats_slow(uuid, uuid, date), habit.streak_ledger_answers(public.habit_streak_state, jsonb, date),
+    habit.streak_base(uuid, uuid, date, integer), habit.streak_counts_before(uuid, uuid, date, integer),
+    habit.habit_stats_quick(uuid, uuid, date, jsonb), habit.habits_on(uuid, date, date, text),
+    habit.current_streak(uuid, uuid, date, jsonb), habit.streak_rate(integer, integer) FROM PUBLIC, anon;
+GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
     habit.habit_stats_fast(uuid, uuid[], date, date, text, integer),
-    habit.current_streaks(uuid, date), habit.stats_calendar(uuid, uuid, date, date)
+    habit.current_streaks(uuid, date), habit.stats_calendar(uuid, uuid, date, date),
+    habit.habit_stats_slow(uuid, uuid, date), habit.streak_ledger_answers(public.habit_streak_state, jsonb, date),
+    habit.streak_base(uuid, uuid, date, integer), habit.streak_counts_before(uuid, uuid, date, integer),
+    habit.habit_stats_quick(uuid, uuid, date, jsonb), habit.habits_on(uuid, date, date, text),
+    habit.current_streak(uuid, uuid, date, jsonb), habit.streak_rate(integer, integer)
     TO authenticated, service_role, habit_batch, habit_admin;
 
 -- Existing data.

@@ -200,11 +200,9 @@ public final class HabitRepository {
 
     /// `day`'s statement, for running several requests in one round trip (`UserScope.queries`).
     /// Without `includeStreaks` the statement is exactly the one day.get always ran; with it,
-    /// the same statement joins `habit.current_streaks(user, date)` (sql/0011) on the habit:
-    /// still one statement, one round trip. That function reckons today in the profile's zone
-    /// (the streak's "R not over" rule does not depend on today; which habits are on today
-    /// does): under a `timeZone` override whose today differs, a habit listed for the
-    /// override's today alone gets no streak row and reads as `CurrentStreak.zero`.
+    /// the same statement joins `habit.current_streak(user, habit, date, schedule)` (sql/0011)
+    /// on each habit: still one statement, one round trip. Streaks are the profile's (its zone
+    /// and week), also under a `timeZone` override: each listed habit gets its streak at `date`.
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil,
                              includeStreaks: Bool = false) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
@@ -227,24 +225,24 @@ public final class HabitRepository {
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """
         } else {
-            // The statement above, plus the streaks: their CTE, their join, and their two
-            // columns after Habit.columns (so the habit still decodes from column 4).
+            // The statement above, plus each habit's streak (habit.current_streak: inlined, one
+            // probe of the habit's ledger in this plan) and its two columns after
+            // Habit.columns (so the habit still decodes from column 4).
             """
             WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
             header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
             on_day AS (
                 SELECT d.template_id, d.due, d.done, d.skipped, d.schedule
                 FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
-            ),
-            streaks AS MATERIALIZED (SELECT s.template_id, s.current_length, s.current_start FROM habit.current_streaks(\(user), \(date)) s)
+            )
             SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t.")),
                    t.current_length, t.current_start
             FROM header LEFT JOIN LATERAL (
                 SELECT on_day.due, on_day.done, on_day.skipped,
                        \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "on_day.schedule"])),
-                       streaks.current_length, streaks.current_start
+                       streak.current_length, streak.current_start
                 FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
-                LEFT JOIN streaks ON streaks.template_id = h.id
+                LEFT JOIN LATERAL habit.current_streak(\(user), h.id, \(date), h.schedule) streak ON true
                 WHERE h.user_id = \(user)
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id

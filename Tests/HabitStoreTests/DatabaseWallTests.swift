@@ -17,6 +17,11 @@ import Testing
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
         "habit.due_days(jsonb,date,daterange,date)",
+        // sql/0011: the streak reads planned into their callers (day.get's statement, habit_stats).
+        "habit.streak_unit(jsonb)", "habit.streak_ledger_answers(habit_streak_state,jsonb,date)",
+        "habit.streak_base(uuid,uuid,date,integer)", "habit.streak_counts_before(uuid,uuid,date,integer)",
+        "habit.habit_stats_quick(uuid,uuid,date,jsonb)", "habit.current_streak(uuid,uuid,date,jsonb)",
+        "habit.habits_on(uuid,date,date,text)", "habit.streak_rate(integer,integer)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
@@ -63,7 +68,15 @@ import Testing
             let weekly = "SELECT week_start::text || ' ' || completions || ' ' || active_habit_days FROM habit.weekly_counts('2026-11-16', '2026-11-29', 'monday')"
             let expectedWeeks = ["2026-11-16 1 6", "2026-11-23 0 7"]
             #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
+            // sql/0011's streak reads, inlined into the caller's statement (the ledger answers at R).
+            let streaks: Query = """
+                SELECT row(q.*)::text || ' ' || row(c.*)::text FROM public.habit_templates t,
+                       habit.habit_stats_quick(t.user_id, t.id, '2026-11-20', t.schedule) q, habit.current_streak(t.user_id, t.id, '2026-11-20', t.schedule) c
+                """
+            let expectedStreaks = try connection.query(streaks).map { try $0.decode(String.self, at: 0) }
+            #expect(expectedStreaks.count == 1)
             try connection.withTransaction(prelude: ["SET LOCAL search_path = hostile, pg_catalog, public"]) { connection throws in
+                #expect(try connection.query(streaks).map { try $0.decode(String.self, at: 0) } == expectedStreaks)
                 // The hostile operator really is what an unqualified `-` means here.
                 #expect(try connection.queryOne("SELECT date '2026-11-20' - 4").decode(CalendarDate.self, at: 0) == date("1900-01-01"))
                 let row = try connection.queryOne("""
@@ -100,6 +113,10 @@ import Testing
                 """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             for name in ["week_start(", "local_date(", "completion_refusal(", "is_on_day(", "period_on_days("] {
                 #expect(!plan.contains(name), "\(plan)")
+            }
+            let streaksPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + streaks.sql)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            for name in ["Function Scan on habit_stats_quick", "Function Scan on current_streak", "streak_base", "streak_ledger_answers"] {
+                #expect(!streaksPlan.contains(name), "\(streaksPlan)")
             }
             let weeklyPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + weekly)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             #expect(!weeklyPlan.contains("Function Scan on weekly_counts"), "\(weeklyPlan)")

@@ -6,8 +6,8 @@ import Testing
 
 /// sql/0011 (issue 17) at the SQL level: the ledger the triggers keep (habit_streak_slots)
 /// answers exactly as the reference scan (habit.habit_stats_scan), after random writes of
-/// every kind; the stored ledger equals one rebuilt from scratch; habit.habit_days_of equals
-/// habit.habit_days_at filtered; row-level security on the ledger. Seeded: a failure prints
+/// every kind; the stored ledger equals one rebuilt from scratch; habit.habit_days_at for one
+/// habit equals habit.habit_days_at filtered; row-level security on the ledger. Seeded: a failure prints
 /// the seed, STREAK_SEED=<seed> replays it.
 @Suite struct StreakFunctionsTests {
     static let user = UUID(uuidString: "00000000-0000-0000-0000-0000000000c1")!
@@ -31,8 +31,9 @@ import Testing
     static let schedules = [#"{"type":"daily"}"#, #"{"type":"weekdays","days":[1,3,5]}"#, #"{"type":"every_n_days","n":3}"#,
                             #"{"type":"times_per_week","times":2}"#, #"{"type":"times_per_week","times":4}"#]
 
-    /// Mismatches between the ledger and the scan, the stored and the rebuilt ledger, and
-    /// habit_days_of and habit_days_at, for every habit of `user` and many R (past, today,
+    /// Mismatches between the ledger (its probes alone: habit_stats_quick; with the slots past
+    /// the horizon scanned: habit_stats_fast) and the scan, the stored and the rebuilt ledger,
+    /// and habit_days_at for one habit and filtered, for every habit of `user` and many R (past, today,
     /// past the horizon).
     static func mismatches(_ c: Connection, user: UUID) throws -> [String] {
         var found = try c.query("""
@@ -52,7 +53,21 @@ import Testing
                    f.rate_7, f.rate_30, f.rate_365, f.rate_all, f.total_done, f.last_done) IS DISTINCT FROM (x.*)
             ORDER BY 1 LIMIT 5
             """).map { try $0.decode(String.self, at: 0) }
-        // current_streaks (its own lean read: one probe per habit on at R) equals the scan's
+        // The quick read (probes when the ledger answers, else the slow path) equals the scan.
+        found += try c.query("""
+            WITH params AS (
+                SELECT t.user_id, t.id, t.schedule, habit.local_date(now(), habit.user_time_zone(t.user_id, NULL)) AS today
+                FROM public.habit_templates t WHERE t.user_id = \(user)),
+            rs AS (SELECT p.*, (p.today + g)::date AS r FROM params p, generate_series(-200, 20, 3) g
+                   UNION SELECT p.*, (p.today + g)::date FROM params p, generate_series(-9, 9) g)
+            SELECT 'quick ' || rs.id::text || ' at ' || rs.r::text || ': ' || coalesce(row(q.*)::text, 'none') || ' scan ' || coalesce(row(x.*)::text, 'none')
+            FROM rs
+            LEFT JOIN LATERAL habit.habit_stats_quick(rs.user_id, rs.id, rs.r, rs.schedule) q ON true
+            LEFT JOIN LATERAL habit.habit_stats_scan(rs.user_id, rs.id, rs.r, rs.today) x ON true
+            WHERE row(q.*) IS DISTINCT FROM row(x.*)
+            ORDER BY 1 LIMIT 5
+            """).map { try $0.decode(String.self, at: 0) }
+        // current_streaks (its own lean read: one probe per habit on at R, else the slow path) equals the scan's
         // current streak of exactly the habits habit_days_at has on at R.
         found += try c.query("""
             WITH params AS (SELECT habit.local_date(now(), habit.user_time_zone(\(user), NULL)) AS today),
@@ -66,7 +81,8 @@ import Testing
                    || ' last rows ' || coalesce((SELECT string_agg(row(s.slot, s.run_pos)::text, ' ' ORDER BY s.slot) FROM public.habit_streak_slots s
                                                  WHERE s.template_id = coalesce(l.template_id, f.template_id) AND s.slot > coalesce(l.r, f.r) - 15), 'none')
                    || ' days ' || coalesce((SELECT string_agg(row(d.day, d.due, d.done, d.skipped)::text, ' ' ORDER BY d.day)
-                                           FROM habit.habit_days_of(\(user), coalesce(l.template_id, f.template_id), coalesce(l.r, f.r) - 12, coalesce(l.r, f.r), (SELECT today FROM params)) d), 'none')
+                                           FROM habit.habit_days_at(\(user), coalesce(l.r, f.r) - 12, coalesce(l.r, f.r), (SELECT today FROM params), NULL,
+                                                                              coalesce(l.template_id, f.template_id)) d), 'none')
             FROM lean l FULL JOIN ref f ON f.r = l.r AND f.template_id = l.template_id
             WHERE (l.current_length, l.current_start) IS DISTINCT FROM (f.current_length, f.current_start)
             ORDER BY 1 LIMIT 5
@@ -78,9 +94,9 @@ import Testing
                   habit.local_date(now(), habit.user_time_zone(\(user), NULL)), habit.local_date(now(), habit.user_time_zone(\(user), NULL))) x)
             """).map { try $0.decode(String.self, at: 0) }
         found += try c.query("""
-            SELECT 'days_of ' || t.id::text FROM public.habit_templates t
+            SELECT 'habit_days_at for one habit ' || t.id::text FROM public.habit_templates t
             WHERE t.user_id = \(user)
-              AND (SELECT array_agg(row(d.*) ORDER BY d.day) FROM habit.habit_days_of(\(user), t.id, current_date - 220, current_date + 20, current_date) d)
+              AND (SELECT array_agg(row(d.*) ORDER BY d.day) FROM habit.habit_days_at(\(user), current_date - 220, current_date + 20, current_date, NULL, t.id) d)
                   IS DISTINCT FROM
                   (SELECT array_agg(row(d.*) ORDER BY d.day) FROM habit.habit_days_at(\(user), current_date - 220, current_date + 20, current_date) d
                    WHERE d.template_id = t.id)
@@ -224,6 +240,60 @@ import Testing
             }
         }
         return agreed
+    }
+
+    /// Two writers of one habit's streak under READ COMMITTED, on two connections (as psql
+    /// would): the first completes a day and keeps its transaction open while the second
+    /// completes another day of the same habit and waits for it (the habit's lock, then the
+    /// ledger's state row); the first commits. Afterwards the ledger is the one a rebuild from
+    /// scratch makes and answers as the scan, and the streak counts both days. Either order:
+    /// the backfill deep in the streak first, or the later day first.
+    @Test(arguments: [true, false])
+    func concurrentWritersLeaveTheRebuiltLedger(backfillFirst: Bool) throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            try admin.execute("SET habit.backfill = 'on'")
+            try admin.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(Self.user), 'Europe/Berlin')")
+            let habit = Self.habits[0]
+            let deep: Int32 = -40, late: Int32 = -5
+            try admin.execute("""
+                INSERT INTO public.habit_templates (id, user_id, name, activated_at, schedule)
+                VALUES (\(habit), \(Self.user), 'H', now() - interval '100 days', '{"type":"daily"}')
+                """)
+            try admin.execute("""
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT \(Self.user), \(habit), current_date + n FROM generate_series(-90, -1) n WHERE n NOT IN (\(deep), \(late))
+                """)
+            let first = try database.connect(), second = try database.connect()
+            for c in [first, second] { try c.execute("SET habit.backfill = 'on'") }
+            func complete(_ day: Int32) -> Query {
+                "INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(habit), current_date + \(day))"
+            }
+            let secondError = LockedBox<String?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            let secondConnection = UncheckedBox(second)
+            let secondStatement = UncheckedBox(complete(backfillFirst ? late : deep))
+            try first.execute("BEGIN")
+            try first.execute(complete(backfillFirst ? deep : late))
+            Thread {
+                do { try secondConnection.value.execute(secondStatement.value) } catch { secondError.withValue { $0 = "\(error)" } }
+                finished.signal()
+            }.start()
+            // The second writer waits for the first (hang guard 20 s, not a speed check).
+            let deadline = Date(timeIntervalSinceNow: 20)
+            while try admin.queryOne("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                """).decode(Int.self, at: 0) == 0 {
+                guard Date() < deadline else { Issue.record("the second writer never waited"); break }
+                usleep(5_000)
+            }
+            try first.execute("COMMIT")
+            finished.wait()
+            #expect(secondError.withValue { $0 } == nil)
+            let found = try Self.mismatches(admin, user: Self.user)
+            #expect(found.isEmpty, "\(found)")
+            #expect(try admin.queryOne("SELECT current_length FROM habit.habit_stats(\(Self.user), \(habit))").decode(Int.self, at: 0) == 90)
+        }
     }
 
     /// Users see only their own ledger and cannot write it; another user's habit gives no row.
