@@ -311,6 +311,11 @@ CREATE TABLE public.habit_streak_state (
     done_days    integer NOT NULL,
     last_done    date,
     last_ended   timestamptz,
+    last_slot       date,
+    last_run_pos    integer,
+    last_run_first  date,
+    prior_run_pos   integer,
+    prior_run_first date,
     CONSTRAINT habit_streak_state_template_fkey FOREIGN KEY (template_id, user_id)
         REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE
 );
@@ -334,6 +339,11 @@ COMMENT ON COLUMN public.habit_streak_state.horizon IS 'The ledger has rows up t
 COMMENT ON COLUMN public.habit_streak_state.horizon_slot IS 'The slot of the horizon: the horizon itself, or the first day of its week (weeks).';
 COMMENT ON COLUMN public.habit_streak_state.done_days IS 'Number of completions of the habit.';
 COMMENT ON COLUMN public.habit_streak_state.last_done IS 'Its latest completion (NULL: none): total_done and last_done at R ≥ it without a probe.';
+COMMENT ON COLUMN public.habit_streak_state.last_slot IS 'The slot of the ledger''s last row (NULL: no row).';
+COMMENT ON COLUMN public.habit_streak_state.last_run_pos IS 'That row''s run_pos.';
+COMMENT ON COLUMN public.habit_streak_state.last_run_first IS 'That row''s run_first.';
+COMMENT ON COLUMN public.habit_streak_state.prior_run_pos IS 'The run_pos of the row before it (NULL: none).';
+COMMENT ON COLUMN public.habit_streak_state.prior_run_first IS 'The run_first of the row before it.';
 COMMENT ON COLUMN public.habit_streak_state.last_ended IS 'The latest end of its closed periods (NULL: none): a habit closed lately is answered by the scan.';
 
 ALTER TABLE public.habit_streak_slots ENABLE ROW LEVEL SECURITY;
@@ -436,43 +446,55 @@ CREATE FUNCTION habit.rebuild_streak_slots(p_user uuid, p_template uuid, p_from 
         IF v_first IS NULL THEN
             -- Never on: no slot at all.
             DELETE FROM public.habit_streak_slots s WHERE s.user_id = p_user AND s.template_id = p_template;
-            RETURN;
-        END IF;
-        v_start := habit.week_start(greatest(coalesce(p_from, v_first), v_first), v_wk);
-        DELETE FROM public.habit_streak_slots s
-        WHERE s.user_id = p_user AND s.template_id = p_template AND (p_from IS NULL OR s.slot >= v_start);
-        v_width := CASE WHEN v_unit = 'weeks' THEN 7 ELSE 1 END;
+        ELSE
+            v_start := habit.week_start(greatest(coalesce(p_from, v_first), v_first), v_wk);
+            DELETE FROM public.habit_streak_slots s
+            WHERE s.user_id = p_user AND s.template_id = p_template AND (p_from IS NULL OR s.slot >= v_start);
+            v_width := CASE WHEN v_unit = 'weeks' THEN 7 ELSE 1 END;
 
-        SELECT s.* INTO prev FROM public.habit_streak_slots s
-        WHERE s.user_id = p_user AND s.template_id = p_template AND s.slot < v_start
-        ORDER BY s.slot DESC LIMIT 1;
-        IF FOUND THEN
-            kept_cum := prev.kept_cum; open_cum := prev.open_cum;
-            run_pos := prev.run_pos; run_first := prev.run_first;
-            best_len := prev.best_len; best_first := prev.best_first; best_last := prev.best_last;
-        END IF;
-
-        FOR rec IN SELECT s.slot, s.state FROM habit.habit_slots(p_user, p_template, v_unit, v_start, v_horizon, 'infinity') s
-                 WHERE s.slot >= v_start AND s.state IN ('kept', 'missed') ORDER BY s.slot LOOP
-            open_cum := open_cum + 1;
-            IF rec.state = 'kept' THEN
-                kept_cum := kept_cum + 1;
-                IF run_pos = 0 THEN
-                    run_first := rec.slot;
-                END IF;
-                run_pos := run_pos + 1;
-                IF run_pos > best_len THEN
-                    best_len := run_pos; best_first := run_first; best_last := rec.slot + v_width - 1;
-                END IF;
-            ELSE
-                run_pos := 0; run_first := NULL;
+            SELECT s.* INTO prev FROM public.habit_streak_slots s
+            WHERE s.user_id = p_user AND s.template_id = p_template AND s.slot < v_start
+            ORDER BY s.slot DESC LIMIT 1;
+            IF FOUND THEN
+                kept_cum := prev.kept_cum; open_cum := prev.open_cum;
+                run_pos := prev.run_pos; run_first := prev.run_first;
+                best_len := prev.best_len; best_first := prev.best_first; best_last := prev.best_last;
             END IF;
-            a_slot := a_slot || rec.slot; a_kept := a_kept || kept_cum; a_open := a_open || open_cum;
-            a_pos := a_pos || run_pos; a_first := a_first || run_first;
-            a_blen := a_blen || best_len; a_bfirst := a_bfirst || best_first; a_blast := a_blast || best_last;
-        END LOOP;
-        INSERT INTO public.habit_streak_slots (user_id, template_id, slot, kept_cum, open_cum, run_pos, run_first, best_len, best_first, best_last)
-        SELECT p_user, p_template, u.* FROM unnest(a_slot, a_kept, a_open, a_pos, a_first, a_blen, a_bfirst, a_blast) AS u;
+
+            FOR rec IN SELECT s.slot, s.state FROM habit.habit_slots(p_user, p_template, v_unit, v_start, v_horizon, 'infinity') s
+                     WHERE s.slot >= v_start AND s.state IN ('kept', 'missed') ORDER BY s.slot LOOP
+                open_cum := open_cum + 1;
+                IF rec.state = 'kept' THEN
+                    kept_cum := kept_cum + 1;
+                    IF run_pos = 0 THEN
+                        run_first := rec.slot;
+                    END IF;
+                    run_pos := run_pos + 1;
+                    IF run_pos > best_len THEN
+                        best_len := run_pos; best_first := run_first; best_last := rec.slot + v_width - 1;
+                    END IF;
+                ELSE
+                    run_pos := 0; run_first := NULL;
+                END IF;
+                a_slot := a_slot || rec.slot; a_kept := a_kept || kept_cum; a_open := a_open || open_cum;
+                a_pos := a_pos || run_pos; a_first := a_first || run_first;
+                a_blen := a_blen || best_len; a_bfirst := a_bfirst || best_first; a_blast := a_blast || best_last;
+            END LOOP;
+            INSERT INTO public.habit_streak_slots (user_id, template_id, slot, kept_cum, open_cum, run_pos, run_first, best_len, best_first, best_last)
+            SELECT p_user, p_template, u.* FROM unnest(a_slot, a_kept, a_open, a_pos, a_first, a_blen, a_bfirst, a_blast) AS u;
+        END IF;
+        -- The ledger's last two rows' runs, kept on the state row: the current streak at R from
+        -- the horizon's slot on is read there, without a probe (habit.current_streak).
+        UPDATE public.habit_streak_state s
+        SET last_slot = t.slot, last_run_pos = t.run_pos, last_run_first = t.run_first,
+            prior_run_pos = t.prior_run_pos, prior_run_first = t.prior_run_first
+        FROM (SELECT max(x.slot) AS slot, (array_agg(x.run_pos ORDER BY x.slot DESC))[1] AS run_pos,
+                     (array_agg(x.run_first ORDER BY x.slot DESC))[1] AS run_first,
+                     (array_agg(x.run_pos ORDER BY x.slot DESC))[2] AS prior_run_pos,
+                     (array_agg(x.run_first ORDER BY x.slot DESC))[2] AS prior_run_first
+              FROM (SELECT l.slot, l.run_pos, l.run_first FROM public.habit_streak_slots l
+                    WHERE l.user_id = p_user AND l.template_id = p_template ORDER BY l.slot DESC LIMIT 2) x) t
+        WHERE s.template_id = p_template;
     END
     $fn$;
 COMMENT ON FUNCTION habit.rebuild_streak_slots(uuid, uuid, date) IS
@@ -912,17 +934,33 @@ COMMENT ON FUNCTION habit.habit_stats(uuid, uuid, date) IS
     'Streaks, rates and totals at p_date (NULL: today in the user''s zone) of the habit p_template, or of every habit on that day in day.get''s order (sql/0011).';
 
 -- One habit's current streak at R with p_schedule its current schedule (day.get's include):
--- one probe of its ledger (habit.streak_base) when habit.streak_ledger_answers, else
--- habit.habit_stats_slow. Exactly one row for a habit of the user. Inlinable, so day.get's
--- statement probes the ledger in its own plan (a PL/pgSQL call per request or per habit cost
--- more than the probes).
+-- when habit.streak_ledger_answers, from the state row at R from the horizon's slot on (today,
+-- for a habit written today or yesterday), else one probe of its ledger (habit.streak_base);
+-- otherwise habit.habit_stats_slow. Exactly one row for a habit of the user. Inlinable, so
+-- day.get's statement reads it in its own plan (a PL/pgSQL call per request cost more than
+-- the probes; a probe of the ledger, 8.6 million rows for 1,000 users, more than the state row).
 CREATE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_date date, p_schedule jsonb)
     RETURNS TABLE (current_length integer, current_start date)
     LANGUAGE sql STABLE ROWS 1
     AS $fn$
     SELECT pg_catalog.int4(coalesce(b.run_pos, 0)), b.run_first
     FROM public.habit_streak_state st
-    LEFT JOIN LATERAL habit.streak_base(p_user, p_template, p_date, CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 7 ELSE 1 END) b ON true
+    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 7 ELSE 1 END AS width) u
+    LEFT JOIN LATERAL (
+        -- From the horizon's slot on (habit.streak_ledger_answers: R's slot is the horizon's,
+        -- or the one after it for days), the base is the ledger's last row, or the row before
+        -- it when the last row is R's slot and missed: both on the state row.
+        SELECT CASE WHEN st.last_slot OPERATOR(pg_catalog.>) (p_date OPERATOR(pg_catalog.-) u.width) AND st.last_run_pos OPERATOR(pg_catalog.=) 0
+                    THEN st.prior_run_pos ELSE st.last_run_pos END AS run_pos,
+               CASE WHEN st.last_slot OPERATOR(pg_catalog.>) (p_date OPERATOR(pg_catalog.-) u.width) AND st.last_run_pos OPERATOR(pg_catalog.=) 0
+                    THEN st.prior_run_first ELSE st.last_run_first END AS run_first
+        WHERE p_date OPERATOR(pg_catalog.>=) st.horizon_slot
+        UNION ALL
+        -- Before it: one probe.
+        SELECT s.run_pos, s.run_first
+        FROM (SELECT 1 WHERE p_date OPERATOR(pg_catalog.<) st.horizon_slot OFFSET 0) before_horizon
+        CROSS JOIN LATERAL habit.streak_base(p_user, p_template, p_date, u.width) s
+    ) b ON true
     WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
       AND habit.streak_ledger_answers(st, p_schedule, p_date)
     UNION ALL
