@@ -4,7 +4,8 @@
 #   1. `sync.pull` with nothing new (each user's caught-up cursor, taken by habit-bench first)
 #      against `day.get` in the same rounds, IN_FLIGHT requests in flight, alternating which
 #      goes first (this machine's speed drifts): requests/s, p50 and the ratio (target >= 0.8).
-#   2. A full first pull (no cursor, pages of LIMIT) of every user through one worker, the
+#   2. `sync.push` of one completions.set mutation against completions.set itself (same rounds).
+#   3. A full first pull (no cursor, pages of LIMIT) of every user through one worker, the
 #      worker's resident memory read from /proc after each page: pages, rows, first/peak/last RSS.
 # Not a test: figures go to docs/performance.md ("Sync").
 #
@@ -32,7 +33,7 @@ TODAY=$(psql -Atd "$DATABASE_URL" -c "SELECT (now() AT TIME ZONE 'Europe/Berlin'
 bench() { # method in-flight → "rps p50 errors"
     local line
     line=$(.build/release/habit-bench --binary .build/release/habit --database-url "$WORKER_URL" --users "$USERS" \
-           --method "$1" --in-flight "$2" --seconds "$RUN" --pool-size "$POOL" --date "$TODAY")
+           --method "$1" --in-flight "$2" --seconds "$RUN" --pool-size "$POOL" --date "$TODAY" --habit-suffix=-1)
     echo "$(field rps "$line") $(field p50_ms "$line") $(field errors "$line")"
 }
 field() { sed -E "s/.*\"$1\":([0-9.]+).*/\\1/" <<<"$2"; }
@@ -57,6 +58,28 @@ for inflight in $IN_FLIGHT; do
         [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
     done
     echo "median sync.pull (nothing new)/day.get at $inflight in flight: $(median "${ratios[@]}")x (target >= 0.8)"
+done
+
+# sync.push against completions.set: the same write (one completions.set), applied once through
+# the replay record, against the method called directly. No target in the issue: the figure says
+# what exactly-once costs per mutation.
+for inflight in $IN_FLIGHT; do
+    printf '%9s %5s %16s %7s %12s %7s %10s\n' in_flight round completions.set p50 sync.push p50 push/set
+    ratios=()
+    for round in $(seq "$ROUNDS"); do
+        if [ $((round % 2)) = 1 ]; then
+            read -r set_rps set_p50 set_err <<<"$(bench completions.set "$inflight")"
+            read -r push_rps push_p50 push_err <<<"$(bench sync.push "$inflight")"
+        else
+            read -r push_rps push_p50 push_err <<<"$(bench sync.push "$inflight")"
+            read -r set_rps set_p50 set_err <<<"$(bench completions.set "$inflight")"
+        fi
+        ratios+=("$(ratio "$push_rps" "$set_rps")")
+        printf '%9s %5s %16s %7s %12s %7s %9sx' "$inflight" "$round" "$set_rps" "$set_p50" "$push_rps" "$push_p50" "${ratios[-1]}"
+        errors=$((set_err + push_err))
+        [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
+    done
+    echo "median sync.push (one completions.set)/completions.set at $inflight in flight: $(median "${ratios[@]}")x"
 done
 
 # Full first pulls: every user's whole state in pages of LIMIT, the worker's RSS after each page.

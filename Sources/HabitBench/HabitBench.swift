@@ -30,7 +30,7 @@ struct HabitBench: ParsableCommand {
     @Option(help: ArgumentHelp("Passed to the worker as --database-url.", valueName: "url"))
     var databaseURL = ""
 
-    @Option(help: "day.get, completions.set, habits.stats or sync.pull (with each user's caught-up cursor: nothing new); any other method is sent with empty params.")
+    @Option(help: "day.get, completions.set, habits.stats, sync.pull (with each user's caught-up cursor: nothing new) or sync.push (one completions.set mutation); any other method is sent with empty params.")
     var method = "day.get"
 
     @Option(help: ArgumentHelp("day.get's include (e.g. streaks); none when empty.", valueName: "list"))
@@ -44,6 +44,9 @@ struct HabitBench: ParsableCommand {
 
     @Option(help: ArgumentHelp("Bench users requests are spread over (md5('bench-user-1') …).", valueName: "n"))
     var users = 64
+
+    @Option(help: ArgumentHelp("The habit completions.set and sync.push write: md5('bench-habit-<n><suffix>'); scripts/bench/setup-streaks.sql's first habit is \"-1\".", valueName: "suffix"))
+    var habitSuffix = ""
 
     @Option(help: ArgumentHelp("Passed to the worker as --pool-size.", valueName: "n"))
     var poolSize = 4
@@ -63,7 +66,7 @@ struct HabitBench: ParsableCommand {
     func run() throws {
         let arguments = ["serve", "--database-url", databaseURL, "--pool-size", String(poolSize),
                          "--max-in-flight", String(inFlight), "--log-level", "warning"] + workerArguments
-        var requests = RequestMaker(method: method, date: date, users: users,
+        var requests = RequestMaker(method: method, date: date, users: users, habitSuffix: habitSuffix,
                                     include: include.split(separator: ",").map(String.init))
         if method == "sync.pull" {
             requests.cursors = try caughtUpCursors(of: requests.users, arguments: arguments)
@@ -133,13 +136,16 @@ struct RequestMaker {
     /// sync.pull: each user's caught-up cursor.
     var cursors: [String] = []
 
-    init(method: String, date: String, users count: Int, include: [String] = []) {
+    init(method: String, date: String, users count: Int, habitSuffix: String = "", include: [String] = []) {
         self.method = method
         self.date = date
         self.include = include
         users = (1...count).map { md5UUID("bench-user-\($0)") }
-        habits = (1...count).map { md5UUID("bench-habit-\($0)") }
+        habits = (1...count).map { md5UUID("bench-habit-\($0)\(habitSuffix)") }
     }
+
+    /// sync.push: a mutation's error is inside a result (`LoadDriver` counts it too).
+    var answersCarryOutcomes: Bool { method == "sync.push" }
 
     /// The method and params of the next request.
     func next() -> (method: String, params: JSONObject?) {
@@ -154,6 +160,13 @@ struct RequestMaker {
             return (method, ["user_id": .string(users[index]), "date": .string(date), "include": .array(include.map { .string($0) })])
         case "sync.pull":
             return (method, ["user_id": .string(users[index]), "cursor": .string(cursors[index])])
+        case "sync.push":
+            // The same write as completions.set's, as one mutation of a push: a fresh
+            // mutation_id each time, so every push is applied (none is a replay).
+            let mutation: JSONObject = ["mutation_id": .string(UUID().uuidString), "method": .string("completions.set"),
+                                        "params": .object(["template_id": .string(habits[index]), "date": .string(date),
+                                                           "completed": .bool(Bool.random())])]
+            return (method, ["user_id": .string(users[index]), "client_id": .string("bench"), "mutations": .array([.object(mutation)])])
         case "habits.stats":
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         default:

@@ -61,6 +61,18 @@ final class LoadDriver: @unchecked Sendable { // vars under `condition`
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+extension ResponseLine {
+    /// A `sync.push` answer is a result even when a mutation failed: its outcome is an
+    /// `"error"` member inside `results` (the bench's mutations never fail when all is well).
+    var carriesAnError: Bool {
+        let needle = Array(#""error":"#.utf8)
+        return bytes.count >= needle.count && (0...(bytes.count - needle.count)).contains { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+    }
+}
+
+extension LoadDriver {
 
     /// Sends one request in a place already counted in `outstanding`; its answer sends the next.
     private func send() {
@@ -81,7 +93,7 @@ final class LoadDriver: @unchecked Sendable { // vars under `condition`
         switch answer {
         case .success(let line):
             latencies.append(now - sentAt)
-            if line.isError { errors += 1 }
+            if line.isError || (requests.answersCarryOutcomes && line.carriesAnError) { errors += 1 }
         case .failure:
             errors += 1
             deadline = 0 // the worker is gone: stop sending
