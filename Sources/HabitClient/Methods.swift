@@ -17,6 +17,7 @@ public enum HabitMethods {
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
         "sync.pull", "sync.push",
         "changes.subscribe", "changes.unsubscribe",
+        "account.delete",
     ]
 
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
@@ -441,6 +442,17 @@ public struct SyncPage: Codable, Sendable, Equatable {
 }
 
 /// One mutation of `sync.push`: any method that takes `user_id` (which may be left out).
+/// `account.delete`'s answer: the rows deleted per table (schema-qualified names, in the
+/// database's fixed order) and their sum.
+public struct AccountDeletion: Codable, Sendable, Equatable {
+    public struct Table: Codable, Sendable, Equatable {
+        public var table: String
+        public var deleted: Int
+    }
+    public var tables: [Table]
+    public var total: Int
+}
+
 public struct SyncMutation: Sendable, Equatable {
     public var mutationID: String
     public var method: String
@@ -801,4 +813,13 @@ extension HabitCalling {
         }))
         return try SyncPushResult(try await call(method: "sync.push", params: params.object, options: options))
     }
+
+    /// Deletes every row the user owns; `confirm` is sent as the user id itself (the worker
+    /// requires it to equal `user_id`). Retry-safe: a repeat answers zeros.
+    public func accountDelete(userID: UUID, options: CallOptions = CallOptions()) async throws -> AccountDeletion {
+        var params = Params(user: userID)
+        params.add("confirm", userID.uuidString.lowercased())
+        return try await call("account.delete", params.object, options: options)
+    }
+
 }

@@ -77,6 +77,8 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case invalidSchedule = "invalid_schedule"
     /// A param that is not allowed together with the others (e.g. `list_id` with view `inbox`).
     case notAllowed = "not_allowed"
+    /// `account.delete`'s `confirm` is not the `user_id` it deletes.
+    case confirmationMismatch = "confirmation_mismatch"
 }
 
 extension StoreError {

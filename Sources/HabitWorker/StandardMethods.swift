@@ -37,6 +37,7 @@ extension MethodRegistry {
         registry.register(TasksList.self)
         registry.register(SyncPull.self)
         registry.register(SyncPush.self)
+        registry.register(AccountDelete.self)
         registry.register(ChangesSubscribe.self)
         registry.register(ChangesUnsubscribe.self)
         registry.register(RPCDiscover.self)

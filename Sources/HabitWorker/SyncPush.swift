@@ -26,6 +26,10 @@ enum SyncPush: DatabaseMethod {
     static let idLengths = 1...200
     /// Methods a push may not carry: they read or steer the protocol, not the user's data.
     static let refusedPrefixes = ["sync.", "changes.", "rpc.", "system."]
+    /// Methods a push may not carry by name: deleting the account is a decision made online,
+    /// confirmed, and answered at once; replayed from an offline queue it would delete whatever
+    /// the user created since on other devices (and its own replay record with it).
+    static let refusedMethods: Set<String> = ["account.delete"]
 
     struct Mutation: Sendable {
         let id: String
@@ -42,7 +46,7 @@ enum SyncPush: DatabaseMethod {
     static let mutationSchema = JSONSchema.object([
         ("mutation_id", JSONSchema.described(JSONSchema.string(minLength: 1),
                                              "Unique per client_id (1-200 characters): the key of the replay record.")),
-        ("method", JSONSchema.described(JSONSchema.string(), "Any method that takes user_id, except sync.*, changes.*, rpc.*, system.*.")),
+        ("method", JSONSchema.described(JSONSchema.string(), "Any method that takes user_id, except sync.*, changes.*, rpc.*, system.* and account.delete.")),
         ("params", JSONSchema.described(JSONSchema.nullable(JSONSchema.type("object")),
                                         "The method's params; user_id may be left out (the push's is used) and must otherwise equal it.")),
     ], optional: ["params"])
@@ -144,7 +148,7 @@ enum SyncPush: DatabaseMethod {
     /// Decodes the mutation with its method's own declaration and runs it on this connection
     /// (inside the caller's transaction: its own transactions become savepoints).
     private static func perform(_ mutation: Mutation, as user: UUID, in context: MethodContext) throws -> JSONValue {
-        if refusedPrefixes.contains(where: mutation.method.hasPrefix) {
+        if refusedPrefixes.contains(where: mutation.method.hasPrefix) || refusedMethods.contains(mutation.method) {
             throw DomainErrorCode.methodNotAllowed.error()
         }
         var params = mutation.params ?? JSONObject()

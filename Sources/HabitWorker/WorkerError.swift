@@ -28,7 +28,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case cursorExpired = -32017
     /// A sync.push mutation's `user_id` is not the push's.
     case userMismatch = -32018
-    /// A sync.push mutation names a method a push may not carry (sync.*, changes.*, rpc.*, system.*).
+    /// A sync.push mutation names a method a push may not carry (sync.*, changes.*, rpc.*, system.*, account.delete).
     case methodNotAllowed = -32019
 
     public var reason: String {
