@@ -110,6 +110,7 @@ struct ReasonTests {
             (call("habits.list", #""cursor":"bm90IGEgY3Vyc29y""#), -32602, "invalid_cursor", ("field", "cursor")),
             (call("tasks.list", #""view":"inbox","list_id":"\#(UUID().uuidString)""#), -32602, "not_allowed", ("field", "list_id")),
             (call("habits.create", #""name":"x","schedule":{"type":"weekdays","days":[1,3,1]}"#), -32602, "duplicate_value", ("field", "schedule.days[2]")),
+            (call("account.delete", #""confirm":"\#(UUID().uuidString)""#), -32602, "confirmation_mismatch", ("field", "confirm")),
         ]
         var seen: Set<Pair> = []
         try WorkerSession.with(arguments: ["--max-line-bytes", String(maxLineBytes), "--max-batch", "2"]) { session in
