@@ -441,7 +441,6 @@ public struct SyncPage: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey { case changes, deleted, cursor, hasMore = "has_more" }
 }
 
-/// One mutation of `sync.push`: any method that takes `user_id` (which may be left out).
 /// `account.delete`'s answer: the rows deleted per table (schema-qualified names, in the
 /// database's fixed order) and their sum.
 public struct AccountDeletion: Codable, Sendable, Equatable {
@@ -453,6 +452,7 @@ public struct AccountDeletion: Codable, Sendable, Equatable {
     public var total: Int
 }
 
+/// One mutation of `sync.push`: any method that takes `user_id` (which may be left out).
 public struct SyncMutation: Sendable, Equatable {
     public var mutationID: String
     public var method: String
