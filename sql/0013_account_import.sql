@@ -30,8 +30,9 @@
 -- UserScope as for every other method) and filters every statement by that user. Like the
 -- triggers of 0006/0010, it relies on its owner (the migrator) bypassing row-level security.
 --
--- Idempotent: every write compares first (INSERT … ON CONFLICT DO NOTHING, DO UPDATE … WHERE
--- the row differs), so importing the same document twice writes nothing the second time: no
+-- Idempotent: every write compares first (UPDATE … WHERE the row differs; INSERT of the rows
+-- that do not exist: not ON CONFLICT, whose BEFORE INSERT triggers, the sync stamp among them,
+-- fire even for the rows it then skips), so importing the same document twice writes nothing the second time: no
 -- updated_at bump, no new sync change number.
 
 CREATE FUNCTION habit.import_refusal(path text, reason text, message text, today date DEFAULT NULL) RETURNS void
@@ -185,37 +186,41 @@ CREATE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p_mode text)
 
         -- 3. Writes, each only where the row differs -------------------------------------------
         IF jsonb_typeof(p_document -> 'profile') = 'object' THEN
-            INSERT INTO public.profiles AS p (user_id, timezone, week_start)
-            VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start')
-            ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone, week_start = excluded.week_start
-                WHERE (p.timezone, p.week_start) IS DISTINCT FROM (excluded.timezone, excluded.week_start);
+            -- BEFORE INSERT triggers (the sync stamp) fire even for a row ON CONFLICT then
+            -- skips: so existing rows are updated, and only missing ones inserted.
+            UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start'
+            WHERE p.user_id = p_user
+              AND (p.timezone, p.week_start) IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
             GET DIAGNOSTICS n_inserted = ROW_COUNT;
+            IF NOT EXISTS (SELECT 1 FROM public.profiles p WHERE p.user_id = p_user) THEN
+                INSERT INTO public.profiles (user_id, timezone, week_start)
+                VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+                n_inserted := 1;
+            END IF;
             counts := counts || jsonb_build_object('profile_written', n_inserted);
         END IF;
 
         -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule
         -- follow from the periods (written below). A new habit starts as its periods say, so the
         -- AFTER INSERT trigger's first period is already right when there is one period.
-        WITH written AS (
-            INSERT INTO public.habit_templates AS t (id, user_id, name, icon, color, sort_order, is_active, activated_at,
-                                                     deactivated_at, schedule)
-            SELECT h.id, p_user, h.name, h.icon, h.color, h.sort_order,
-                   coalesce(last.ended_at IS NULL AND last.started_at IS NOT NULL, false),
-                   coalesce(first.started_at, now()),
-                   CASE WHEN last.started_at IS NULL THEN now() ELSE last.ended_at END,
-                   coalesce(last.schedule, '{"type":"daily"}')
-            FROM import_habits h
-            LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = h.i ORDER BY p.j LIMIT 1) first ON true
-            LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = h.i
-                               ORDER BY p.j DESC LIMIT 1) last ON true
-            ORDER BY h.i
-            ON CONFLICT (id) DO UPDATE SET name = excluded.name, icon = excluded.icon, color = excluded.color,
-                                           sort_order = excluded.sort_order
-                WHERE t.user_id = p_user
-                  AND (t.name, t.icon, t.color, t.sort_order) IS DISTINCT FROM (excluded.name, excluded.icon, excluded.color, excluded.sort_order)
-            RETURNING (xmax = 0) AS inserted
-        )
-        SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) INTO n_inserted, n_updated FROM written;
+        UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order
+        FROM import_habits h
+        WHERE t.id = h.id AND t.user_id = p_user
+          AND (t.name, t.icon, t.color, t.sort_order) IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule)
+        SELECT h.id, p_user, h.name, h.icon, h.color, h.sort_order,
+               coalesce(last.ended_at IS NULL AND last.started_at IS NOT NULL, false),
+               coalesce(first.started_at, now()),
+               CASE WHEN last.started_at IS NULL THEN now() ELSE last.ended_at END,
+               coalesce(last.schedule, '{"type":"daily"}')
+        FROM import_habits h
+        LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = h.i ORDER BY p.j LIMIT 1) first ON true
+        LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = h.i
+                           ORDER BY p.j DESC LIMIT 1) last ON true
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id)
+        ORDER BY h.i;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_habits;
         counts := counts || jsonb_build_object('habits_inserted', n_inserted, 'habits_updated', n_updated, 'habits_total', n_total);
 
@@ -260,42 +265,42 @@ CREATE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p_mode text)
         counts := counts || jsonb_build_object('habits_with_new_periods', periods_changed);
 
         INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-        SELECT p_user, d.template_id, d.day FROM import_days d WHERE d.kind = 'completions' ORDER BY d.template_id, d.day
-        ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+        SELECT p_user, d.template_id, d.day FROM import_days d
+        WHERE d.kind = 'completions' AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                                     WHERE c.user_id = p_user AND c.template_id = d.template_id AND c.completed_date = d.day)
+        ORDER BY d.template_id, d.day;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_days d WHERE d.kind = 'completions';
         counts := counts || jsonb_build_object('completions_inserted', n_inserted, 'completions_total', n_total);
         INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
-        SELECT p_user, d.template_id, d.day FROM import_days d WHERE d.kind = 'skips' ORDER BY d.template_id, d.day
-        ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING;
+        SELECT p_user, d.template_id, d.day FROM import_days d
+        WHERE d.kind = 'skips' AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
+                                               WHERE s.user_id = p_user AND s.template_id = d.template_id AND s.skipped_date = d.day)
+        ORDER BY d.template_id, d.day;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_days d WHERE d.kind = 'skips';
         counts := counts || jsonb_build_object('skips_inserted', n_inserted, 'skips_total', n_total);
 
-        WITH written AS (
-            INSERT INTO public.task_lists AS t (id, user_id, name)
-            SELECT l.id, p_user, l.name FROM import_lists l ORDER BY l.i
-            ON CONFLICT (id) DO UPDATE SET name = excluded.name WHERE t.user_id = p_user AND t.name IS DISTINCT FROM excluded.name
-            RETURNING (xmax = 0) AS inserted
-        )
-        SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) INTO n_inserted, n_updated FROM written;
+        UPDATE public.task_lists t SET name = l.name FROM import_lists l
+        WHERE t.id = l.id AND t.user_id = p_user AND t.name IS DISTINCT FROM l.name;
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        INSERT INTO public.task_lists (id, user_id, name)
+        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id) ORDER BY l.i;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_lists;
         counts := counts || jsonb_build_object('lists_inserted', n_inserted, 'lists_updated', n_updated, 'lists_total', n_total);
 
-        WITH written AS (
-            INSERT INTO public.tasks AS t (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
-            SELECT k.id, p_user, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
-            FROM import_tasks k ORDER BY k.i
-            ON CONFLICT (id) DO UPDATE SET list_id = excluded.list_id, title = excluded.title, notes = excluded.notes,
-                state = excluded.state, scheduled_date = excluded.scheduled_date, "position" = excluded."position",
-                completed_at = excluded.completed_at
-                WHERE t.user_id = p_user
-                  AND (t.list_id, t.title, t.notes, t.state, t.scheduled_date, t."position", t.completed_at)
-                      IS DISTINCT FROM (excluded.list_id, excluded.title, excluded.notes, excluded.state, excluded.scheduled_date,
-                                        excluded."position", excluded.completed_at)
-            RETURNING (xmax = 0) AS inserted
-        )
-        SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) INTO n_inserted, n_updated FROM written;
+        UPDATE public.tasks t SET list_id = k.list_id, title = k.title, notes = k.notes, state = k.state,
+                                  scheduled_date = k.scheduled_date, "position" = k."position", completed_at = k.completed_at
+        FROM import_tasks k
+        WHERE t.id = k.id AND t.user_id = p_user
+          AND (t.list_id, t.title, t.notes, t.state, t.scheduled_date, t."position", t.completed_at)
+              IS DISTINCT FROM (k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        INSERT INTO public.tasks (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
+        SELECT k.id, p_user, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
+        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id) ORDER BY k.i;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_tasks;
         counts := counts || jsonb_build_object('tasks_inserted', n_inserted, 'tasks_updated', n_updated, 'tasks_total', n_total);
         RETURN counts;
