@@ -188,10 +188,19 @@ struct AccountTests {
     func roundTrips() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin
+            var periods = 0, multiPeriod = 0, days = 0, tasks = 0
+            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30, "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks)") }
             for seed in 1...60 as ClosedRange<UInt64> {
                 var g = Generator(state: seed)
                 let user = UUID(), now = try Self.nowMicros(admin)
                 let original = Self.document(&g, nowMicros: now)
+                for habit in original["habits"]?.arrayValue ?? [] {
+                    let count = habit["periods"]?.arrayValue?.count ?? 0
+                    periods += count
+                    multiPeriod += count > 1 ? 1 : 0
+                }
+                days += (original["completions"]?.arrayValue?.count ?? 0) + (original["skips"]?.arrayValue?.count ?? 0)
+                tasks += original["tasks"]?.arrayValue?.count ?? 0
                 let first = try worker.call("account.import", params(user, ["document": original, "mode": "merge"]))
                 #expect(first["counts"]?["habits"]?["inserted"]?.intValue == original["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
                 let limit = g.int(1...7)
