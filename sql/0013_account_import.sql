@@ -191,13 +191,14 @@ CREATE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p_mode text)
             UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start'
             WHERE p.user_id = p_user
               AND (p.timezone, p.week_start) IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
-            GET DIAGNOSTICS n_inserted = ROW_COUNT;
+            GET DIAGNOSTICS n_updated = ROW_COUNT;
+            n_inserted := 0;
             IF NOT EXISTS (SELECT 1 FROM public.profiles p WHERE p.user_id = p_user) THEN
                 INSERT INTO public.profiles (user_id, timezone, week_start)
                 VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
                 n_inserted := 1;
             END IF;
-            counts := counts || jsonb_build_object('profile_written', n_inserted);
+            counts := counts || jsonb_build_object('profile_inserted', n_inserted, 'profile_updated', n_updated, 'profile_total', 1);
         END IF;
 
         -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule

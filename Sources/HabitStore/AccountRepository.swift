@@ -188,10 +188,7 @@ public struct AccountRepository {
         }
         func number(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
         var counts: [(kind: String, counts: ImportCounts)] = []
-        let profileWritten = number("profile_written")
-        counts.append(("profile", ImportCounts(inserted: profileWritten, deleted: number("profile_deleted"),
-                                               unchanged: object["profile_written"] != nil && profileWritten == 0 ? 1 : 0)))
-        for kind in ["habits", "completions", "skips", "lists", "tasks"] {
+        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks"] {
             let inserted = number("\(kind)_inserted"), updated = number("\(kind)_updated")
             counts.append((kind, ImportCounts(inserted: inserted, updated: updated, deleted: number("\(kind)_deleted"),
                                               unchanged: max(0, number("\(kind)_total") - inserted - updated))))
