@@ -17,6 +17,7 @@ public enum HabitMethods {
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
         "sync.pull", "sync.push",
         "changes.subscribe", "changes.unsubscribe",
+        "account.export", "account.import",
     ]
 
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
