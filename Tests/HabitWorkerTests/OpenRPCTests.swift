@@ -222,6 +222,8 @@ struct OpenRPCTests {
             // From before the deletes: rows of every kind and tombstones of every kind.
             try record("sync.pull", params(user, ["cursor": try #require(early["cursor"]), "limit": 10_000]))
             try record("sync.pull", params(user, ["limit": 2]))
+            let exported = try record("account.export", params(user, ["limit": 10_000]))
+            try record("account.import", params(user, ["document": try #require(exported["document"]), "mode": "merge"]))
             try record("rpc.discover")
             // The first subscribe opens the change listener, whose notification for the user
             // may come before either answer: raw lines, notifications skipped.
