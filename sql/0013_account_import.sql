@@ -81,16 +81,20 @@ CREATE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p_mode text)
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
         END IF;
 
-        -- The document as tables (ordinality - 1 is the JSON index).
-        CREATE TEMP TABLE IF NOT EXISTS import_habits (i integer, id uuid, name text, icon text, color text, sort_order integer,
+        -- The document as tables (ordinality - 1 is the JSON index). Made fresh by this
+        -- function, as its owner: a table of the same name the caller made in its own temporary
+        -- schema (with a trigger, say, which would run as this function's owner) is dropped
+        -- first, never written to.
+        DROP TABLE IF EXISTS pg_temp.import_habits, pg_temp.import_periods, pg_temp.import_days, pg_temp.import_lists,
+            pg_temp.import_tasks;
+        CREATE TEMP TABLE import_habits (i integer, id uuid, name text, icon text, color text, sort_order integer,
             periods jsonb) ON COMMIT DROP;
-        CREATE TEMP TABLE IF NOT EXISTS import_periods (i integer, j integer, template_id uuid, started_at timestamptz,
+        CREATE TEMP TABLE import_periods (i integer, j integer, template_id uuid, started_at timestamptz,
             ended_at timestamptz, schedule jsonb) ON COMMIT DROP;
-        CREATE TEMP TABLE IF NOT EXISTS import_days (kind text, i integer, template_id uuid, day date) ON COMMIT DROP;
-        CREATE TEMP TABLE IF NOT EXISTS import_lists (i integer, id uuid, name text) ON COMMIT DROP;
-        CREATE TEMP TABLE IF NOT EXISTS import_tasks (i integer, id uuid, list_id uuid, title text, notes text, state text,
+        CREATE TEMP TABLE import_days (kind text, i integer, template_id uuid, day date) ON COMMIT DROP;
+        CREATE TEMP TABLE import_lists (i integer, id uuid, name text) ON COMMIT DROP;
+        CREATE TEMP TABLE import_tasks (i integer, id uuid, list_id uuid, title text, notes text, state text,
             scheduled_date date, "position" integer, completed_at timestamptz) ON COMMIT DROP;
-        TRUNCATE import_habits, import_periods, import_days, import_lists, import_tasks;
 
         INSERT INTO import_habits
         SELECT h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,

@@ -400,4 +400,29 @@ struct AccountTests {
             #expect(streamed["completions"] == document["completions"])
         }
     }
+
+    @Test("habit.import_account called directly (as through PostgREST): only for the caller's claims, and a temporary table of the caller's named like its own is never written to")
+    func directCalls() throws {
+        try WorkerSession.with { session in
+            let admin = session.admin, user = UUID(), other = UUID()
+            let document = Self.minimal(habits: [Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", nil)])]).encoded
+            let asUser: Query = "SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claim.sub', \(user.lowercaseString), true)"
+            let error = try #require(throws: PostgresError.self) {
+                try admin.transaction(prelude: [asUser], statement: "SELECT habit.import_account(\(other), \(document)::jsonb, 'merge')")
+            }
+            #expect(error.sqlState == "42501", "\(error)")
+            // A trigger on the caller's own table would run as the function's owner.
+            _ = try admin.transaction(prelude: [
+                asUser,
+                "CREATE TEMP TABLE import_habits (i integer, id uuid, name text, icon text, color text, sort_order integer, periods jsonb)",
+                Query(unsafeSQL: """
+                    CREATE FUNCTION pg_temp.hijack() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN INSERT INTO public.habit_templates (user_id, name) VALUES ('\(other.lowercaseString)', 'stolen'); RETURN NEW; END $$
+                    """),
+                "CREATE TRIGGER hijack AFTER INSERT ON import_habits FOR EACH ROW EXECUTE FUNCTION pg_temp.hijack()",
+            ], statement: "SELECT habit.import_account(\(user), \(document)::jsonb, 'merge')")
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_templates WHERE user_id = \(other)").decode(Int.self, at: 0) == 0)
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0) == 1)
+        }
+    }
 }
