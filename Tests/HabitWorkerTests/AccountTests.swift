@@ -425,4 +425,37 @@ struct AccountTests {
             #expect(try admin.queryOne("SELECT count(*) FROM public.habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0) == 1)
         }
     }
+
+    @Test("merge keeps the user's other rows and updates those that differ; replace deletes what the document does not hold; counts say which")
+    func mergeAndReplace() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, user = UUID()
+            for name in ["Walk", "Read"] { try worker.createHabit(user: user, name: name) }
+            _ = try worker.call("lists.create", params(user, ["name": "Home"]))
+            let id = "cccccccc-0000-4000-8000-00000000000c"
+            let swim = Self.habit(id, periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])
+            let merged = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [swim], completions: [Self.day("2025-02-01", id)]), "mode": "merge"]))
+            #expect(merged["counts"]?["habits"] == ["inserted": 1, "updated": 0, "deleted": 0, "unchanged": 0], "\(merged)")
+            #expect(try Self.export(worker, user: user, limit: 1_000)["habits"]?.arrayValue?.count == 3)
+            #expect(try Self.export(worker, user: user, limit: 1_000)["lists"]?.arrayValue?.count == 1)
+            // Renamed and reopened: an update, with new periods; the completion stays (merge).
+            let renamed = Self.habit(id, periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z"), Self.period("2025-04-01T08:00:00Z", nil)])
+                .with("name", "Swim")
+            let updated = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [renamed]), "mode": "merge"]))
+            #expect(updated["counts"]?["habits"] == ["inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0], "\(updated)")
+            #expect(updated["counts"]?["completions"] == ["inserted": 0, "updated": 0, "deleted": 0, "unchanged": 0], "\(updated)")
+            let history = try worker.call("habits.history", params(user, ["id": .string(id)]))
+            #expect(history["periods"]?.arrayValue?.count == 2 && history["periods"]?[1]?["ended_at"] == .null, "\(history)")
+            let listed = try worker.call("habits.list", params(user, ["include_inactive": true]))
+            let swimRow = listed["habits"]?.arrayValue?.first { $0["id"]?.stringValue == id }
+            #expect(swimRow?["name"] == "Swim" && swimRow?["is_active"] == true && swimRow?["activated_at"] == "2025-01-01T08:00:00Z", "\(listed)")
+            #expect(try Self.export(worker, user: user, limit: 1_000)["completions"]?.arrayValue?.count == 1)
+            // Replace: only the document's rows are left.
+            let replaced = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [renamed]), "mode": "replace"]))
+            #expect(replaced["counts"]?["habits"] == ["inserted": 0, "updated": 0, "deleted": 2, "unchanged": 1], "\(replaced)")
+            #expect(replaced["counts"]?["completions"]?["deleted"] == 1 && replaced["counts"]?["lists"]?["deleted"] == 1, "\(replaced)")
+            let left = try Self.export(worker, user: user, limit: 1_000)
+            #expect(left["habits"]?.arrayValue?.count == 1 && left["lists"]?.arrayValue?.isEmpty == true && left["completions"]?.arrayValue?.isEmpty == true)
+        }
+    }
 }
