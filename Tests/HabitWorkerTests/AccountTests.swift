@@ -163,6 +163,25 @@ struct AccountTests {
         return .object(header + ["habits", "completions", "skips", "lists", "tasks"].map { .init($0, .array(arrays[$0] ?? [])) })
     }
 
+    /// Validates each document against docs/account-format.schema.json with python3's
+    /// jsonschema (as scripts/check-openrpc does); answers "ok <count>" or the first error.
+    static func validateAgainstSchema(_ documents: [String]) throws -> String {
+        let file = NSTemporaryDirectory() + "habit-account-exports-\(UUID().uuidString).json"
+        try Data(("[" + documents.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let schema = TestDatabase.repositoryRoot.appendingPathComponent("docs/account-format.schema.json").path
+        let script = """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1])); documents = json.load(open(sys.argv[2]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+            for d in documents: validator.validate(d)
+            print("ok", len(documents))
+            """
+        let result = try WorkerProcess.run(OpenRPCTests.python[0], Array(OpenRPCTests.python.dropFirst()) + ["-c", script, schema, file], timeout: 120)
+        return result.status == 0 ? result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) : result.stderr
+    }
+
     static func deleteRows(_ admin: Connection, user: UUID) throws {
         for table in ["tasks", "task_lists", "habit_templates", "profiles"] {
             try admin.execute("DELETE FROM public.\(unsafeSQL: table) WHERE user_id = \(user)")
@@ -188,8 +207,12 @@ struct AccountTests {
     func roundTrips() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin
-            var periods = 0, multiPeriod = 0, days = 0, tasks = 0
+            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, exports: [String] = []
             defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30, "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks)") }
+            defer {
+                // Every export is valid against docs/account-format.schema.json.
+                #expect((try? Self.validateAgainstSchema(exports)) == "ok 60", "the exports do not match docs/account-format.schema.json")
+            }
             for seed in 1...60 as ClosedRange<UInt64> {
                 var g = Generator(state: seed)
                 let user = UUID(), now = try Self.nowMicros(admin)
@@ -222,6 +245,7 @@ struct AccountTests {
                             && second["counts"]?[kind]?["deleted"] == 0, "seed \(seed): \(second)")
                 }
                 let third = try Self.export(worker, user: user, limit: 1_000)
+                exports.append(third.encoded)
                 #expect(third.with("exported_at", .null) == again.with("exported_at", .null), "seed \(seed)")
 
                 // Another state of the same account (same ids, new periods, days, names): replace.
