@@ -150,6 +150,16 @@ CREATE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p_mode text)
                                            AND c.template_id = d.template_id AND c.day = d.day)
         ORDER BY d.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'done_and_skipped', 'the day is both completed and skipped'); END IF;
+        IF p_mode = 'merge' THEN
+            -- Merge keeps the user's other completions and skips: the document may not contradict them.
+            SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
+            WHERE (d.kind = 'completions' AND EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = p_user
+                                                      AND s.template_id = d.template_id AND s.skipped_date = d.day))
+               OR (d.kind = 'skips' AND EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = p_user
+                                                AND c.template_id = d.template_id AND c.completed_date = d.day))
+            ORDER BY d.kind, d.i LIMIT 1;
+            IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'done_and_skipped', 'the user has the other state on that day'); END IF;
+        END IF;
         IF NOT backfill THEN
             SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
             WHERE (d.kind = 'completions' AND d.day > today) OR (d.kind = 'skips' AND d.day > today + 366)

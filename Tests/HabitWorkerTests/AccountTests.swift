@@ -474,6 +474,10 @@ struct AccountTests {
             let swimRow = listed["habits"]?.arrayValue?.first { $0["id"]?.stringValue == id }
             #expect(swimRow?["name"] == "Swim" && swimRow?["is_active"] == true && swimRow?["activated_at"] == "2025-01-01T08:00:00Z", "\(listed)")
             #expect(try Self.export(worker, user: user, limit: 1_000)["completions"]?.arrayValue?.count == 1)
+            // Merge may not contradict the user's other days: a skip where the user has a completion.
+            expectError(try worker.request("account.import", params: params(user, ["document": Self.minimal(habits: [renamed], skips: [Self.day("2025-02-01", id)]),
+                                                                                  "mode": "merge"])),
+                        code: -32004, id: nil, reason: "invalid_state", field: "document.skips[0]")
             // Replace: only the document's rows are left.
             let replaced = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [renamed]), "mode": "replace"]))
             #expect(replaced["counts"]?["habits"] == ["inserted": 0, "updated": 0, "deleted": 2, "unchanged": 1], "\(replaced)")
