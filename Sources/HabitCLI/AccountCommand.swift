@@ -1,65 +1,155 @@
 import ArgumentParser
 import Foundation
 import HabitStore
+import HabitWorker
+import JSONRPC
 import PostgresClient
 
-/// `habit account …`: one user's whole account, for admins (docs/admin.md, "Accounts").
+extension ImportMode: ExpressibleByArgument {}
+
+/// `habit account export|import|delete`: a user's whole account as a habit-account document
+/// (docs/admin.md, docs/protocol.md "Accounts"), and its deletion, for admins.
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account",
-        abstract: "One user's whole account, for admins: delete it.",
-        subcommands: [Delete.self]
+        abstract: "Export, import or delete one user's whole account (habit-account JSON document).",
+        discussion: """
+            export and import act as the user (role authenticated with the user's claims, as the worker does), so \
+            the connecting role must be allowed to SET ROLE authenticated; --backfill also needs \
+            habit_admin membership (checked by the database). Without --database-url or DATABASE_URL \
+            the embedded server's superuser connects.
+
+            Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 any other error \
+            (a refused document: the JSON path at fault and the reason on stderr; nothing written).
+            """,
+        subcommands: [Export.self, Import.self, Delete.self]
     )
 
-    /// `habit account delete --user ID --yes`: habit.delete_account (sql/0014) as habit_admin.
-    struct Delete: ParsableCommand {
+    static func connection(_ database: DatabaseOptions, _ application: String) throws -> Connection {
+        try database.connect(try database.connectionURL(embedded: \.adminConnectionString), applicationName: application)
+    }
+
+    static func user(_ text: String) throws -> UUID {
+        guard text.utf8.count == 36, let id = UUID(uuidString: text) else { throw ValidationError("--user must be a UUID") }
+        return id
+    }
+
+    struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete every row a user owns, in one transaction; prints the rows deleted per table.",
+            abstract: "Write the user's account document to stdout.",
             discussion: """
-                Calls habit.delete_account (sql/0014) as the habit_admin role (SET LOCAL ROLE), so the \
-                connecting role must be a member of habit_admin; without --database-url or DATABASE_URL \
-                the embedded server's superuser connects. Keeps the user's sync clock and the \
-                content-free tombstones of the deleted rows (other devices learn of the deletion on \
-                their next sync.pull; habit.prune_sync drops them after the retention), and leaves the \
-                identity (Supabase's auth.users) to the auth provider: docs/schema.md, "What account \
-                deletion keeps". Running it again deletes nothing and prints zeros.
-
-                --yes is required: the deletion cannot be undone (restore a backup, or import an \
-                export taken before).
-
-                Output: one line per table, `<schema.table> <rows deleted>`, then `total <sum>`.
-
-                Exit status: 0 done; 64 bad arguments (no --yes, not a UUID); 3 database unreachable \
-                or lost; 1 any other error (e.g. the role is not a member of habit_admin).
+                One REPEATABLE READ snapshot, read and written a page at a time (memory stays flat \
+                however big the account). The output is the same document account.export's pages make.
                 """
         )
 
         @OptionGroup var database: DatabaseOptions
 
-        @Option(help: ArgumentHelp("The user whose account is deleted.", valueName: "uuid"))
+        @Option(help: ArgumentHelp("The user.", valueName: "uuid"))
         var user: String
 
-        @Flag(help: "Confirm the deletion (required: it cannot be undone).")
-        var yes = false
+        @Option(help: ArgumentHelp("Items per page read from the database.", valueName: "n"))
+        var pageSize = 1_000
 
         func validate() throws {
-            guard UUID(canonical: user) != nil else { throw ValidationError("--user must be a UUID") }
-            guard yes else {
-                throw ValidationError("deleting an account cannot be undone; add --yes to delete user \(user)")
+            _ = try AccountCommand.user(user)
+            guard (1...AccountRepository.maxLimit).contains(pageSize) else {
+                throw ValidationError("--page-size must be 1 to \(AccountRepository.maxLimit)")
             }
         }
 
         func run() throws {
             try reportingFailures {
-                let connection = try database.connect(try database.connectionURL(embedded: \.adminConnectionString),
-                                                      applicationName: "habit-account-delete")
+                let connection = try AccountCommand.connection(database, "habit-account-export")
                 defer { connection.close() }
-                let deletion = try AccountRepository.deleteAsAdmin(connection, user: UUID(canonical: user)!)
-                var output = ""
-                for table in deletion.tables { output += "\(table.name) \(table.deleted)\n" }
-                output += "total \(deletion.total)\n"
-                FileHandle.standardOutput.write(Data(output.utf8))
+                // No statement timeout: a big account takes as long as it takes.
+                let repository = AccountRepository(connection: connection, settings: StoreSettings(statementTimeoutMilliseconds: 0))
+                let output = FileHandle.standardOutput
+                var stream = AccountDocumentStream { output.write($0) }
+                try repository.exportAll(user: try AccountCommand.user(user), pageSize: pageSize) { page in
+                    try stream.add(page)
+                }
+                try stream.finish()
+                if ProcessInfo.processInfo.environment["HABIT_REPORT_PEAK_RSS"] == "1" {
+                    FileHandle.standardError.write(Data("peak_rss_kib=\(WeeklyCountsCommand.peakResidentKiB())\n".utf8))
+                }
             }
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import a habit-account document for the user, all or nothing.",
+            discussion: """
+                FILE is the document (- for stdin). merge (default) writes the document's rows and \
+                keeps the user's others; replace makes the user's rows exactly the document's. The \
+                whole document is checked before anything is written; importing it again changes \
+                nothing. --backfill lifts the rules on completion and skip dates (future dates, days \
+                the habit was not on), for admins. Prints the counts per kind as JSON.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: ArgumentHelp("The user.", valueName: "uuid"))
+        var user: String
+
+        @Option(help: "merge or replace.")
+        var mode: ImportMode = .merge
+
+        @Flag(help: "Admins only: allow completions and skips on any date.")
+        var backfill = false
+
+        @Argument(help: ArgumentHelp("The document (- for stdin).", valueName: "file"))
+        var file: String
+
+        func validate() throws {
+            _ = try AccountCommand.user(user)
+        }
+
+        func run() throws {
+            try reportingFailures {
+                let bytes: Data
+                do {
+                    bytes = file == "-" ? FileHandle.standardInput.readDataToEndOfFile()
+                        : try Data(contentsOf: URL(fileURLWithPath: file))
+                } catch {
+                    FileHandle.standardError.write(Data("habit: cannot read \(file): \(error.localizedDescription)\n".utf8))
+                    throw ExitCode(1)
+                }
+                let checked: AccountDocument.Checked
+                do {
+                    let value = try JSONParser.parse([UInt8](bytes))
+                    checked = try AccountDocument.check(value)
+                } catch let error as JSONParseError {
+                    FileHandle.standardError.write(Data("habit: \(file) is not JSON: \(error)\n".utf8))
+                    throw ExitCode(1)
+                } catch let error as RPCError {
+                    FileHandle.standardError.write(Data("habit: document refused: \(Self.describe(error))\n".utf8))
+                    throw ExitCode(1)
+                }
+                let connection = try AccountCommand.connection(database, "habit-account-import")
+                defer { connection.close() }
+                let repository = AccountRepository(connection: connection, settings: StoreSettings(statementTimeoutMilliseconds: 0))
+                let report: ImportReport
+                do {
+                    report = try repository.importDocument(user: try AccountCommand.user(user), documentJSON: checked.json,
+                                                           mode: mode, backfill: backfill)
+                } catch let error as StoreError {
+                    FileHandle.standardError.write(Data("habit: document refused: \(Self.describe(AccountDocument.refusal(error)))\n".utf8))
+                    throw ExitCode(1)
+                }
+                print(AccountDocument.reportJSON(report))
+            }
+        }
+
+        /// `<field>: <reason> (<message>)` of a -32602 or domain error.
+        static func describe(_ error: RPCError) -> String {
+            guard case .object(let data)? = error.data else { return error.message }
+            let field = data["field"]?.stringValue.map { $0 + ": " } ?? ""
+            let reason = data["reason"]?.stringValue ?? error.message
+            let message = data["message"]?.stringValue.map { " (\($0))" } ?? ""
+            return field + reason + message
         }
     }
 }

@@ -18,6 +18,7 @@ public enum HabitMethods {
         "sync.pull", "sync.push",
         "changes.subscribe", "changes.unsubscribe",
         "account.delete",
+        "account.export", "account.import",
     ]
 
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the

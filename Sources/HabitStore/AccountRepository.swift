@@ -1,61 +1,225 @@
 import Foundation
 import PostgresClient
 
-/// What `habit.delete_account` removed: one entry per table it knows, in its order, with the
-/// rows deleted (all zeros when the account was already gone).
-public struct AccountDeletion: Sendable, Equatable {
-    public struct Table: Sendable, Equatable {
-        /// Schema-qualified, e.g. `public.habit_completions`.
-        public let name: String
-        public let deleted: Int64
-
-        public init(name: String, deleted: Int64) {
-            self.name = name
-            self.deleted = deleted
-        }
-    }
-
-    public let tables: [Table]
-
-    public init(tables: [Table]) {
-        self.tables = tables
-    }
-
-    public var total: Int64 { tables.reduce(0) { $0 + $1.deleted } }
-
-    init(rows: [Row]) throws {
-        tables = try rows.map { Table(name: try $0.decode(String.self, at: 0), deleted: try $0.decode(Int64.self, at: 1)) }
-    }
-}
-
-/// Account-wide operations. Deletion is one SQL function (sql/0014, `habit.delete_account`),
-/// the single place that knows every table a user owns; this only calls it.
+/// A user's whole account as one document, "habit-account" version 1 (docs/protocol.md
+/// "Accounts"): exported in key order, a page at a time, and imported through
+/// `habit.import_account` (sql/0013), the one place the import's writes and rules live.
+///
+/// Export consistency: every page is read in one REPEATABLE READ snapshot, and the sections
+/// are walked in key order (habits, lists and tasks by id; completions and skips by habit and
+/// date). A walk of several transactions (`account.export` pages) is one consistent state
+/// because each page compares the user's sync clock (sql/0012: every write of the user takes a
+/// new number) with the one the walk began at: a write in between makes the next page fail with
+/// `exportChanged`, and the client starts again. A snapshot cannot be shared across
+/// transactions on pooled connections, so this is the check. `exportAll` reads every page in
+/// one snapshot (the CLI).
 public struct AccountRepository {
     let scope: UserScope
+
+    /// Most items (the profile, habits with their periods, completions, skips, lists, tasks) in one page.
+    public static let maxLimit = 10_000
 
     public init(connection: Connection, settings: StoreSettings = StoreSettings()) {
         scope = UserScope(connection: connection, settings: settings)
     }
 
-    /// Deletes everything `user` owns, as that user (role authenticated, the user's claims): one
-    /// statement, one transaction. Repeating it deletes nothing and answers zeros.
-    public func delete(user: UUID) throws -> AccountDeletion {
-        try AccountDeletion(rows: scope.query(as: user, Self.deleteStatement(user: user)))
-    }
+    // MARK: - Export
 
-    /// The same for an admin (`habit account delete`): one transaction as habit_admin (SET LOCAL
-    /// ROLE), so the connecting role must be a member of habit_admin (42501 otherwise).
-    public static func deleteAsAdmin(_ connection: Connection, user: UUID) throws -> AccountDeletion {
-        do {
-            return try connection.withTransaction(prelude: ["SET LOCAL ROLE habit_admin"]) { connection in
-                try AccountDeletion(rows: connection.query(deleteStatement(user: user)))
+    /// The page of `user`'s document after `cursor` (nil: the first page), at most `limit` items.
+    public func exportPage(user: UUID, cursor: ExportCursor?, limit: Int) throws -> AccountExportPage {
+        guard (1...Self.maxLimit).contains(limit) else {
+            throw StoreError.invalidInput(field: "limit", reason: .outOfRange, message: "limit must be 1 to \(Self.maxLimit)")
+        }
+        return try scope.transaction(as: user, isolation: .repeatableReadOnly) { connection in
+            let (clock, now) = try Self.clockAndNow(connection, user: user)
+            let start: ExportCursor
+            if let cursor {
+                guard cursor.clock == clock else { throw StoreError.exportChanged }
+                start = cursor
+            } else {
+                start = ExportCursor(section: .profile, key: "", clock: clock, exportedAt: now)
             }
-        } catch {
-            throw StoreError.mapping(error)
+            return try Self.page(connection, user: user, from: start, limit: limit)
         }
     }
 
-    static func deleteStatement(user: UUID) -> Query {
-        "SELECT table_name, deleted FROM habit.delete_account(\(user))"
+    /// Every page of `user`'s document, `pageSize` items each, read in one snapshot and handed
+    /// to `body` one at a time (memory stays at one page).
+    public func exportAll(user: UUID, pageSize: Int = 1_000, _ body: (AccountExportPage) throws -> Void) throws {
+        try scope.transaction(as: user, isolation: .repeatableReadOnly) { connection in
+            let (clock, now) = try Self.clockAndNow(connection, user: user)
+            var cursor: ExportCursor? = ExportCursor(section: .profile, key: "", clock: clock, exportedAt: now)
+            while let start = cursor {
+                let page = try Self.page(connection, user: user, from: start, limit: pageSize)
+                try body(page)
+                cursor = page.cursor
+            }
+        }
+    }
+
+    static func clockAndNow(_ connection: Connection, user: UUID) throws -> (Int64, PostgresTimestamp) {
+        let row = try connection.queryOne("""
+            SELECT coalesce((SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = \(user)), 0)::bigint AS seq,
+                   statement_timestamp() AS now
+            """)
+        return (try row.decode(Int64.self, "seq"), try row.decode(PostgresTimestamp.self, "now"))
+    }
+
+    private static let smallestID = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+
+    /// The items after `start`, section by section, until `limit` are taken.
+    static func page(_ connection: Connection, user: UUID, from start: ExportCursor, limit: Int) throws -> AccountExportPage {
+        var page = AccountExportPage(exportedAt: start.exportedAt)
+        var room = limit
+        var section = start.section
+        var key = start.key
+        while true {
+            // `room + 1` rows tell whether the section goes on past this page.
+            let fetch = room + 1
+            var taken = 0
+            var lastKey = ""
+            switch section {
+            case .profile:
+                let rows = try connection.query("SELECT timezone, week_start FROM public.profiles WHERE user_id = \(user)")
+                page.includesProfile = true
+                page.profile = try rows.first.map { try HabitRepository.profile(user: user, $0) }
+                taken = 1
+            case .habits:
+                let after = key.isEmpty ? nil : UUID(uuidString: key)
+                let rows = try connection.query("""
+                    SELECT id, name, icon, color, sort_order, created_at, updated_at FROM public.habit_templates
+                    WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
+                    ORDER BY id LIMIT \(fetch)
+                    """)
+                var habits = try rows.prefix(room).map { row in
+                    AccountHabit(id: try row.decode(UUID.self, "id"), name: try row.decode(String.self, "name"),
+                                 icon: try row.decode(String?.self, "icon"), color: try row.decode(String?.self, "color"),
+                                 sortOrder: try row.decode(Int32?.self, "sort_order").map(Int.init),
+                                 createdAt: try row.decode(PostgresTimestamp.self, "created_at"),
+                                 updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"), periods: [])
+                }
+                if let first = habits.first, let last = habits.last {
+                    // The page's habits' periods: one range scan, in (habit, start) order.
+                    let periods = try connection.query("""
+                        SELECT template_id, started_at, ended_at, schedule FROM public.habit_periods
+                        WHERE user_id = \(user) AND template_id BETWEEN \(first.id) AND \(last.id)
+                        ORDER BY template_id, started_at
+                        """)
+                    var index = 0
+                    for row in periods {
+                        let template = try row.decode(UUID.self, "template_id")
+                        while index < habits.count, habits[index].id != template { index += 1 }
+                        guard index < habits.count else { break }
+                        habits[index].periods.append(HabitPeriod(
+                            startedAt: try row.decode(PostgresTimestamp.self, "started_at"),
+                            endedAt: try row.decode(PostgresTimestamp?.self, "ended_at"),
+                            schedule: try HabitSchedule(storedJSON: row.decode(JSONB.self, "schedule").text)))
+                    }
+                }
+                page.habits += habits
+                taken = rows.count
+                lastKey = habits.last?.id.lowercaseString ?? ""
+            case .completions, .skips:
+                let (table, column) = section == .completions ? ("public.habit_completions", "completed_date") : ("public.habit_skips", "skipped_date")
+                let after = DayKey(key: key)
+                let rows = try connection.query("""
+                    SELECT template_id, \(unsafeSQL: column) AS day FROM \(unsafeSQL: table)
+                    WHERE user_id = \(user) AND (template_id, \(unsafeSQL: column)) > (\(after?.templateID ?? smallestID), \(after?.date.description ?? "-infinity")::date)
+                    ORDER BY template_id, \(unsafeSQL: column) LIMIT \(fetch)
+                    """)
+                let days = try rows.prefix(room).map { DayKey(templateID: try $0.decode(UUID.self, "template_id"), date: try $0.decode(CalendarDate.self, "day")) }
+                if section == .completions { page.completions += days } else { page.skips += days }
+                taken = rows.count
+                lastKey = days.last.map { "\($0.templateID.lowercaseString)/\($0.date)" } ?? ""
+            case .lists, .tasks:
+                let after = key.isEmpty ? nil : UUID(uuidString: key)
+                let (table, columns) = section == .lists ? ("public.task_lists", TaskList.columns) : ("public.tasks", TaskItem.columns)
+                let rows = try connection.query("""
+                    SELECT \(unsafeSQL: columns) FROM \(unsafeSQL: table)
+                    WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
+                    ORDER BY id LIMIT \(fetch)
+                    """)
+                if section == .lists {
+                    let lists = try rows.prefix(room).map(TaskList.init(row:))
+                    page.lists += lists
+                    lastKey = lists.last?.id.lowercaseString ?? ""
+                } else {
+                    let tasks = try rows.prefix(room).map(TaskItem.init(row:))
+                    page.tasks += tasks
+                    lastKey = tasks.last?.id.lowercaseString ?? ""
+                }
+                taken = rows.count
+            }
+            if taken > room {
+                // The section goes on: the next page starts after the last key taken.
+                page.cursor = ExportCursor(section: section, key: lastKey, clock: start.clock, exportedAt: start.exportedAt)
+                return page
+            }
+            room -= taken
+            guard let next = AccountSection(rawValue: section.rawValue + 1) else { return page }
+            if room == 0 {
+                page.cursor = ExportCursor(section: next, key: "", clock: start.clock, exportedAt: start.exportedAt)
+                return page
+            }
+            (section, key) = (next, "")
+        }
+    }
+
+    // MARK: - Import
+
+    /// Imports `documentJSON` — a "habit-account" version 1 document whose shape the caller has
+    /// checked (the worker's `AccountDocument`) — for `user`, in one transaction. `backfill`
+    /// (admins only; the database checks the login role) lifts the date and activity rules.
+    public func importDocument(user: UUID, documentJSON: String, mode: ImportMode, backfill: Bool = false,
+                               warnings: [String] = []) throws -> ImportReport {
+        let result = try scope.transaction(as: user) { connection in
+            if backfill {
+                try connection.execute("SELECT set_config('habit.backfill', 'on', true)")
+            }
+            return try connection.queryOne("SELECT habit.import_account(\(user), \(documentJSON)::jsonb, \(mode.rawValue))::text AS counts")
+                .decode(String.self, "counts")
+        }
+        return try Self.report(countsJSON: result, warnings: warnings)
+    }
+
+    static func report(countsJSON: String, warnings: [String]) throws -> ImportReport {
+        guard let object = try JSONSerialization.jsonObject(with: Data(countsJSON.utf8)) as? [String: Any] else {
+            throw PostgresError(kind: .decoding, message: "import_account returned no object")
+        }
+        func number(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
+        var counts: [(kind: String, counts: ImportCounts)] = []
+        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks"] {
+            let inserted = number("\(kind)_inserted"), updated = number("\(kind)_updated")
+            counts.append((kind, ImportCounts(inserted: inserted, updated: updated, deleted: number("\(kind)_deleted"),
+                                              unchanged: max(0, number("\(kind)_total") - inserted - updated))))
+        }
+        // A habit whose fields are unchanged but whose periods were rewritten counts as updated.
+        let periodsRewritten = number("habits_with_new_periods")
+        if periodsRewritten > 0, let index = counts.firstIndex(where: { $0.kind == "habits" }) {
+            var habits = counts[index].counts
+            let extra = min(periodsRewritten, habits.unchanged)
+            habits.updated += extra
+            habits.unchanged -= extra
+            counts[index].counts = habits
+        }
+        return ImportReport(counts: counts, warnings: warnings)
+    }
+
+    // MARK: - The input rules the document's values share with the other writers
+
+    /// Throws `StoreError.invalidInput` (field = the rule's field name) when `text` is not a
+    /// valid habit or list name (1–100 characters, trimmed, no control characters).
+    public static func checkName(_ text: String) throws { try checkExact(text, Validation.habitName(text), field: "name") }
+    public static func checkTaskTitle(_ text: String) throws { try checkExact(text, Validation.taskTitle(text), field: "title") }
+    public static func checkTaskNotes(_ text: String) throws { _ = try Validation.taskNotes(text) }
+    public static func checkIcon(_ text: String) throws { _ = try Validation.icon(text) }
+    public static func checkColor(_ text: String) throws { try checkExact(text, Validation.color(text), field: "color") }
+
+    /// The document's values are stored as they are: one that validation would normalize
+    /// (surrounding white space, lowercase hex) is refused, so an import never rewrites it.
+    private static func checkExact(_ text: String, _ normalized: String, field: String) throws {
+        guard text == normalized else {
+            throw StoreError.invalidInput(field: field, reason: .invalidText, message: "must be given as stored (trimmed, canonical)")
+        }
     }
 }

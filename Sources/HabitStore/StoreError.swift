@@ -25,6 +25,13 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A sync cursor that can no longer be continued: older than the retention, below what was
     /// pruned or reset, or ahead of the user's clock (a restored database). Pull from scratch.
     case cursorExpired
+    /// The user's rows changed between two pages of an `account.export` walk: export again
+    /// from the first page (`AccountRepository`).
+    case exportChanged
+    /// `habit.import_account` (sql/0013) refused the document: `path` is the JSON path of the
+    /// member at fault (`document.completions[3].date`), `reason` one of its codes (SQLSTATE
+    /// HB010's COLUMN and DETAIL); `today`, for future_date, the user's today (its HINT).
+    case importRefused(path: String, reason: String, today: CalendarDate?)
 
     public var description: String {
         switch self {
@@ -37,6 +44,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .idConflict: "id is taken"
         case .invalidCursor: "invalid sync cursor"
         case .cursorExpired: "sync cursor expired"
+        case .exportChanged: "the account changed during the export; export again from the start"
+        case .importRefused(let path, let reason, _): "import refused at \(path): \(reason)"
         }
     }
 }
@@ -79,6 +88,15 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case notAllowed = "not_allowed"
     /// `account.delete`'s `confirm` is not the `user_id` it deletes.
     case confirmationMismatch = "confirmation_mismatch"
+    /// An account document whose `format` is not "habit-account" or whose `version` is not 1.
+    case unsupportedFormat = "unsupported_format"
+    /// An account document's row that names a habit or list the document does not hold.
+    case unknownReference = "unknown_reference"
+    /// Periods out of order: not oldest first, overlapping, ending before they start, or an open
+    /// period that is not the last.
+    case invalidOrder = "invalid_order"
+    /// An account document with more rows of a kind than one import takes (docs/protocol.md "Accounts").
+    case tooMany = "too_many"
 }
 
 extension StoreError {
@@ -100,6 +118,9 @@ extension StoreError {
             return StoreError.limitExceeded(table: postgres.table ?? "")
         case .idConflict:
             return StoreError.idConflict
+        case .importRefused:
+            return StoreError.importRefused(path: postgres.column ?? "document", reason: postgres.detail ?? "",
+                                            today: postgres.hint.flatMap(CalendarDate.init(iso8601:)))
         // The completion and skip rules of sql/0010, raised by the tables' triggers for every
         // writer. HB003's DETAIL is the user's today (a documented field, not message text).
         case .futureDate:

@@ -38,6 +38,8 @@ extension MethodRegistry {
         registry.register(SyncPull.self)
         registry.register(SyncPush.self)
         registry.register(AccountDelete.self)
+        registry.register(AccountExport.self)
+        registry.register(AccountImport.self)
         registry.register(ChangesSubscribe.self)
         registry.register(ChangesUnsubscribe.self)
         registry.register(RPCDiscover.self)

@@ -30,6 +30,9 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     case userMismatch = -32018
     /// A sync.push mutation names a method a push may not carry (sync.*, changes.*, rpc.*, system.*, account.delete).
     case methodNotAllowed = -32019
+    /// The user's rows changed between two pages of an `account.export` walk: export again
+    /// without a cursor.
+    case exportChanged = -32020
 
     public var reason: String {
         switch self {
@@ -47,6 +50,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .cursorExpired: "cursor_expired"
         case .userMismatch: "user_mismatch"
         case .methodNotAllowed: "method_not_allowed"
+        case .exportChanged: "export_changed"
         }
     }
 
@@ -66,6 +70,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .cursorExpired: "Sync cursor expired"
         case .userMismatch: "user_id differs from the push's"
         case .methodNotAllowed: "Method not allowed in a push"
+        case .exportChanged: "Account changed during the export"
         }
     }
 
@@ -128,7 +133,7 @@ enum ErrorCatalog {
             predefined("internalError", .internalError, "Internal error", members: [], hasMessage: false),
         ] + DomainErrorCode.allCases.map { code in
             ErrorCatalogEntry(name: "\(code)", code: RPCErrorCode(rawValue: code.rawValue), message: code.message,
-                              reasons: [code.reason], members: code.dataMembers, optional: [], hasMessage: false)
+                              reasons: [code.reason], members: code.dataMembers, optional: code.optionalDataMembers, hasMessage: false)
         }
     }
 
@@ -140,10 +145,22 @@ extension DomainErrorCode {
     /// `data`'s members besides `reason` (see `error(extra:)` at each use).
     var dataMembers: [(String, JSONValue)] {
         switch self {
-        case .futureDate: [("today", JSONSchema.string(format: "date"))]
-        case .invalidState: [("detail", JSONSchema.string())]
+        case .futureDate: [("today", JSONSchema.string(format: "date")), Self.fieldMember]
+        case .invalidState: [("detail", JSONSchema.string()), Self.fieldMember]
         case .limitExceeded: [("table", JSONSchema.string())]
         case .responseTooLarge: [("limit", JSONSchema.integer(0...Int.max))]
+        case .habitNotActive, .idConflict: [Self.fieldMember]
+        default: []
+        }
+    }
+
+    /// `data.field` of an `account.import` refusal: the JSON path of the member at fault.
+    static let fieldMember = ("field", JSONSchema.described(JSONSchema.string(), "account.import only: the JSON path of the document's member at fault (document.completions[3].date)."))
+
+    /// The `dataMembers` sent only when they apply.
+    var optionalDataMembers: Set<String> {
+        switch self {
+        case .futureDate, .invalidState, .habitNotActive, .idConflict: ["field"]
         default: []
         }
     }
@@ -167,6 +184,8 @@ enum ErrorMapping {
             case .idConflict: return DomainErrorCode.idConflict.error()
             case .invalidCursor: return .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a sync cursor")
             case .cursorExpired: return DomainErrorCode.cursorExpired.error()
+            case .exportChanged: return DomainErrorCode.exportChanged.error()
+            case .importRefused(let path, let reason, let today): return importRefusal(path: path, reason: reason, today: today)
             }
         case let postgres as PostgresError:
             if postgres.isConnectionLost || postgres.sqlState == .tooManyConnections {
@@ -179,6 +198,19 @@ enum ErrorMapping {
             return .internalError()
         default:
             return .internalError()
+        }
+    }
+
+    /// sql/0013's refusals, each as the error the same rule gets elsewhere, with `data.field`.
+    static func importRefusal(path: String, reason: String, today: CalendarDate?) -> RPCError {
+        let field: (String, JSONValue) = ("field", .string(path))
+        switch reason {
+        case "id_conflict": return DomainErrorCode.idConflict.error(extra: [field])
+        case "future_date": return DomainErrorCode.futureDate.error(extra: [("today", .string(today?.description ?? "")), field])
+        case "habit_not_active": return DomainErrorCode.habitNotActive.error(extra: [field])
+        case "done_and_skipped": return DomainErrorCode.invalidState.error(extra: [("detail", .string("done_and_skipped")), field])
+        case "invalid_timezone": return .invalidParams(field: path, reason: InputFailure.invalidTimeZone, message: "unknown time zone")
+        default: return .internalError()
         }
     }
 }

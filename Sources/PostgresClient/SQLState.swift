@@ -74,6 +74,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let doneAndSkipped: SQLState = "HB005"
     /// `habit.backfill` set by a role that is not habit_admin (sql/0010).
     public static let backfillNotAllowed: SQLState = "HB006"
+    /// `habit.import_account` refused a document: COLUMN = the JSON path, DETAIL = the reason (sql/0013).
+    public static let importRefused: SQLState = "HB010"
     // Class P0 — PL/pgSQL
     public static let raiseException: SQLState = "P0001"
 }

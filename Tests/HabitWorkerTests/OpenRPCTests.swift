@@ -223,6 +223,8 @@ struct OpenRPCTests {
             try record("sync.pull", params(user, ["cursor": try #require(early["cursor"]), "limit": 10_000]))
             try record("sync.pull", params(user, ["limit": 2]))
             try record("account.delete", params(user, ["confirm": .uuid(user)]))
+            let exported = try record("account.export", params(user, ["limit": 10_000]))
+            try record("account.import", params(user, ["document": try #require(exported["document"]), "mode": "merge"]))
             try record("rpc.discover")
             // The first subscribe opens the change listener, whose notification for the user
             // may come before either answer: raw lines, notifications skipped.

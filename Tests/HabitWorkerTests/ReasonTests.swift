@@ -111,6 +111,15 @@ struct ReasonTests {
             (call("tasks.list", #""view":"inbox","list_id":"\#(UUID().uuidString)""#), -32602, "not_allowed", ("field", "list_id")),
             (call("habits.create", #""name":"x","schedule":{"type":"weekdays","days":[1,3,1]}"#), -32602, "duplicate_value", ("field", "schedule.days[2]")),
             (call("account.delete", #""confirm":"\#(UUID().uuidString)""#), -32602, "confirmation_mismatch", ("field", "confirm")),
+            // account.import's document checks (AccountTests covers each in depth).
+            (call("account.import", #""mode":"merge","document":{"format":"loop","version":1,"habits":[],"completions":[],"skips":[],"lists":[],"tasks":[]}"#),
+             -32602, "unsupported_format", ("field", "document.format")),
+            (call("account.import", #""mode":"merge","document":{"format":"habit-account","version":1,"habits":[],"completions":[{"template_id":"\#(user)","date":"2026-01-01"}],"skips":[],"lists":[],"tasks":[]}"#),
+             -32602, "unknown_reference", ("field", "document.completions[0].template_id")),
+            (call("account.import", #""mode":"merge","document":{"format":"habit-account","version":1,"habits":[{"id":"\#(user)","name":"x","periods":[{"started_at":"2026-01-02T00:00:00Z","ended_at":"2026-01-01T00:00:00Z","schedule":{"type":"daily"}}]}],"completions":[],"skips":[],"lists":[],"tasks":[]}"#),
+             -32602, "invalid_order", ("field", "document.habits[0].periods[0].ended_at")),
+            (call("account.import", #""mode":"merge","document":{"format":"habit-account","version":1,"habits":[\#(Array(repeating: #"{}"#, count: 10_001).joined(separator: ","))],"completions":[],"skips":[],"lists":[],"tasks":[]}"#),
+             -32602, "too_many", ("field", "document.habits")),
         ]
         var seen: Set<Pair> = []
         try WorkerSession.with(arguments: ["--max-line-bytes", String(maxLineBytes), "--max-batch", "2"]) { session in

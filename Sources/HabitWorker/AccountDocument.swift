@@ -1,0 +1,396 @@
+import Foundation
+import HabitStore
+import JSONRPC
+import PostgresClient
+
+/// The account document, "habit-account" version 1 (docs/protocol.md "Accounts",
+/// docs/account-format.schema.json): its shape checked member by member before anything is
+/// written, and its pages written by `account.export` and `habit account export`.
+///
+/// `check` is the seam for other sources: a converter (the Loop Habit Tracker one) produces a
+/// `JSONValue` in this format plus warnings, and the import then runs exactly as for ours
+/// (`AccountImport.importDocument`).
+public enum AccountDocument {
+    public static let format = "habit-account"
+    public static let version = 1
+
+    /// Most rows of each kind one import takes (row limits, sql/0006, may refuse fewer):
+    /// a 3-year daily user with 100 habits has ~110,000 completions.
+    public static let maxRows: [(member: String, limit: Int)] = [
+        ("habits", 10_000), ("completions", 500_000), ("skips", 500_000), ("lists", 10_000), ("tasks", 200_000),
+    ]
+    /// Most periods of one habit.
+    public static let maxPeriods = 10_000
+
+    /// The JSON-RPC error the worker would answer for `error` (the CLI prints its field and reason).
+    public static func refusal(_ error: Error) -> RPCError { ErrorMapping.rpcError(for: error) }
+
+    /// An import's answer as the worker writes it.
+    public static func reportJSON(_ report: ImportReport) -> String {
+        String(decoding: JSONWriter.encode { report.write(to: &$0) }.bytes, as: UTF8.self)
+    }
+
+    /// A checked document: the JSON text `habit.import_account` reads.
+    public struct Checked: Sendable {
+        public let json: String
+    }
+
+    /// Checks `document` (the value of params `document`; paths start with `document`): types,
+    /// formats, the rules of each value, duplicate ids, references inside the document, period
+    /// order and row counts. The first problem is thrown as -32602 with `data.field` its path.
+    public static func check(_ document: JSONValue) throws(RPCError) -> Checked {
+        let top = try object(document, "document",
+                             required: ["format", "version", "habits", "completions", "skips", "lists", "tasks"],
+                             optional: ["exported_at", "profile"])
+        guard top["format"]?.stringValue == format else {
+            throw .invalidParams(field: "document.format", reason: InputFailure.unsupportedFormat, message: "expected \"\(format)\"")
+        }
+        guard top["version"]?.intValue == version else {
+            throw .invalidParams(field: "document.version", reason: InputFailure.unsupportedFormat, message: "expected \(version)")
+        }
+        for (member, limit) in maxRows {
+            if let rows = top[member]?.arrayValue, rows.count > limit {
+                throw .invalidParams(field: "document.\(member)", reason: InputFailure.tooMany,
+                                     message: "at most \(limit) per import; \(rows.count) given")
+            }
+        }
+        if let profile = top["profile"], !profile.isNull {
+            let fields = try object(profile, "document.profile", required: ["time_zone", "week_start"])
+            let zone = try string(fields["time_zone"]!, "document.profile.time_zone")
+            guard !zone.isEmpty, zone.utf8.count <= 100, zone.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+                throw .invalidParams(field: "document.profile.time_zone", reason: InputFailure.invalidTimeZone, message: "not a time-zone name")
+            }
+            let start = try string(fields["week_start"]!, "document.profile.week_start")
+            guard WeekStart(rawValue: start) != nil else {
+                throw .invalidParams(field: "document.profile.week_start", reason: RPCReason.invalidChoice, message: #"expected "monday" or "sunday""#)
+            }
+        }
+
+        var habits = Set<UUID>()
+        for (index, value) in try array(top["habits"]!, "document.habits").enumerated() {
+            let path = "document.habits[\(index)]"
+            let fields = try object(value, path, required: ["id", "name", "periods"],
+                                    optional: ["icon", "color", "sort_order", "created_at", "updated_at"])
+            let id = try uuid(fields["id"]!, path + ".id")
+            guard habits.insert(id).inserted else {
+                throw .invalidParams(field: path + ".id", reason: InputFailure.duplicateValue, message: "a second habit with this id")
+            }
+            try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
+            if let icon = try optionalString(fields["icon"], path + ".icon") { try rule(path + ".icon") { try AccountRepository.checkIcon(icon) } }
+            if let color = try optionalString(fields["color"], path + ".color") { try rule(path + ".color") { try AccountRepository.checkColor(color) } }
+            if let order = fields["sort_order"], !order.isNull { _ = try int32(order, path + ".sort_order") }
+            try checkPeriods(try array(fields["periods"]!, path + ".periods"), path + ".periods")
+        }
+
+        for member in ["completions", "skips"] {
+            var days = Set<DayKey>()
+            for (index, value) in try array(top[member]!, "document.\(member)").enumerated() {
+                let path = "document.\(member)[\(index)]"
+                let fields = try object(value, path, required: ["template_id", "date"])
+                let template = try uuid(fields["template_id"]!, path + ".template_id")
+                guard habits.contains(template) else {
+                    throw .invalidParams(field: path + ".template_id", reason: InputFailure.unknownReference, message: "no habit of the document has this id")
+                }
+                let date = try calendarDate(fields["date"]!, path + ".date")
+                guard days.insert(DayKey(templateID: template, date: date)).inserted else {
+                    throw .invalidParams(field: path, reason: InputFailure.duplicateValue, message: "the same habit and date twice")
+                }
+            }
+        }
+
+        var lists = Set<UUID>()
+        for (index, value) in try array(top["lists"]!, "document.lists").enumerated() {
+            let path = "document.lists[\(index)]"
+            let fields = try object(value, path, required: ["id", "name"], optional: ["created_at", "updated_at"])
+            let id = try uuid(fields["id"]!, path + ".id")
+            guard lists.insert(id).inserted else {
+                throw .invalidParams(field: path + ".id", reason: InputFailure.duplicateValue, message: "a second list with this id")
+            }
+            try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
+        }
+
+        var tasks = Set<UUID>()
+        for (index, value) in try array(top["tasks"]!, "document.tasks").enumerated() {
+            let path = "document.tasks[\(index)]"
+            let fields = try object(value, path, required: ["id", "title", "state", "position"],
+                                    optional: ["list_id", "notes", "scheduled_date", "completed_at", "created_at", "updated_at"])
+            let id = try uuid(fields["id"]!, path + ".id")
+            guard tasks.insert(id).inserted else {
+                throw .invalidParams(field: path + ".id", reason: InputFailure.duplicateValue, message: "a second task with this id")
+            }
+            if let list = fields["list_id"], !list.isNull {
+                guard lists.contains(try uuid(list, path + ".list_id")) else {
+                    throw .invalidParams(field: path + ".list_id", reason: InputFailure.unknownReference, message: "no list of the document has this id")
+                }
+            }
+            try rule(path + ".title") { try AccountRepository.checkTaskTitle(try string(fields["title"]!, path + ".title")) }
+            if let notes = try optionalString(fields["notes"], path + ".notes") { try rule(path + ".notes") { try AccountRepository.checkTaskNotes(notes) } }
+            let state = try string(fields["state"]!, path + ".state")
+            guard let taskState = TaskState(rawValue: state) else {
+                throw .invalidParams(field: path + ".state", reason: RPCReason.invalidChoice, message: #"expected "not_started", "active" or "completed""#)
+            }
+            if let date = fields["scheduled_date"], !date.isNull { _ = try calendarDate(date, path + ".scheduled_date") }
+            _ = try int32(fields["position"]!, path + ".position")
+            let completedAt = try optionalTimestamp(fields["completed_at"], path + ".completed_at")
+            guard (taskState == .completed) == (completedAt != nil) else {
+                throw .invalidParams(field: path + ".completed_at", reason: InputFailure.notAllowed,
+                                     message: "set exactly when state is completed")
+            }
+        }
+        return Checked(json: document.jsonString)
+    }
+
+    private static func checkPeriods(_ periods: [JSONValue], _ path: String) throws(RPCError) {
+        guard periods.count <= maxPeriods else {
+            throw .invalidParams(field: path, reason: InputFailure.tooMany, message: "at most \(maxPeriods) periods per habit")
+        }
+        var previousEnd: PostgresTimestamp?
+        for (index, value) in periods.enumerated() {
+            let at = "\(path)[\(index)]"
+            let fields = try object(value, at, required: ["started_at", "schedule"], optional: ["ended_at"])
+            let start = try timestamp(fields["started_at"]!, at + ".started_at")
+            let end = try optionalTimestamp(fields["ended_at"], at + ".ended_at")
+            if index > 0 {
+                guard let previousEnd else {
+                    throw .invalidParams(field: "\(path)[\(index - 1)].ended_at", reason: InputFailure.invalidOrder, message: "only the last period may be open")
+                }
+                guard start >= previousEnd else {
+                    throw .invalidParams(field: at + ".started_at", reason: InputFailure.invalidOrder, message: "starts before the previous period ends")
+                }
+            }
+            if let end, end <= start {
+                throw .invalidParams(field: at + ".ended_at", reason: InputFailure.invalidOrder, message: "must be after started_at")
+            }
+            do {
+                _ = try ParamsReader.schedule(fields["schedule"]!)
+            } catch {
+                throw prefixed(error, with: at)
+            }
+            previousEnd = end
+        }
+    }
+
+    // MARK: - Reading values, naming the path of each failure
+
+    private static func object(_ value: JSONValue, _ path: String, required: [String], optional: [String] = []) throws(RPCError) -> JSONObject {
+        guard case .object(let object) = value else {
+            throw .invalidParams(field: path, reason: RPCReason.wrongType, message: "expected an object")
+        }
+        if let key = object.firstDuplicateKey {
+            throw .invalidParams(field: path + "." + key, reason: RPCReason.duplicateKey, message: "duplicate key")
+        }
+        for key in object.keys where !required.contains(key) && !optional.contains(key) {
+            throw .invalidParams(field: path + "." + key, reason: RPCReason.unknownKey, message: "not a member of the account format")
+        }
+        for key in required where object[key] == nil {
+            throw .invalidParams(field: path + "." + key, reason: RPCReason.required, message: "missing")
+        }
+        return object
+    }
+
+    private static func array(_ value: JSONValue, _ path: String) throws(RPCError) -> [JSONValue] {
+        guard case .array(let elements) = value else {
+            throw .invalidParams(field: path, reason: RPCReason.wrongType, message: "expected an array")
+        }
+        return elements
+    }
+
+    private static func string(_ value: JSONValue, _ path: String) throws(RPCError) -> String {
+        guard case .string(let text) = value else {
+            throw .invalidParams(field: path, reason: RPCReason.wrongType, message: "expected a string")
+        }
+        return text
+    }
+
+    private static func optionalString(_ value: JSONValue?, _ path: String) throws(RPCError) -> String? {
+        guard let value, !value.isNull else { return nil }
+        return try string(value, path)
+    }
+
+    private static func uuid(_ value: JSONValue, _ path: String) throws(RPCError) -> UUID {
+        guard let id = UUID(canonical: try string(value, path)) else {
+            throw .invalidParams(field: path, reason: InputFailure.invalidUUID, message: "expected a UUID")
+        }
+        return id
+    }
+
+    private static func calendarDate(_ value: JSONValue, _ path: String) throws(RPCError) -> CalendarDate {
+        guard let date = CalendarDate(iso8601: try string(value, path)), ParamsReader.dateRange.contains(date) else {
+            throw .invalidParams(field: path, reason: InputFailure.invalidDate, message: "expected a calendar date YYYY-MM-DD")
+        }
+        return date
+    }
+
+    private static func timestamp(_ value: JSONValue, _ path: String) throws(RPCError) -> PostgresTimestamp {
+        guard let instant = PostgresTimestamp(rfc3339: try string(value, path)), ParamsReader.instantRange.contains(instant) else {
+            throw .invalidParams(field: path, reason: InputFailure.invalidTimestamp, message: "expected an RFC 3339 timestamp with an offset")
+        }
+        return instant
+    }
+
+    private static func optionalTimestamp(_ value: JSONValue?, _ path: String) throws(RPCError) -> PostgresTimestamp? {
+        guard let value, !value.isNull else { return nil }
+        return try timestamp(value, path)
+    }
+
+    private static func int32(_ value: JSONValue, _ path: String) throws(RPCError) -> Int {
+        guard case .number = value else {
+            throw .invalidParams(field: path, reason: RPCReason.wrongType, message: "expected an integer")
+        }
+        guard let number = value.intValue, (Int(Int32.min)...Int(Int32.max)).contains(number) else {
+            throw .invalidParams(field: path, reason: InputFailure.outOfRange, message: "expected a 32-bit integer")
+        }
+        return number
+    }
+
+    /// Runs one of the store's value rules, naming `path` instead of the rule's own field.
+    private static func rule(_ path: String, _ body: () throws -> Void) throws(RPCError) {
+        do {
+            try body()
+        } catch let error as RPCError {
+            throw error
+        } catch StoreError.invalidInput(_, let reason, let message) {
+            throw .invalidParams(field: path, reason: reason, message: message)
+        } catch {
+            throw .internalError()
+        }
+    }
+
+    /// `error` with `data.field` under `path` (a schedule's `schedule.days[0]` → `<path>.schedule.days[0]`).
+    private static func prefixed(_ error: RPCError, with path: String) -> RPCError {
+        guard case .object(var data)? = error.data, let field = data["field"]?.stringValue else { return error }
+        data.members = data.members.map { $0.key == "field" ? ("field", .string(path + "." + field)) : $0 }
+        return RPCError(code: error.code, message: error.message, data: .object(data))
+    }
+}
+
+// MARK: - Writing
+
+extension JSONWriter {
+    /// A habit as the document holds it.
+    mutating func accountHabit(_ habit: AccountHabit) {
+        beginObject()
+        key("id"); uuid(habit.id)
+        key("name"); string(habit.name)
+        key("icon"); string(habit.icon)
+        key("color"); string(habit.color)
+        key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
+        key("created_at"); timestamp(habit.createdAt)
+        key("updated_at"); timestamp(habit.updatedAt)
+        key("periods"); array(habit.periods) { json, period in
+            json.beginObject()
+            json.key("started_at"); json.timestamp(period.startedAt)
+            json.key("ended_at"); json.timestamp(period.endedAt)
+            json.key("schedule"); json.schedule(period.schedule)
+            json.endObject()
+        }
+        endObject()
+    }
+
+    mutating func accountProfile(_ profile: Profile?) {
+        guard let profile else { return null() }
+        beginObject()
+        key("time_zone"); string(profile.timeZone)
+        key("week_start"); string(profile.weekStart.rawValue)
+        endObject()
+    }
+
+    mutating func accountList(_ list: TaskList) {
+        beginObject()
+        key("id"); uuid(list.id)
+        key("name"); string(list.name)
+        key("created_at"); timestamp(list.createdAt)
+        key("updated_at"); timestamp(list.updatedAt)
+        endObject()
+    }
+
+    mutating func accountTask(_ task: TaskItem) {
+        beginObject()
+        key("id"); uuid(task.id)
+        key("list_id"); uuid(task.listID)
+        key("title"); string(task.title)
+        key("notes"); string(task.notes)
+        key("state"); string(task.state.rawValue)
+        key("scheduled_date"); date(task.scheduledDate)
+        key("position"); int(task.position)
+        key("completed_at"); timestamp(task.completedAt)
+        key("created_at"); timestamp(task.createdAt)
+        key("updated_at"); timestamp(task.updatedAt)
+        endObject()
+    }
+
+    /// The header members (format, version, exported_at).
+    mutating func accountHeader(exportedAt: PostgresTimestamp) {
+        key("format"); string(AccountDocument.format)
+        key("version"); int(AccountDocument.version)
+        key("exported_at"); timestamp(exportedAt)
+    }
+
+    /// The members of a page after the header, each array in document order.
+    mutating func accountSections(_ page: AccountExportPage) {
+        if page.includesProfile { key("profile"); accountProfile(page.profile) }
+        key("habits"); array(page.habits) { json, habit in json.accountHabit(habit) }
+        key("completions"); array(page.completions) { json, day in json.dayKey(day) }
+        key("skips"); array(page.skips) { json, day in json.dayKey(day) }
+        key("lists"); array(page.lists) { json, list in json.accountList(list) }
+        key("tasks"); array(page.tasks) { json, task in json.accountTask(task) }
+    }
+}
+
+/// Writes the whole document from its pages as they come, keeping one page in memory: the
+/// header and the profile, then each array's items, opening and closing each array once.
+/// Output is byte-identical to one `JSONWriter` writing the whole document.
+public struct AccountDocumentStream {
+    private var section = -1
+    private var first = true
+    private let write: (Data) throws -> Void
+
+    public init(write: @escaping (Data) throws -> Void) { self.write = write }
+
+    private static let names = ["profile", "habits", "completions", "skips", "lists", "tasks"]
+
+    public mutating func add(_ page: AccountExportPage) throws {
+        var text = ""
+        if section < 0 {
+            let header = JSONWriter.encode { json in
+                json.beginObject()
+                json.accountHeader(exportedAt: page.exportedAt)
+                json.key("profile"); json.accountProfile(page.profile)
+            }
+            text += String(decoding: header.bytes, as: UTF8.self)
+            section = 0
+        }
+        func items<T>(_ index: Int, _ elements: [T], _ writeOne: (inout JSONWriter, T) -> Void) {
+            guard !elements.isEmpty else { return }
+            text += open(through: index)
+            for element in elements {
+                let one = JSONWriter.encode { writeOne(&$0, element) }
+                text += (first ? "" : ",") + String(decoding: one.bytes, as: UTF8.self)
+                first = false
+            }
+        }
+        items(1, page.habits) { $0.accountHabit($1) }
+        items(2, page.completions) { $0.dayKey($1) }
+        items(3, page.skips) { $0.dayKey($1) }
+        items(4, page.lists) { $0.accountList($1) }
+        items(5, page.tasks) { $0.accountTask($1) }
+        if !text.isEmpty { try write(Data(text.utf8)) }
+    }
+
+    /// Closes the arrays still to come (empty) and the document.
+    public mutating func finish() throws {
+        try write(Data((open(through: 5) + "]}\n").utf8))
+    }
+
+    /// Closes the current array and opens the following ones up to `index`.
+    private mutating func open(through index: Int) -> String {
+        var text = ""
+        while section < index {
+            if section >= 1 { text += "]" }
+            section += 1
+            text += ",\"\(Self.names[section])\":["
+            first = true
+        }
+        return text
+    }
+}

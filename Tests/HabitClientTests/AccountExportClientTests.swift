@@ -1,0 +1,30 @@
+import Foundation
+import HabitClient
+import JSONRPC
+import TestSupport
+import Testing
+
+extension HabitClientTests {
+    @Test("accountExport pages and accountImport, typed: the export of one user imported for another gives the same document")
+    func accountExportAndImport() async throws {
+        try await Self.withClient { client, _ in
+            let user = UUID(), copy = UUID()
+            for name in ["Walk", "Read", "Stretch"] { _ = try await client.habitsCreate(userID: user, name: name) }
+            var document = JSONObject(), habits: [JSONValue] = [], cursor: String?
+            repeat {
+                let page = try await client.accountExport(userID: user, cursor: cursor, limit: 2)
+                if cursor == nil { document = page.document }
+                habits += page.document["habits"]?.arrayValue ?? []
+                cursor = page.cursor
+                #expect(page.hasMore == (page.cursor != nil))
+            } while cursor != nil
+            #expect(habits.count == 3)
+            // Ids are the first user's: another user cannot take them (id_conflict) …
+            document = JSONObject(document.members.map { $0.key == "habits" ? ("habits", .array(habits)) : $0 })
+            await #expect(throws: (any Error).self) { try await client.accountImport(userID: copy, document: document, mode: "merge") }
+            // … while the owner imports them again: nothing changes.
+            let again = try await client.accountImport(userID: user, document: document, mode: "merge")
+            #expect(again.counts["habits"] == .init(inserted: 0, updated: 0, deleted: 0, unchanged: 3) && again.warnings.isEmpty)
+        }
+    }
+}

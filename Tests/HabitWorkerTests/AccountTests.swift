@@ -1,0 +1,489 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// account.export and account.import over the pipes, and `habit account` (issue 19): the round
+/// trip and idempotence on random accounts, hostile documents (a clear error and nothing
+/// written), export paging and its consistency check, and the CLI's streamed export.
+@Suite("habit serve: account.export / account.import")
+struct AccountTests {
+    // MARK: - Random accounts
+
+    /// A seeded generator (SplitMix64): a failing case replays from its seed.
+    struct Generator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func int(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(next() % UInt64(range.count)) }
+        mutating func chance(_ percent: Int) -> Bool { int(0...99) < percent }
+        mutating func uuid() -> UUID {
+            var bytes = (next(), next())
+            return withUnsafeBytes(of: &bytes) { raw in
+                var b = Array(raw.prefix(16))
+                b[6] = (b[6] & 0x0F) | 0x40
+                b[8] = (b[8] & 0x3F) | 0x80
+                return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+            }
+        }
+    }
+
+    static let zones = ["UTC", "Europe/Paris", "America/Los_Angeles", "Asia/Tokyo", "Pacific/Auckland"]
+    static let postgresEpochMicros: Int64 = 946_684_800_000_000
+
+    static func timestamp(unixMicros: Int64) -> WireJSON {
+        .string(PostgresTimestamp(microsecondsSincePostgresEpoch: unixMicros - postgresEpochMicros).rfc3339)
+    }
+
+    static func date(unixDay: Int) -> String { CalendarDate(daysSinceUnixEpoch: unixDay).description }
+
+    static func schedule(_ g: inout Generator) -> WireJSON {
+        switch g.int(0...3) {
+        case 0: return .object([.init("type", "daily")])
+        case 1:
+            let days = (1...7).filter { _ in g.chance(50) }
+            return .object([.init("type", "weekdays"), .init("days", .array((days.isEmpty ? [3] : days).map { .number(String($0)) }))])
+        case 2: return .object([.init("type", "every_n_days"), .init("n", .number(String(g.int(1...9))))])
+        default: return .object([.init("type", "times_per_week"), .init("times", .number(String(g.int(1...7))))])
+        }
+    }
+
+    /// A random valid document (server-set members omitted), sorted as an export is. Its
+    /// completions and skips lie two days inside a period (UTC), so any zone makes them on;
+    /// `habitIDs` reuses ids (another state of the same account).
+    static func document(_ g: inout Generator, nowMicros: Int64, habitIDs: [UUID] = []) -> WireJSON {
+        let day: Int64 = 86_400_000_000
+        let nowDay = Int(nowMicros / day)
+        var ids = habitIDs.filter { _ in g.chance(70) }
+        for _ in 0..<g.int(0...3) { ids.append(g.uuid()) }
+        ids.sort { $0.lowercaseString < $1.lowercaseString }
+        var habits: [WireJSON] = [], completions: [(String, String)] = [], skips: [(String, String)] = []
+        for (index, id) in ids.enumerated() {
+            var periods: [WireJSON] = []
+            var start = nowMicros - Int64(g.int(40...400)) * day - Int64(g.int(0...86_399_999_999))
+            let count = g.int(0...3)
+            var onDays: [Int] = []
+            for number in 0..<count {
+                let open = number == count - 1 && g.chance(50)
+                let end = min(start + Int64(g.int(5...60)) * day + Int64(g.int(0...3_600_000_000)), nowMicros - 3_600_000_000)
+                guard end > start + 5 * day || open else { break }
+                periods.append(.object([.init("started_at", timestamp(unixMicros: start)),
+                                        .init("ended_at", open ? .null : timestamp(unixMicros: end)),
+                                        .init("schedule", schedule(&g))]))
+                let first = Int(start / day) + 2, last = open ? nowDay - 2 : Int(end / day) - 2
+                if first <= last { onDays += Array(first...last) }
+                if open { break }
+                start = end + (g.chance(50) ? 0 : Int64(g.int(1...20)) * day)
+                if start >= nowMicros - 6 * day { break }
+            }
+            let chosen = Set(onDays.filter { _ in g.chance(15) })
+            for unixDay in chosen.sorted() {
+                if g.chance(80) { completions.append((id.lowercaseString, date(unixDay: unixDay))) } else { skips.append((id.lowercaseString, date(unixDay: unixDay))) }
+            }
+            habits.append(.object([
+                .init("id", .uuid(id)),
+                .init("name", .string(g.chance(30) ? "Lire, \"vite\" — 読書 \(index)" : "Habit \(g.int(1...999))")),
+                .init("icon", g.chance(50) ? "figure.run" : .null),
+                .init("color", g.chance(50) ? "#3366FF" : .null),
+                .init("sort_order", g.chance(50) ? .number(String(g.int(-5...50))) : .null),
+                .init("periods", .array(periods)),
+            ]))
+        }
+        var lists: [UUID] = (0..<g.int(0...2)).map { _ in g.uuid() }
+        lists.sort { $0.lowercaseString < $1.lowercaseString }
+        var tasks: [UUID] = (0..<g.int(0...3)).map { _ in g.uuid() }
+        tasks.sort { $0.lowercaseString < $1.lowercaseString }
+        let profile: WireJSON = g.chance(80)
+            ? .object([.init("time_zone", .string(zones[g.int(0...zones.count - 1)])), .init("week_start", g.chance(50) ? "monday" : "sunday")])
+            : .null
+        let dayKey: ((String, String)) -> WireJSON = { pair in .object([.init("template_id", .string(pair.0)), .init("date", .string(pair.1))]) }
+        return .object([
+            .init("format", "habit-account"), .init("version", 1), .init("profile", profile),
+            .init("habits", .array(habits)),
+            .init("completions", .array(completions.map(dayKey))),
+            .init("skips", .array(skips.map(dayKey))),
+            .init("lists", .array(lists.map { .object([.init("id", .uuid($0)), .init("name", .string("List \(g.int(1...99))"))]) })),
+            .init("tasks", .array(tasks.map { id in
+                let state = ["not_started", "active", "completed"][g.int(0...2)]
+                return .object([
+                    .init("id", .uuid(id)),
+                    .init("list_id", lists.isEmpty || g.chance(40) ? .null : .uuid(lists[g.int(0...lists.count - 1)])),
+                    .init("title", .string("Task \(g.int(1...99))")),
+                    .init("notes", g.chance(50) ? .string("line one\nline two ✓") : .null),
+                    .init("state", .string(state)),
+                    .init("scheduled_date", g.chance(50) ? .string(date(unixDay: nowDay + g.int(-30...30))) : .null),
+                    .init("position", .number(String(g.int(-1000...1000)))),
+                    .init("completed_at", state == "completed" ? timestamp(unixMicros: nowMicros - Int64(g.int(1...1_000_000_000))) : .null),
+                ])
+            })),
+        ])
+    }
+
+    /// `document` without its server-set members (exported_at; created_at/updated_at of habits,
+    /// lists and tasks).
+    static func withoutServerSet(_ document: WireJSON) -> WireJSON {
+        guard case .object(let members) = document else { return document }
+        return .object(members.filter { $0.key != "exported_at" }.map { member in
+            guard ["habits", "lists", "tasks"].contains(member.key), case .array(let rows) = member.value else { return member }
+            return .init(member.key, .array(rows.map { row in
+                guard case .object(let fields) = row else { return row }
+                return .object(fields.filter { $0.key != "created_at" && $0.key != "updated_at" })
+            }))
+        })
+    }
+
+    /// The whole document from account.export's pages of at most `limit` items.
+    static func export(_ worker: WorkerProcess, user: UUID, limit: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> WireJSON {
+        var header: [WireJSON.Member] = [], arrays: [String: [WireJSON]] = [:], cursor: WireJSON?
+        for _ in 0..<10_000 {
+            var members: [String: WireJSON] = ["limit": .number(String(limit))]
+            if let cursor { members["cursor"] = cursor }
+            let page = try worker.call("account.export", params(user, members))
+            guard let document = page["document"], case .object(let fields) = document else {
+                Issue.record("no document in \(page)", sourceLocation: sourceLocation)
+                return .null
+            }
+            for field in fields {
+                if case .array(let rows) = field.value {
+                    arrays[field.key, default: []] += rows
+                } else if cursor == nil {
+                    header.append(field)
+                }
+            }
+            if cursor == nil { #expect(fields.contains { $0.key == "profile" }, sourceLocation: sourceLocation) }
+            if page["has_more"] != true { break }
+            cursor = page["cursor"]
+        }
+        return .object(header + ["habits", "completions", "skips", "lists", "tasks"].map { .init($0, .array(arrays[$0] ?? [])) })
+    }
+
+    /// Validates each document against docs/account-format.schema.json with python3's
+    /// jsonschema (as scripts/check-openrpc does); answers "ok <count>" or the first error.
+    static func validateAgainstSchema(_ documents: [String]) throws -> String {
+        let file = NSTemporaryDirectory() + "habit-account-exports-\(UUID().uuidString).json"
+        try Data(("[" + documents.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let schema = TestDatabase.repositoryRoot.appendingPathComponent("docs/account-format.schema.json").path
+        let script = """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1])); documents = json.load(open(sys.argv[2]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+            for d in documents: validator.validate(d)
+            print("ok", len(documents))
+            """
+        let result = try WorkerProcess.run(OpenRPCTests.python[0], Array(OpenRPCTests.python.dropFirst()) + ["-c", script, schema, file], timeout: 120)
+        return result.status == 0 ? result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) : result.stderr
+    }
+
+    static func deleteRows(_ admin: Connection, user: UUID) throws {
+        for table in ["tasks", "task_lists", "habit_templates", "profiles"] {
+            try admin.execute("DELETE FROM public.\(unsafeSQL: table) WHERE user_id = \(user)")
+        }
+    }
+
+    /// A checksum of every row of the user tables and the sync bookkeeping: "nothing written".
+    static func checksum(_ admin: Connection) throws -> String {
+        var parts: [String] = []
+        for table in ["public.profiles", "public.habit_templates", "public.habit_periods", "public.habit_completions", "public.habit_skips",
+                      "public.task_lists", "public.tasks", "habit.sync_clocks", "habit.sync_tombstones", "habit.user_row_counts"] {
+            parts.append(try admin.queryOne("SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(unsafeSQL: table) t")
+                .decode(String.self, at: 0))
+        }
+        return parts.joined(separator: ",")
+    }
+
+    static func nowMicros(_ admin: Connection) throws -> Int64 {
+        try admin.queryOne("SELECT (extract(epoch FROM now()) * 1000000)::bigint").decode(Int64.self, at: 0)
+    }
+
+    @Test("random accounts: import → export gives the document; export → delete → import → export is identical apart from server-set members; a second import changes nothing; replace by another state gives that state")
+    func roundTrips() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, admin = session.admin
+            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, exports: [String] = []
+            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30, "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks)") }
+            defer {
+                // Every export is valid against docs/account-format.schema.json.
+                #expect((try? Self.validateAgainstSchema(exports)) == "ok 60", "the exports do not match docs/account-format.schema.json")
+            }
+            for seed in 1...60 as ClosedRange<UInt64> {
+                var g = Generator(state: seed)
+                let user = UUID(), now = try Self.nowMicros(admin)
+                let original = Self.document(&g, nowMicros: now)
+                for habit in original["habits"]?.arrayValue ?? [] {
+                    let count = habit["periods"]?.arrayValue?.count ?? 0
+                    periods += count
+                    multiPeriod += count > 1 ? 1 : 0
+                }
+                days += (original["completions"]?.arrayValue?.count ?? 0) + (original["skips"]?.arrayValue?.count ?? 0)
+                tasks += original["tasks"]?.arrayValue?.count ?? 0
+                let first = try worker.call("account.import", params(user, ["document": original, "mode": "merge"]))
+                #expect(first["counts"]?["habits"]?["inserted"]?.intValue == original["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
+                let limit = g.int(1...7)
+                let exported = try Self.export(worker, user: user, limit: limit)
+                #expect(Self.withoutServerSet(exported) == Self.withoutServerSet(original.with("exported_at", .null)), "seed \(seed)")
+
+                try Self.deleteRows(admin, user: user)
+                let mode: WireJSON = g.chance(50) ? "merge" : "replace"
+                _ = try worker.call("account.import", params(user, ["document": exported, "mode": mode]))
+                let again = try Self.export(worker, user: user, limit: 1_000)
+                #expect(Self.withoutServerSet(again) == Self.withoutServerSet(exported), "seed \(seed)")
+
+                // Idempotent: nothing written, not even a sync change number or updated_at.
+                let before = try Self.checksum(admin)
+                let second = try worker.call("account.import", params(user, ["document": again, "mode": mode]))
+                #expect(try Self.checksum(admin) == before, "seed \(seed): \(second)")
+                for kind in ["profile", "habits", "completions", "skips", "lists", "tasks"] {
+                    #expect(second["counts"]?[kind]?["inserted"] == 0 && second["counts"]?[kind]?["updated"] == 0
+                            && second["counts"]?[kind]?["deleted"] == 0, "seed \(seed): \(second)")
+                }
+                let third = try Self.export(worker, user: user, limit: 1_000)
+                exports.append(third.encoded)
+                #expect(third.with("exported_at", .null) == again.with("exported_at", .null), "seed \(seed)")
+
+                // Another state of the same account (same ids, new periods, days, names): replace.
+                let ids = (original["habits"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue.flatMap(UUID.init(uuidString:)) }
+                let next = Self.document(&g, nowMicros: now, habitIDs: ids)
+                _ = try worker.call("account.import", params(user, ["document": next, "mode": "replace"]))
+                let replaced = try Self.export(worker, user: user, limit: 1_000)
+                #expect(Self.withoutServerSet(replaced) == Self.withoutServerSet(next.with("exported_at", .null)), "seed \(seed)")
+            }
+        }
+    }
+
+    // MARK: - Hostile documents
+
+    static let habitID = "aaaaaaaa-0000-4000-8000-000000000001"
+
+    static func minimal(habits: WireJSON = [], completions: WireJSON = [], skips: WireJSON = []) -> WireJSON {
+        .object([.init("format", "habit-account"), .init("version", 1), .init("profile", .null), .init("habits", habits),
+                 .init("completions", completions), .init("skips", skips), .init("lists", []), .init("tasks", [])])
+    }
+
+    static func habit(_ id: String = habitID, periods: WireJSON) -> WireJSON {
+        .object([.init("id", .string(id)), .init("name", "Walk"), .init("periods", periods)])
+    }
+
+    static func period(_ start: String, _ end: String?) -> WireJSON {
+        .object([.init("started_at", .string(start)), .init("ended_at", end.map { .string($0) } ?? .null),
+                 .init("schedule", .object([.init("type", "daily")]))])
+    }
+
+    static func day(_ date: String, _ template: String = habitID) -> WireJSON {
+        .object([.init("template_id", .string(template)), .init("date", .string(date))])
+    }
+
+    @Test("hostile documents: a precise error naming the JSON path, and nothing written")
+    func hostileDocuments() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, admin = session.admin, user = UUID(), other = UUID()
+            // The other user owns a habit and a list; the user has an account already.
+            let theirs = Self.habit("bbbbbbbb-0000-4000-8000-000000000002", periods: [Self.period("2026-01-01T00:00:00Z", nil)])
+            _ = try worker.call("account.import", params(other, ["document": Self.minimal(habits: [theirs]), "mode": "merge"]))
+            let mine = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])
+            _ = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [mine], completions: [Self.day("2025-02-01")]), "mode": "merge"]))
+            let today = try session.today()
+            let tomorrow = CalendarDate(daysSinceUnixEpoch: today.daysSinceUnixEpoch + 1).description
+            let open = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", nil)])
+
+            let cases: [(String, WireJSON, Int, String, String?)] = [
+                ("habits not an array", Self.minimal().with("habits", "x"), -32602, "wrong_type", "document.habits"),
+                ("a name that is a number", Self.minimal(habits: [.object([.init("id", .string(Self.habitID)), .init("name", 5), .init("periods", [])])]),
+                 -32602, "wrong_type", "document.habits[0].name"),
+                ("unknown member", Self.minimal().with("extra", 1), -32602, "unknown_key", "document.extra"),
+                ("unknown format", Self.minimal().with("format", "loop"), -32602, "unsupported_format", "document.format"),
+                ("unknown version", Self.minimal().with("version", 2), -32602, "unsupported_format", "document.version"),
+                ("duplicate habit ids", Self.minimal(habits: [open, open]), -32602, "duplicate_value", "document.habits[1].id"),
+                ("duplicate completion", Self.minimal(habits: [open], completions: [Self.day("2025-02-01"), Self.day("2025-02-01")]),
+                 -32602, "duplicate_value", "document.completions[1]"),
+                ("a completion of an unknown habit", Self.minimal(habits: [open], completions: [Self.day("2025-02-01", "cccccccc-0000-4000-8000-000000000003")]),
+                 -32602, "unknown_reference", "document.completions[0].template_id"),
+                ("a date that does not exist", Self.minimal(habits: [open], completions: [Self.day("2025-02-30")]), -32602, "invalid_date", "document.completions[0].date"),
+                ("a date out of range", Self.minimal(habits: [open], skips: [Self.day("10000-01-01")]), -32602, "invalid_date", "document.skips[0].date"),
+                ("a bad timestamp", Self.minimal(habits: [Self.habit(periods: [Self.period("yesterday", nil)])]), -32602, "invalid_timestamp",
+                 "document.habits[0].periods[0].started_at"),
+                ("overlapping periods", Self.minimal(habits: [Self.habit(periods: [Self.period("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z"),
+                                                                                  Self.period("2025-01-15T00:00:00Z", nil)])]),
+                 -32602, "invalid_order", "document.habits[0].periods[1].started_at"),
+                ("a bad schedule", Self.minimal(habits: [Self.habit(periods: [.object([.init("started_at", "2025-01-01T00:00:00Z"),
+                                                                                     .init("schedule", .object([.init("type", "weekdays"), .init("days", [9])]))])])]),
+                 -32602, "out_of_range", "document.habits[0].periods[0].schedule.days[0]"),
+                ("another user's habit id", Self.minimal(habits: [theirs]), -32015, "id_conflict", "document.habits[0].id"),
+                ("a future completion", Self.minimal(habits: [open], completions: [Self.day(tomorrow)]), -32002, "future_date", "document.completions[0].date"),
+                ("a completion on a day the habit was not on", Self.minimal(habits: [Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])],
+                                                                              completions: [Self.day("2025-06-01")]),
+                 -32003, "habit_not_active", "document.completions[0].date"),
+                ("done and skipped", Self.minimal(habits: [open], completions: [Self.day("2025-02-01")], skips: [Self.day("2025-02-01")]),
+                 -32004, "invalid_state", "document.skips[0]"),
+                ("an unknown zone", Self.minimal().with("profile", .object([.init("time_zone", "Mars/Olympus"), .init("week_start", "monday")])),
+                 -32602, "invalid_timezone", "document.profile.time_zone"),
+            ]
+            for (name, document, code, reason, field) in cases {
+                let before = try Self.checksum(admin)
+                for mode in ["merge", "replace"] as [WireJSON] {
+                    let response = try worker.request("account.import", params: params(user, ["document": document, "mode": mode]))
+                    expectError(response, code: code, id: nil, reason: reason, field: field)
+                    if response.code != code { Issue.record("case \(name)") }
+                }
+                #expect(try Self.checksum(admin) == before, "case \(name) wrote something")
+            }
+
+            // Deep nesting: the parser's depth limit, before any method runs.
+            let before = try Self.checksum(admin)
+            let deep = String(repeating: "[", count: 300) + String(repeating: "]", count: 300)
+            try worker.send(#"{"jsonrpc":"2.0","id":7,"method":"account.import","params":{"user_id":"\#(user.lowercaseString)","mode":"merge","document":\#(deep)}}"#)
+            let nested = try worker.readResponse()
+            #expect(nested.code == -32700 && nested.reason == "too_deep", "\(nested.raw)")
+
+            // A row limit: refused cleanly, nothing written.
+            try admin.execute("UPDATE habit.row_limits SET max_rows = 2 WHERE table_name = 'habit_templates'")
+            let three = (1...3).map { Self.habit("dddddddd-0000-4000-8000-00000000000\($0)", periods: []) }
+            expectError(try worker.request("account.import", params: params(UUID(), ["document": Self.minimal(habits: .array(three)), "mode": "merge"])),
+                        code: -32013, id: nil, reason: "limit_exceeded")
+            try admin.execute("UPDATE habit.row_limits SET max_rows = 1000 WHERE table_name = 'habit_templates'")
+
+            // 1,000,000 completions: more than one request line may carry (line_too_long), and
+            // more than one import takes (too_many, through the CLI). Nothing written.
+            let completions = String(repeating: #"{"template_id":"aaaaaaaa-0000-4000-8000-000000000001","date":"2025-02-01"},"#, count: 999_999)
+                + #"{"template_id":"aaaaaaaa-0000-4000-8000-000000000001","date":"2025-02-01"}"#
+            let huge = #"{"format":"habit-account","version":1,"profile":null,"habits":[],"completions":[\#(completions)],"skips":[],"lists":[],"tasks":[]}"#
+            try worker.send(#"{"jsonrpc":"2.0","id":8,"method":"account.import","params":{"user_id":"\#(user.lowercaseString)","mode":"merge","document":\#(huge)}}"#)
+            let tooLong = try worker.readResponse()
+            #expect(tooLong.code == -32600 && tooLong.reason == "line_too_long", "\(tooLong.raw.prefix(300))")
+            let file = NSTemporaryDirectory() + "habit-account-\(UUID().uuidString).json"
+            try Data(huge.utf8).write(to: URL(fileURLWithPath: file))
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let cli = try WorkerProcess.run(try WorkerProcess.binaryPath(),
+                                            ["account", "import", "--database-url", try session.database.url(overriding: [:]), "--user", user.lowercaseString, file],
+                                            environment: WorkerProcess.childEnvironment())
+            #expect(cli.status == 1 && cli.stderr.contains("document.completions: too_many"), "\(cli.status) \(cli.stderr)")
+            #expect(try Self.checksum(admin) == before, "the nesting, limit or size cases wrote something")
+        }
+    }
+
+    // MARK: - Paging, consistency, the CLI
+
+    @Test("a write between two pages: export_changed; bad cursors and limits are -32602")
+    func exportChanged() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, user = UUID()
+            for name in ["Walk", "Read", "Stretch"] { try worker.createHabit(user: user, name: name) }
+            let first = try worker.call("account.export", params(user, ["limit": 2]))
+            #expect(first["has_more"] == true && first["document"]?["habits"]?.arrayValue?.count == 1)
+            let cursor = try #require(first["cursor"])
+            #expect(try worker.call("account.export", params(user, ["limit": 2, "cursor": cursor]))["document"]?["habits"]?.arrayValue?.count == 2)
+            try worker.createHabit(user: user, name: "Swim")
+            expectError(try worker.request("account.export", params: params(user, ["limit": 2, "cursor": cursor])), code: -32020, id: nil, reason: "export_changed")
+            for (members, field, reason) in [(["cursor": "e1.9.0.0."], "cursor", "invalid_cursor"), (["cursor": "nope"], "cursor", "invalid_cursor"),
+                                             (["limit": 0], "limit", "out_of_range"), (["limit": 10_001], "limit", "out_of_range")] as [([String: WireJSON], String, String)] {
+                expectError(try worker.request("account.export", params: params(user, members)), code: -32602, id: nil, reason: reason, field: field)
+            }
+        }
+    }
+
+    @Test("habit account export streams the document the paged account.export makes; --backfill is only for habit_admin")
+    func cliExport() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, admin = session.admin, user = UUID()
+            // A few thousand rows: 6 habits with 500 completions each, backfilled by an admin.
+            let habits = (1...6).map { Self.habit("eeeeeeee-0000-4000-8000-00000000000\($0)", periods: [Self.period("2020-01-01T00:00:00Z", nil)]) }
+            var days: [WireJSON] = []
+            for number in 1...6 {
+                for offset in 0..<500 { days.append(Self.day(CalendarDate(daysSinceUnixEpoch: 15_000 + offset * 2).description, "eeeeeeee-0000-4000-8000-00000000000\(number)")) }
+            }
+            let document = Self.minimal(habits: .array(habits), completions: .array(days))
+            let file = NSTemporaryDirectory() + "habit-account-\(UUID().uuidString).json"
+            try Data(document.encoded.utf8).write(to: URL(fileURLWithPath: file))
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let url = try session.database.url(overriding: [:])
+            let binary = try WorkerProcess.binaryPath()
+            // The worker's login role may not backfill: the database refuses it (HB006).
+            let refused = try WorkerProcess.run(binary, ["account", "import", "--database-url", try session.database.workerURL(), "--backfill",
+                                                         "--user", user.lowercaseString, file], environment: WorkerProcess.childEnvironment())
+            #expect(refused.status == 1 && refused.stderr.contains("habit.backfill is only for habit_admin"), "\(refused.stderr)")
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_completions WHERE user_id = \(user)").decode(Int.self, at: 0) == 0)
+            let imported = try WorkerProcess.run(binary, ["account", "import", "--database-url", url, "--backfill", "--user", user.lowercaseString, file],
+                                                 environment: WorkerProcess.childEnvironment())
+            try #require(imported.status == 0, "\(imported.stderr)")
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_completions WHERE user_id = \(user)").decode(Int.self, at: 0) == 3_000)
+
+            let exported = try WorkerProcess.run(binary, ["account", "export", "--database-url", url, "--user", user.lowercaseString, "--page-size", "250"],
+                                                 environment: WorkerProcess.childEnvironment().merging(["HABIT_REPORT_PEAK_RSS": "1"]) { $1 })
+            try #require(exported.status == 0, "\(exported.stderr)")
+            let streamed = try WireJSON.parse(exported.stdout)
+            let paged = try Self.export(worker, user: user, limit: 700)
+            #expect(streamed.with("exported_at", .null) == paged.with("exported_at", .null))
+            #expect(streamed["completions"]?.arrayValue?.count == 3_000)
+            #expect(streamed["completions"] == document["completions"])
+        }
+    }
+
+    @Test("habit.import_account called directly (as through PostgREST): only for the caller's claims, and a temporary table of the caller's named like its own is never written to")
+    func directCalls() throws {
+        try WorkerSession.with { session in
+            let admin = session.admin, user = UUID(), other = UUID()
+            let document = Self.minimal(habits: [Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", nil)])]).encoded
+            let asUser: Query = "SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claim.sub', \(user.lowercaseString), true)"
+            let error = try #require(throws: PostgresError.self) {
+                try admin.transaction(prelude: [asUser], statement: "SELECT habit.import_account(\(other), \(document)::jsonb, 'merge')")
+            }
+            #expect(error.sqlState == "42501", "\(error)")
+            // A trigger on the caller's own table would run as the function's owner.
+            _ = try admin.transaction(prelude: [
+                asUser,
+                "CREATE TEMP TABLE import_habits (i integer, id uuid, name text, icon text, color text, sort_order integer, periods jsonb)",
+                Query(unsafeSQL: """
+                    CREATE FUNCTION pg_temp.hijack() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN INSERT INTO public.habit_templates (user_id, name) VALUES ('\(other.lowercaseString)', 'stolen'); RETURN NEW; END $$
+                    """),
+                "CREATE TRIGGER hijack AFTER INSERT ON import_habits FOR EACH ROW EXECUTE FUNCTION pg_temp.hijack()",
+            ], statement: "SELECT habit.import_account(\(user), \(document)::jsonb, 'merge')")
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_templates WHERE user_id = \(other)").decode(Int.self, at: 0) == 0)
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0) == 1)
+        }
+    }
+
+    @Test("merge keeps the user's other rows and updates those that differ; replace deletes what the document does not hold; counts say which")
+    func mergeAndReplace() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, user = UUID()
+            for name in ["Walk", "Read"] { try worker.createHabit(user: user, name: name) }
+            _ = try worker.call("lists.create", params(user, ["name": "Home"]))
+            let id = "cccccccc-0000-4000-8000-00000000000c"
+            let swim = Self.habit(id, periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])
+            let merged = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [swim], completions: [Self.day("2025-02-01", id)]), "mode": "merge"]))
+            #expect(merged["counts"]?["habits"] == ["inserted": 1, "updated": 0, "deleted": 0, "unchanged": 0], "\(merged)")
+            #expect(try Self.export(worker, user: user, limit: 1_000)["habits"]?.arrayValue?.count == 3)
+            #expect(try Self.export(worker, user: user, limit: 1_000)["lists"]?.arrayValue?.count == 1)
+            // Renamed and reopened: an update, with new periods; the completion stays (merge).
+            let renamed = Self.habit(id, periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z"), Self.period("2025-04-01T08:00:00Z", nil)])
+                .with("name", "Swim")
+            let updated = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [renamed]), "mode": "merge"]))
+            #expect(updated["counts"]?["habits"] == ["inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0], "\(updated)")
+            #expect(updated["counts"]?["completions"] == ["inserted": 0, "updated": 0, "deleted": 0, "unchanged": 0], "\(updated)")
+            let history = try worker.call("habits.history", params(user, ["id": .string(id)]))
+            #expect(history["periods"]?.arrayValue?.count == 2 && history["periods"]?[1]?["ended_at"] == .null, "\(history)")
+            let listed = try worker.call("habits.list", params(user, ["include_inactive": true]))
+            let swimRow = listed["habits"]?.arrayValue?.first { $0["id"]?.stringValue == id }
+            #expect(swimRow?["name"] == "Swim" && swimRow?["is_active"] == true && swimRow?["activated_at"] == "2025-01-01T08:00:00Z", "\(listed)")
+            #expect(try Self.export(worker, user: user, limit: 1_000)["completions"]?.arrayValue?.count == 1)
+            // Merge may not contradict the user's other days: a skip where the user has a completion.
+            expectError(try worker.request("account.import", params: params(user, ["document": Self.minimal(habits: [renamed], skips: [Self.day("2025-02-01", id)]),
+                                                                                  "mode": "merge"])),
+                        code: -32004, id: nil, reason: "invalid_state", field: "document.skips[0]")
+            // Replace: only the document's rows are left.
+            let replaced = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [renamed]), "mode": "replace"]))
+            #expect(replaced["counts"]?["habits"] == ["inserted": 0, "updated": 0, "deleted": 2, "unchanged": 1], "\(replaced)")
+            #expect(replaced["counts"]?["completions"]?["deleted"] == 1 && replaced["counts"]?["lists"]?["deleted"] == 1, "\(replaced)")
+            let left = try Self.export(worker, user: user, limit: 1_000)
+            #expect(left["habits"]?.arrayValue?.count == 1 && left["lists"]?.arrayValue?.isEmpty == true && left["completions"]?.arrayValue?.isEmpty == true)
+        }
+    }
+}
