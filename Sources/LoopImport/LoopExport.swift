@@ -75,7 +75,11 @@ public struct LoopExport: Sendable, Equatable {
         if files["Habits.csv"] == nil {
             let tops = Set(files.keys.map { $0.split(separator: "/", maxSplits: 1).first.map(String.init) ?? $0 })
             if tops.count == 1, let top = tops.first, files["\(top)/Habits.csv"] != nil {
-                files = Dictionary(uniqueKeysWithValues: files.map { (String($0.key.dropFirst(top.count + 1)), $0.value) })
+                var inner: [String: [UInt8]] = [:]
+                for (name, bytes) in files where name.hasPrefix(top + "/") && name.count > top.count + 1 {
+                    inner[String(name.dropFirst(top.count + 1))] = bytes
+                }
+                files = inner
             }
         }
         guard let habitsBytes = files["Habits.csv"] else {

@@ -148,5 +148,10 @@ struct LoopInputErrorTests {
                      "Loop Habits CSV 2026-11-23/001 Water/Checkmarks.csv": "Date,Value,Notes\n2026-11-22,8000,\n"]
         let (_, report) = try LoopExport(files: files).accountDocument(user: UUID(), timeZone: "UTC", today: LoopDay(iso: "2026-11-23")!)
         #expect(report.numericHabitsNotImported == ["Water"] && report.habits == 0)
+        // A folder entry beside the files (as the files form may send it) is ignored, not a crash.
+        var withFolder = files
+        withFolder["Loop Habits CSV 2026-11-23/"] = ""
+        withFolder["Loop Habits CSV 2026-11-23"] = ""
+        #expect(try LoopExport(files: withFolder) == LoopExport(files: files))
     }
 }
