@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], exclude: ["FailCases"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitStoreTests", dependencies: [
-            "HabitStore", "PostgresClient", "TestSupport",
+            "HabitStore", "PostgresClient", "TestSupport", "LoopImport", "JSONRPC",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
