@@ -56,7 +56,8 @@ public struct LoopExport: Sendable, Equatable {
     public static func read(zip: Data, limits: ZipReader.Limits = ZipReader.Limits()) throws(LoopImportError) -> LoopExport {
         let entries = try ZipReader.entries([UInt8](zip), limits: limits)
         var files: [String: [UInt8]] = [:]
-        for (name, bytes) in entries where name.hasSuffix(".csv") { files[name] = bytes }
+        // macOS's Archive Utility adds __MACOSX/ resource forks when a user re-zips the folder.
+        for (name, bytes) in entries where name.hasSuffix(".csv") && !name.hasPrefix("__MACOSX/") { files[name] = bytes }
         return try LoopExport(csvFiles: files)
     }
 

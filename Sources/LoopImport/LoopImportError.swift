@@ -1,3 +1,5 @@
+import JSONRPC
+
 /// Why a Loop export was refused: a closed set of snake_case reasons (the `data.reason` of
 /// `account.import` with `source: "loop"`), with the file and, for CSV, the 1-based line and
 /// column of the offending character or field.
@@ -50,6 +52,18 @@ public struct LoopImportError: Error, Equatable, Sendable, CustomStringConvertib
         self.file = file
         self.line = line
         self.column = column
+    }
+
+    /// `{"reason", "message", "file", "line", "column"}` (absent members null): the `data` of
+    /// the JSON-RPC error `account.import` answers for a Loop export it cannot read.
+    public var errorData: JSONValue {
+        .object(JSONObject([
+            ("reason", .string(reason.rawValue)),
+            ("message", .string(message)),
+            ("file", file.map { .string($0) } ?? .null),
+            ("line", line.map { .int($0) } ?? .null),
+            ("column", column.map { .int($0) } ?? .null),
+        ]))
     }
 
     public var description: String {

@@ -152,6 +152,10 @@ struct LoopConversionTests {
         let fromZip = try LoopExport.read(zip: Self.fixture.zip())
         let fromFiles = try LoopExport(files: Dictionary(uniqueKeysWithValues: Self.fixture.files().map { ($0.name, $0.text) }))
         #expect(fromZip == fromFiles)
+        // Re-zipped on macOS: one top folder and __MACOSX/ resource forks beside it.
+        let rezipped = Self.fixture.files().map { ("Loop Habits CSV 2026-11-23/\($0.name)", Array($0.text.utf8), true) }
+            + [("__MACOSX/Loop Habits CSV 2026-11-23/._Habits.csv", [0, 5, 22, 7], false)]
+        #expect(try LoopExport.read(zip: LoopExportFixture.zip(rezipped)) == fromZip)
     }
 
     @Test("determinism: the same input gives byte-identical documents; another user gets other ids")

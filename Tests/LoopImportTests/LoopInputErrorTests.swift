@@ -36,6 +36,13 @@ struct LoopInputErrorTests {
         #expect(failure == LoopImportError(reason, failure?.message ?? "", file: "f.csv", line: line, column: column))
     }
 
+    @Test("the JSON-RPC error data names reason, file, line and column")
+    func errorData() {
+        let error = LoopImportError(.invalidDate, "\"x\" is not a date YYYY-MM-DD", file: "001 Run/Checkmarks.csv", line: 3, column: 1)
+        #expect(error.errorData.jsonString == #"{"reason":"invalid_date","message":"\"x\" is not a date YYYY-MM-DD","file":"001 Run/Checkmarks.csv","line":3,"column":1}"#)
+        #expect(LoopImportError(.zipTruncated, "cut").errorData.jsonString == #"{"reason":"zip_truncated","message":"cut","file":null,"line":null,"column":null}"#)
+    }
+
     @Test("invalid UTF-8 is refused with its line")
     func invalidUTF8() {
         let failure = Self.error { _ = try CSVReader.records(Array("a\nb\n".utf8) + [0xC3, 0x28], file: "f.csv") }
