@@ -78,8 +78,9 @@ public struct LoopDay: Hashable, Comparable, Sendable, CustomStringConvertible {
         let (y, m, d) = components
         // Local noon (the calendar is in `zone`) is inside the day whatever the DST rules;
         // startOfDay then finds the day's first instant.
-        let guess = calendar.date(from: DateComponents(year: y, month: m, day: d, hour: 12))!
-        let start = calendar.startOfDay(for: guess)
+        // (Never nil for a valid date; UTC midnight is a fallback that cannot crash.)
+        let guess = calendar.date(from: DateComponents(year: y, month: m, day: d, hour: 12))
+        let start = guess.map { calendar.startOfDay(for: $0) } ?? Date(timeIntervalSince1970: Double(daysSinceUnixEpoch) * 86_400)
         let seconds = Int(start.timeIntervalSince1970.rounded())
         let day = LoopDay(daysSinceUnixEpoch: Int((Double(seconds) / 86_400).rounded(.down)))
         let secondOfDay = seconds - day.daysSinceUnixEpoch * 86_400

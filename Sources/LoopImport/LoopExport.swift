@@ -190,8 +190,9 @@ public struct LoopExport: Sendable, Equatable {
             guard row.fields.count >= 2 else {
                 throw LoopImportError(.wrongColumnCount, "\(row.fields.count) field; expected Date,Value[,Notes]", file: file, line: row.line)
             }
-            guard let date = LoopDay(iso: row.fields[0]) else {
-                throw LoopImportError(.invalidDate, "\"\(row.fields[0])\" is not a date YYYY-MM-DD", file: file, line: row.line, column: row.columns[0])
+            // Loop's timestamps are milliseconds since 1970: an earlier date is not Loop's.
+            guard let date = LoopDay(iso: row.fields[0]), date.daysSinceUnixEpoch >= 0 else {
+                throw LoopImportError(.invalidDate, "\"\(row.fields[0])\" is not a date YYYY-MM-DD from 1970 on", file: file, line: row.line, column: row.columns[0])
             }
             guard seen.insert(date).inserted else {
                 throw LoopImportError(.duplicateDate, "\(date) appears twice", file: file, line: row.line, column: row.columns[0])

@@ -138,6 +138,8 @@ struct LoopInputErrorTests {
          .duplicateHabitFolder, "001/Checkmarks.csv", nil, nil),
         (["Habits.csv": header + "001,Run,YES_NO,,,1,1,#D32F2F,,,,false\n", "001 Run/Checkmarks.csv": "Date,Value,Notes\n2026-11-31,YES_MANUAL,\n"],
          .invalidDate, "001 Run/Checkmarks.csv", 2, 1),
+        (["Habits.csv": header + "001,Run,YES_NO,,,1,1,#D32F2F,,,,false\n", "001 Run/Checkmarks.csv": "Date,Value,Notes\n2026-11-20,NO,\n1969-12-31,NO,\n"],
+         .invalidDate, "001 Run/Checkmarks.csv", 3, 1),
         (["Habits.csv": header + "001,Run,YES_NO,,,1,1,#D32F2F,,,,false\n", "001 Run/Checkmarks.csv": "Date,Value,Notes\n2026-11-20,\"YES\",\"a,b\"\n"],
          .invalidCheckmarkValue, "001 Run/Checkmarks.csv", 2, 12),
         (["Habits.csv": header + "001,Run,YES_NO,,,1,1,#D32F2F,,,,false\n", "001 Run/Checkmarks.csv": "2026-11-20,2\n2026-11-20,3\n"],
