@@ -164,3 +164,67 @@ struct LoopInputErrorTests {
         #expect(try LoopExport(files: withFolder) == LoopExport(files: files))
     }
 }
+
+/// Mutated exports never crash the converter: each either converts or is refused with a
+/// LoopImportError. Seeded (SplitMix64), so a failure replays.
+@Suite("Loop import: mutated input")
+struct LoopMutationTests {
+    struct SplitMix64: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("flipped bytes, cut and spliced zips", arguments: [UInt64(1), 19, 2026])
+    func mutatedZips(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        let original = [UInt8](LoopConversionTests.fixture.zip())
+        var converted = 0, refused = 0
+        for _ in 0..<400 {
+            var zip = original
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0:
+                for _ in 0..<Int.random(in: 1...8, using: &random) {
+                    zip[Int.random(in: 0..<zip.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                }
+            case 1:
+                zip = Array(zip.prefix(Int.random(in: 0..<zip.count, using: &random)))
+            default:
+                let from = Int.random(in: 0..<zip.count, using: &random)
+                let to = Int.random(in: 0..<zip.count, using: &random)
+                let length = Int.random(in: 1...64, using: &random)
+                for offset in 0..<length where from + offset < zip.count && to + offset < zip.count { zip[to + offset] = original[from + offset] }
+            }
+            do {
+                let export = try LoopExport.read(zip: Data(zip))
+                _ = try export.accountDocument(user: LoopConversionTests.user, timeZone: "Europe/Paris", today: LoopConversionTests.today)
+                converted += 1
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(converted + refused == 400 && refused > 0)
+    }
+
+    @Test("random CSV text in every file", arguments: [UInt64(7), 77])
+    func randomCSV(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        let alphabet = Array("\",\r\n 0123456789-YESNOKIPMAUL_#aé瞑truefals".unicodeScalars)
+        func text() -> String {
+            String(String.UnicodeScalarView((0..<Int.random(in: 0...60, using: &random)).map { _ in alphabet.randomElement(using: &random)! }))
+        }
+        let header = LoopInputErrorTests.header
+        for _ in 0..<500 {
+            let files = ["Habits.csv": Bool.random(using: &random) ? header + "001,Run,YES_NO,,,1,1,#D32F2F,,,,false\n" + text() : text(),
+                         "001 Run/Checkmarks.csv": "Date,Value,Notes\n" + text()]
+            // Typed throws: the only error there can be is a LoopImportError; the test is that
+            // nothing traps (an index out of range would end the process).
+            _ = try? LoopExport(files: files).accountDocument(user: LoopConversionTests.user, timeZone: "UTC", today: LoopConversionTests.today)
+        }
+    }
+}
