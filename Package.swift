@@ -29,6 +29,12 @@ let package = Package(
         .target(name: "JSONRPC"),
         // Schema migrations, the embedded server, HabitRepository and TaskRepository.
         .target(name: "HabitStore", dependencies: ["PostgresClient"]),
+        // zlib from Debian's zlib1g-dev (scripts/pg-tmp ensure-packages): inflating Loop's zip
+        // exports (LoopImport) and, in the tests, the PNG reader and the zip writer.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Loop Habit Tracker's CSV export (zip) → our account document: CSV and zip readers and
+        // the mapping. Pure: no database; the JSON document is a JSONRPC JSONValue.
+        .target(name: "LoopImport", dependencies: ["JSONRPC", "CZlib"]),
         // The `habit serve` worker: typed method dispatch over JSONRPC onto HabitStore.
         .target(name: "HabitWorker", dependencies: [
             "HabitStore", "JSONRPC", "PostgresClient",
@@ -55,8 +61,6 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
-        // zlib from Debian's zlib1g-dev, only for the tests' PNG reader (scripts/pg-tmp ensure-packages --tests).
-        .systemLibrary(name: "CZlib", path: "Tests/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // Renders SVG with rsvg-convert and reads the PNG's pixels (Tests/HabitReportsTests, DeploymentTests).
         .target(name: "PNGTestSupport", dependencies: ["CZlib"], path: "Tests/PNGTestSupport"),
         .target(name: "TestSupport", dependencies: ["PostgresClient", "HabitStore", "HabitClient"], path: "Tests/TestSupport"),
@@ -66,7 +70,7 @@ let package = Package(
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], exclude: ["FailCases"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
         .testTarget(name: "HabitStoreTests", dependencies: [
-            "HabitStore", "PostgresClient", "TestSupport",
+            "HabitStore", "PostgresClient", "TestSupport", "LoopImport", "JSONRPC",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "HabitWorkerTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport"]),
@@ -75,6 +79,8 @@ let package = Package(
         .testTarget(name: "DeploymentTests", dependencies: ["HabitStore", "PostgresClient", "TestSupport", "HabitReports", "PNGTestSupport"]),
         // The SVG writer and the pictures, without a database: escaping, geometry, rendered pixels.
         .testTarget(name: "HabitReportsTests", dependencies: ["HabitReports", "PNGTestSupport"]),
+        // The Loop converter against zips written like Loop's exporter writes them; no database.
+        .testTarget(name: "LoopImportTests", dependencies: ["LoopImport", "JSONRPC", "CZlib"]),
         // Faults and hostile input against the spawned worker (short versions of scripts/reliability runs).
         .testTarget(name: "ReliabilityTests", dependencies: ["JSONRPC", "HabitStore", "PostgresClient", "TestSupport"]),
     ]
