@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "LoopImport", dependencies: ["JSONRPC", "CZlib"]),
         // The `habit serve` worker: typed method dispatch over JSONRPC onto HabitStore.
         .target(name: "HabitWorker", dependencies: [
-            "HabitStore", "JSONRPC", "PostgresClient",
+            "HabitStore", "JSONRPC", "PostgresClient", "LoopImport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Pictures as SVG (calendar heatmap, weekly report) from plain values: Foundation only.
@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "HabitBatch", dependencies: ["HabitStore", "PostgresClient", "HabitReports"]),
         // The executable only parses arguments and wires modules together.
         .executableTarget(name: "HabitCLI", dependencies: [
-            "HabitStore", "HabitWorker", "HabitBatch", "HabitReports", "PostgresClient",
+            "HabitStore", "HabitWorker", "HabitBatch", "HabitReports", "PostgresClient", "LoopImport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -3,9 +3,16 @@ import Foundation
 import HabitStore
 import HabitWorker
 import JSONRPC
+import LoopImport
 import PostgresClient
 
 extension ImportMode: ExpressibleByArgument {}
+
+/// What `habit account import FILE` reads: our own document, or a Loop Habit Tracker export (zip).
+enum ImportSource: String, CaseIterable, ExpressibleByArgument {
+    case habitAccount = "habit-account"
+    case loop
+}
 
 /// `habit account export|import|delete`: a user's whole account as a habit-account document
 /// (docs/admin.md, docs/protocol.md "Accounts"), and its deletion, for admins.
@@ -100,7 +107,10 @@ struct AccountCommand: ParsableCommand {
         @Flag(help: "Admins only: allow completions and skips on any date.")
         var backfill = false
 
-        @Argument(help: ArgumentHelp("The document (- for stdin).", valueName: "file"))
+        @Option(help: "habit-account (our JSON document) or loop (Loop Habit Tracker's CSV export, the .zip it writes).")
+        var from: ImportSource = .habitAccount
+
+        @Argument(help: ArgumentHelp("The document or the Loop export (- for stdin).", valueName: "file"))
         var file: String
 
         func validate() throws {
@@ -117,29 +127,42 @@ struct AccountCommand: ParsableCommand {
                     FileHandle.standardError.write(Data("habit: cannot read \(file): \(error.localizedDescription)\n".utf8))
                     throw ExitCode(1)
                 }
+                let connection = try AccountCommand.connection(database, "habit-account-import")
+                defer { connection.close() }
+                let repository = AccountRepository(connection: connection, settings: StoreSettings(statementTimeoutMilliseconds: 0))
+                let userID = try AccountCommand.user(user)
                 let checked: AccountDocument.Checked
+                var warnings: [String] = [], loop: JSONValue?
                 do {
-                    let value = try JSONParser.parse([UInt8](bytes))
-                    checked = try AccountDocument.check(value)
+                    switch from {
+                    case .habitAccount:
+                        checked = try AccountDocument.check(try JSONParser.parse([UInt8](bytes)))
+                    case .loop:
+                        let export: LoopExport
+                        do {
+                            export = try LoopExport.read(zip: bytes)
+                        } catch let error as LoopImportError {
+                            throw error.invalidParams
+                        }
+                        let converted = try LoopConversion.convert(export, user: userID, repository: repository)
+                        (checked, warnings, loop) = (converted.document, converted.warnings, converted.report)
+                    }
                 } catch let error as JSONParseError {
                     FileHandle.standardError.write(Data("habit: \(file) is not JSON: \(error)\n".utf8))
                     throw ExitCode(1)
                 } catch let error as RPCError {
-                    FileHandle.standardError.write(Data("habit: document refused: \(Self.describe(error))\n".utf8))
+                    FileHandle.standardError.write(Data("habit: \(from == .loop ? "Loop export" : "document") refused: \(Self.describe(error))\n".utf8))
                     throw ExitCode(1)
                 }
-                let connection = try AccountCommand.connection(database, "habit-account-import")
-                defer { connection.close() }
-                let repository = AccountRepository(connection: connection, settings: StoreSettings(statementTimeoutMilliseconds: 0))
                 let report: ImportReport
                 do {
-                    report = try repository.importDocument(user: try AccountCommand.user(user), documentJSON: checked.json,
-                                                           mode: mode, backfill: backfill)
+                    report = try repository.importDocument(user: userID, documentJSON: checked.json, mode: mode, backfill: backfill,
+                                                           warnings: warnings)
                 } catch let error as StoreError {
                     FileHandle.standardError.write(Data("habit: document refused: \(Self.describe(AccountDocument.refusal(error)))\n".utf8))
                     throw ExitCode(1)
                 }
-                print(AccountDocument.reportJSON(report))
+                print(LoopConversion.answerJSON(report: report, loop: loop))
             }
         }
 

@@ -167,6 +167,17 @@ public struct AccountRepository {
 
     // MARK: - Import
 
+    /// The user's IANA zone (the profile's, else UTC: habit.user_time_zone) and today there,
+    /// computed by PostgreSQL: what a converted source (a Loop export) needs to place its local
+    /// dates and periods.
+    public func zoneAndToday(user: UUID) throws -> (timeZone: String, today: CalendarDate) {
+        let row = try scope.query(as: user, """
+            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), NULL) AS tz)
+            SELECT zone.tz, habit.local_date(now(), zone.tz) FROM zone
+            """).single()
+        return (try row.decode(String.self, at: 0), try row.decode(CalendarDate.self, at: 1))
+    }
+
     /// Imports `documentJSON` — a "habit-account" version 1 document whose shape the caller has
     /// checked (the worker's `AccountDocument`) — for `user`, in one transaction. `backfill`
     /// (admins only; the database checks the login role) lifts the date and activity rules.

@@ -2,6 +2,7 @@ import Foundation
 import HabitStore
 import JSONRPC
 import PostgresClient
+import LoopImport
 
 // account.export and account.import: the user's whole account as one "habit-account" document
 // (docs/protocol.md "Accounts"; AccountDocument; AccountRepository; sql/0013).
@@ -77,33 +78,152 @@ extension AccountExportPage: MethodResult {
 /// `account.import {user_id, document, mode}`: writes a habit-account document for the user in
 /// one transaction, after checking all of it (AccountDocument.check, then habit.import_account);
 /// idempotent. No backfill here: that is `habit account import --backfill`, for admins.
+/// `source: "loop"` takes a Loop Habit Tracker CSV export's files instead of `document`: the
+/// converter (LoopImport) turns them into a habit-account document in the user's zone, and the
+/// import runs exactly as for our own format.
 enum AccountImport: DatabaseMethod {
     static let name = "account.import"
     static let retry = RetrySafety.always
-    static let summary = "Imports a habit-account document for the user (merge: add and update; replace: the user's rows become the document's), all or nothing; importing the same document again changes nothing."
+    static let summary = "Imports a habit-account document for the user (merge: add and update; replace: the user's rows become the document's), all or nothing; importing the same document again changes nothing. source loop: a Loop Habit Tracker CSV export's files instead."
     static let errors: [DomainErrorCode] = [.idConflict, .futureDate, .habitNotActive, .invalidState, .limitExceeded]
+    static let sources = ["habit-account", "loop"]
+
+    enum Source: Sendable {
+        case document(AccountDocument.Checked)
+        case loop(LoopExport)
+    }
 
     struct Params: Sendable {
         let user: UUID
-        let document: AccountDocument.Checked
+        let source: Source
         let mode: ImportMode
-        let warnings: [String]
     }
 
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID()
-        let document = try params.requiredObject("document", description: "A habit-account version 1 document (docs/account-format.schema.json); server-set members are ignored.")
+        let source = try params.optionalString("source", oneOf: sources, description: "habit-account (default): document is our format; loop: files holds a Loop Habit Tracker CSV export.") ?? "habit-account"
+        let document = try params.optionalObject("document", description: "source habit-account (required): a habit-account version 1 document (docs/account-format.schema.json); server-set members are ignored.")
+        let files = try params.optionalObject("files", description: "source loop (required): the export's files by their path in its zip (Habits.csv, \"001 Run/Checkmarks.csv\", ...), each its text.")
         let mode = try params.requiredString("mode", oneOf: ImportMode.allCases.map(\.rawValue),
                                              description: "merge: upsert the document's rows, keep the others; replace: afterwards the user's rows are exactly the document's.")
         if params.isDescribing {
-            return Params(user: user, document: AccountDocument.Checked(json: "{}"), mode: .merge, warnings: [])
+            return Params(user: user, source: .document(AccountDocument.Checked(json: "{}")), mode: .merge)
         }
-        return Params(user: user, document: try AccountDocument.check(.object(document)), mode: ImportMode(rawValue: mode)!, warnings: [])
+        let given = source == "loop" ? ("files", files != nil) : ("document", document != nil)
+        let other = source == "loop" ? ("document", document != nil) : ("files", files != nil)
+        guard !other.1 else {
+            throw .invalidParams(field: other.0, reason: InputFailure.notAllowed, message: "not with source \(source)")
+        }
+        guard given.1 else { throw .invalidParams(field: given.0, reason: RPCReason.required, message: "missing (source \(source))") }
+        if let files {
+            var texts: [String: String] = [:]
+            for member in files.members {
+                guard case .string(let text) = member.value else {
+                    throw .invalidParams(field: "files.\(member.key)", reason: RPCReason.wrongType, message: "expected the file's text")
+                }
+                texts[member.key] = text
+            }
+            do {
+                return Params(user: user, source: .loop(try LoopExport(files: texts)), mode: ImportMode(rawValue: mode)!)
+            } catch {
+                throw error.invalidParams
+            }
+        }
+        return Params(user: user, source: .document(try AccountDocument.check(.object(document!))), mode: ImportMode(rawValue: mode)!)
     }
 
-    static func run(_ params: Params, in context: MethodContext) throws -> ImportReport {
-        try AccountRepository(connection: context.connection, settings: context.settings)
-            .importDocument(user: params.user, documentJSON: params.document.json, mode: params.mode, warnings: params.warnings)
+    static func run(_ params: Params, in context: MethodContext) throws -> AccountImportAnswer {
+        let repository = AccountRepository(connection: context.connection, settings: context.settings)
+        switch params.source {
+        case .document(let document):
+            return AccountImportAnswer(report: try repository.importDocument(user: params.user, documentJSON: document.json, mode: params.mode),
+                                       loop: nil)
+        case .loop(let export):
+            let converted = try LoopConversion.convert(export, user: params.user, repository: repository)
+            let report = try repository.importDocument(user: params.user, documentJSON: converted.document.json, mode: params.mode,
+                                                       warnings: converted.warnings)
+            return AccountImportAnswer(report: report, loop: converted.report)
+        }
+    }
+}
+
+/// `account.import`'s answer: the import's counts and warnings, and for `source: "loop"` what
+/// the converter did (`loop`: counts per kind, the numeric habits left out by name).
+struct AccountImportAnswer: MethodResult {
+    let report: ImportReport
+    let loop: JSONValue?
+
+    static let schema = JSONSchema.extending(ImportReport.schema, with: [
+        ("loop", JSONSchema.described(JSONSchema.object([
+            ("counts", JSONSchema.object(["habits", "archived_habits", "completions", "skips", "numeric_habits_not_imported",
+                                          "checkmarks_without_row", "future_checkmarks_dropped", "archived_today_checkmarks_dropped"]
+                .map { ($0, JSONSchema.integer(0...Int.max)) })),
+            ("numeric_habits_not_imported", JSONSchema.array(of: JSONSchema.string())),
+            ("warnings", JSONSchema.array(of: JSONSchema.string())),
+        ]), "source loop only: what the converter read (docs/admin.md, \"Importing from Loop Habit Tracker\").")),
+    ], optional: ["loop"])
+
+    func write(to json: inout JSONWriter) {
+        guard let loop else { return report.write(to: &json) }
+        json.beginObject()
+        json.key("counts"); ImportReport.writeCounts(report.counts, to: &json)
+        json.key("warnings"); json.array(report.warnings) { json, warning in json.string(warning) }
+        json.key("loop"); json.value(loop)
+        json.endObject()
+    }
+
+    /// The answer as the CLI prints it (`habit account import`), the same as the method's.
+    static func json(report: ImportReport, loop: JSONValue?) -> String {
+        String(decoding: JSONWriter.encode { AccountImportAnswer(report: report, loop: loop).write(to: &$0) }.bytes, as: UTF8.self)
+    }
+
+    var estimatedJSONBytes: Int { report.estimatedJSONBytes + (loop == nil ? 0 : 1_024 + report.warnings.reduce(0) { $0 + 16 + $1.utf8.count }) }
+}
+
+/// A Loop export as a checked habit-account document for one user: the user's zone and today
+/// come from PostgreSQL (habit.user_time_zone, habit.local_date), as for every date rule.
+public enum LoopConversion {
+    public struct Converted: Sendable {
+        public let document: AccountDocument.Checked
+        /// The converter's warnings, then one per numeric habit (not imported, by name).
+        public let warnings: [String]
+        /// LoopImportReport.json: counts per kind and the numeric habits' names.
+        public let report: JSONValue
+    }
+
+    /// `account.import`'s answer as the CLI prints it (`habit account import`).
+    public static func answerJSON(report: ImportReport, loop: JSONValue?) -> String {
+        AccountImportAnswer.json(report: report, loop: loop)
+    }
+
+    /// Throws RPCError (-32602: the converter's reason with file, line and column, or the
+    /// document check's path) or the repository's errors.
+    public static func convert(_ export: LoopExport, user: UUID, repository: AccountRepository) throws -> Converted {
+        let (zone, today) = try repository.zoneAndToday(user: user)
+        let document: JSONValue, report: LoopImportReport
+        do {
+            (document, report) = try export.accountDocument(user: user, timeZone: zone, today: LoopDay(daysSinceUnixEpoch: today.daysSinceUnixEpoch))
+        } catch {
+            throw error.invalidParams
+        }
+        let checked = try AccountDocument.check(document)
+        let warnings = report.warnings + report.numericHabitsNotImported.map { "numeric habit not imported: \($0)" }
+        return Converted(document: checked, warnings: warnings, report: report.json)
+    }
+}
+
+extension LoopImportError.Reason: ErrorReason {}
+
+extension LoopImportError {
+    /// -32602 naming `files` (or the file inside it), with the reason and the file, line and
+    /// column the converter found the problem at.
+    public var invalidParams: RPCError {
+        var data: JSONObject = ["reason": .string(reason.rawValue), "message": .string(message),
+                                "field": .string(file.map { "files.\($0)" } ?? "files")]
+        if let file { data["file"] = .string(file) }
+        if let line { data["line"] = .int(line) }
+        if let column { data["column"] = .int(column) }
+        return RPCError(code: .invalidParams, message: "Invalid params", data: .object(data))
     }
 }
 
@@ -120,7 +240,13 @@ extension ImportReport: MethodResult {
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
-        json.key("counts"); json.beginObject()
+        json.key("counts"); Self.writeCounts(counts, to: &json)
+        json.key("warnings"); json.array(warnings) { json, warning in json.string(warning) }
+        json.endObject()
+    }
+
+    static func writeCounts(_ counts: [(kind: String, counts: ImportCounts)], to json: inout JSONWriter) {
+        json.beginObject()
         for (kind, counts) in counts {
             json.key(dynamic: kind)
             json.beginObject()
@@ -130,8 +256,6 @@ extension ImportReport: MethodResult {
             json.key("unchanged"); json.int(counts.unchanged)
             json.endObject()
         }
-        json.endObject()
-        json.key("warnings"); json.array(warnings) { json, warning in json.string(warning) }
         json.endObject()
     }
 

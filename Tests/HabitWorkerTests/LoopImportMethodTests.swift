@@ -1,0 +1,86 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// `account.import {source: "loop", files}` over the pipes: a small Loop Habit Tracker export
+/// (written as Loop's exporter writes it: the 12-column Habits.csv, `NNN Name/Checkmarks.csv`
+/// newest first) lands as habits, completions and skips in the user's zone, with the numeric
+/// habit named and not imported; a second import changes nothing; a broken file is refused
+/// with its reason, file, line and column, and nothing is written. The converter itself is
+/// covered row by row in LoopImportTests.
+@Suite("habit serve: account.import from a Loop Habit Tracker export")
+struct LoopImportMethodTests {
+    static func files(today: CalendarDate) -> [String: WireJSON] {
+        let day = { (back: Int) in today.adding(days: -back).description }
+        return [
+            "Habits.csv": .string(#"""
+                Position,Name,Type,Question,Description,FrequencyNumerator,FrequencyDenominator,Color,Unit,Target Type,Target Value,Archived?
+                001,"Read, then ""write""",YES_NO,,,1,1,#1976D2,,,,false
+                002,Weight,NUMERICAL,How much?,,1,1,#D32F2F,kg,AT_LEAST,70,false
+                003,Gym,YES_NO,Did you go?,,3,7,#388E3C,,,,false
+
+                """#),
+            "001 Read then write/Checkmarks.csv": .string("Date,Value,Notes\n\(day(0)),YES_MANUAL,\n\(day(1)),SKIP,\n\(day(2)),NO,\n\(day(3)),YES_MANUAL,\n"),
+            "002 Weight/Checkmarks.csv": .string("Date,Value,Notes\n\(day(0)),71000,\n"),
+            "003 Gym/Checkmarks.csv": .string("Date,Value,Notes\n\(day(1)),YES_AUTO,\n\(day(2)),YES_MANUAL,\n"),
+        ]
+    }
+
+    @Test("a Loop export: yes/no habits with their schedules, YES_MANUAL as completions, SKIP as skips, the numeric habit reported; again: nothing changes")
+    func importsOnceAndReports() throws {
+        try WorkerSession.with { session in
+            let user = UUID()
+            _ = try session.worker.call("profile.set", params(user, ["timezone": "Pacific/Auckland"]))
+            let today = try session.today(in: "Pacific/Auckland")
+            let request = params(user, ["source": "loop", "mode": "merge", "files": .object(Self.files(today: today).sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })])
+            let first = try session.worker.call("account.import", request)
+            #expect(first["counts"]?["habits"]?["inserted"] == 2)
+            #expect(first["counts"]?["completions"]?["inserted"] == 3)
+            #expect(first["counts"]?["skips"]?["inserted"] == 1)
+            #expect(first["loop"]?["numeric_habits_not_imported"] == ["Weight"])
+            #expect(first["warnings"]?.arrayValue?.contains { $0.stringValue?.contains("Weight") == true } == true)
+
+            let rows = try session.admin.query("""
+                SELECT h.name, h.schedule::text, h.color,
+                       (SELECT string_agg(c.completed_date::text, ',' ORDER BY c.completed_date) FROM habit_completions c WHERE c.template_id = h.id),
+                       (SELECT string_agg(s.skipped_date::text, ',' ORDER BY s.skipped_date) FROM habit_skips s WHERE s.template_id = h.id)
+                FROM habit_templates h WHERE h.user_id = \(user) ORDER BY h.sort_order
+                """).map { row in (0..<5).map { (try? row.decode(String?.self, at: $0)).flatMap { $0 } ?? "-" } }
+            let day = { (back: Int) in today.adding(days: -back).description }
+            #expect(rows == [
+                [#"Read, then "write""#, #"{"type": "daily"}"#, "#1976D2", "\(day(3)),\(day(0))", day(1)],
+                ["Gym", #"{"type": "times_per_week", "times": 3}"#, "#388E3C", day(2), "-"],
+            ])
+
+            let again = try session.worker.call("account.import", request)
+            for kind in ["habits", "completions", "skips"] {
+                #expect(again["counts"]?[kind]?["inserted"] == 0 && again["counts"]?[kind]?["updated"] == 0, "\(kind): \(again)")
+            }
+        }
+    }
+
+    @Test("a broken Loop file: -32602 with the reason, file, line and column; nothing written; files with document refused")
+    func brokenFileIsRefused() throws {
+        try WorkerSession.with { session in
+            let user = UUID()
+            var files = Self.files(today: try session.today())
+            files["003 Gym/Checkmarks.csv"] = .string("Date,Value,Notes\n2026-13-45,YES_MANUAL,\n")
+            let response = try session.worker.request("account.import", params: params(user, [
+                "source": "loop", "mode": "merge", "files": .object(files.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) }),
+            ]))
+            #expect(response.error?["code"] == -32602)
+            #expect(response.reason == "invalid_date", "\(response.raw)")
+            #expect(response.data?["file"] == "003 Gym/Checkmarks.csv" && response.data?["line"] == 2, "\(response.raw)")
+            #expect(try session.admin.queryOne("SELECT count(*)::int FROM habit_templates WHERE user_id = \(user)").decode(Int.self, at: 0) == 0)
+
+            let both = try session.worker.request("account.import", params: params(user, [
+                "source": "loop", "mode": "merge", "files": .object([]), "document": .object([]),
+            ]))
+            #expect(both.reason == "not_allowed" && both.data?["field"] == "document", "\(both.raw)")
+            let none = try session.worker.request("account.import", params: params(user, ["source": "loop", "mode": "merge"]))
+            #expect(none.reason == "required" && none.data?["field"] == "files", "\(none.raw)")
+        }
+    }
+}
