@@ -31,9 +31,18 @@ public struct AccountImportResult: Codable, Sendable, Equatable {
             (self.inserted, self.updated, self.deleted, self.unchanged) = (inserted, updated, deleted, unchanged)
         }
     }
+    /// What the Loop converter read (`source: "loop"` only).
+    public struct LoopReport: Codable, Sendable, Equatable {
+        /// habits, archived_habits, completions, skips, numeric_habits_not_imported, checkmarks_without_row, …
+        public var counts: [String: Int]
+        public var numericHabitsNotImported: [String]
+        public var warnings: [String]
+        enum CodingKeys: String, CodingKey { case counts, numericHabitsNotImported = "numeric_habits_not_imported", warnings }
+    }
     /// By kind: profile, habits, completions, skips, lists, tasks.
     public var counts: [String: Counts]
     public var warnings: [String]
+    public var loop: LoopReport?
 }
 
 extension HabitCalling {
@@ -52,6 +61,17 @@ extension HabitCalling {
                               options: CallOptions = CallOptions()) async throws -> AccountImportResult {
         var params = Params(user: userID)
         params.object.append(key: "document", value: .object(document))
+        params.add("mode", mode)
+        return try await call("account.import", params.object, options: options)
+    }
+
+    /// A Loop Habit Tracker CSV export (its files by path in the zip, each its text), converted
+    /// in the user's zone and imported like a document (docs/protocol.md "account.import").
+    public func accountImportLoop(userID: UUID, files: [String: String], mode: String,
+                                  options: CallOptions = CallOptions()) async throws -> AccountImportResult {
+        var params = Params(user: userID)
+        params.add("source", "loop")
+        params.object.append(key: "files", value: .object(JSONObject(files.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })))
         params.add("mode", mode)
         return try await call("account.import", params.object, options: options)
     }

@@ -27,4 +27,21 @@ extension HabitClientTests {
             #expect(again.counts["habits"] == .init(inserted: 0, updated: 0, deleted: 0, unchanged: 3) && again.warnings.isEmpty)
         }
     }
+
+    @Test("accountImportLoop, typed: a Loop export's yes/no habit imported once, the numeric one reported by name")
+    func accountImportLoop() async throws {
+        try await Self.withClient { client, _ in
+            let user = UUID()
+            let files = [
+                "Habits.csv": "Position,Name,Type,Question,Description,FrequencyNumerator,FrequencyDenominator,Color,Unit,Target Type,Target Value,Archived?\n"
+                    + "001,Read,YES_NO,,,1,1,#1976D2,,,,false\n002,Weight,NUMERICAL,,,1,1,#D32F2F,kg,AT_LEAST,70,false\n",
+                "001 Read/Checkmarks.csv": "Date,Value,Notes\n2020-01-02,YES_MANUAL,\n2020-01-01,SKIP,\n",
+            ]
+            let first = try await client.accountImportLoop(userID: user, files: files, mode: "merge")
+            #expect(first.counts["habits"]?.inserted == 1 && first.counts["completions"]?.inserted == 1 && first.counts["skips"]?.inserted == 1)
+            #expect(first.loop?.numericHabitsNotImported == ["Weight"] && first.loop?.counts["habits"] == 1)
+            let again = try await client.accountImportLoop(userID: user, files: files, mode: "merge")
+            #expect(again.counts["habits"]?.unchanged == 1 && again.counts["completions"]?.inserted == 0)
+        }
+    }
 }
