@@ -41,46 +41,34 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "machine: $(nproc) cores, $(uname -r); worker --pool-size $POOL; $ROUNDS rounds of $RUN s; load $(cut -d' ' -f1-3 /proc/loadavg)"
-for inflight in $IN_FLIGHT; do
-    printf '%9s %5s %12s %7s %12s %7s %10s\n' in_flight round day.get p50 sync.pull p50 pull/day
-    ratios=()
-    for round in $(seq "$ROUNDS"); do
-        if [ $((round % 2)) = 1 ]; then
-            read -r day_rps day_p50 day_err <<<"$(bench day.get "$inflight")"
-            read -r pull_rps pull_p50 pull_err <<<"$(bench sync.pull "$inflight")"
-        else
-            read -r pull_rps pull_p50 pull_err <<<"$(bench sync.pull "$inflight")"
-            read -r day_rps day_p50 day_err <<<"$(bench day.get "$inflight")"
-        fi
-        ratios+=("$(ratio "$pull_rps" "$day_rps")")
-        printf '%9s %5s %12s %7s %12s %7s %9sx' "$inflight" "$round" "$day_rps" "$day_p50" "$pull_rps" "$pull_p50" "${ratios[-1]}"
-        errors=$((day_err + pull_err))
-        [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
+# compare BASE METHOD LABEL TARGET: METHOD against BASE in the same rounds at each IN_FLIGHT,
+# alternating which goes first (this machine's speed drifts): rps, p50 and the median ratio.
+compare() {
+    local base=$1 method=$2 label=$3 target=$4 inflight round ratios b m
+    for inflight in $IN_FLIGHT; do
+        printf '%9s %5s %16s %7s %12s %7s %10s\n' in_flight round "$base" p50 "$method" p50 ratio
+        ratios=()
+        for round in $(seq "$ROUNDS"); do
+            if [ $((round % 2)) = 1 ]; then
+                b=$(bench "$base" "$inflight"); m=$(bench "$method" "$inflight")
+            else
+                m=$(bench "$method" "$inflight"); b=$(bench "$base" "$inflight")
+            fi
+            read -r base_rps base_p50 base_err <<<"$b"
+            read -r method_rps method_p50 method_err <<<"$m"
+            ratios+=("$(ratio "$method_rps" "$base_rps")")
+            printf '%9s %5s %16s %7s %12s %7s %9sx' "$inflight" "$round" "$base_rps" "$base_p50" "$method_rps" "$method_p50" "${ratios[-1]}"
+            [ $((base_err + method_err)) = 0 ] && echo || echo "  ($((base_err + method_err)) errors)"
+        done
+        echo "median $label at $inflight in flight: $(median "${ratios[@]}")x$target"
     done
-    echo "median sync.pull (nothing new)/day.get at $inflight in flight: $(median "${ratios[@]}")x (target >= 0.8)"
-done
+}
 
+compare day.get sync.pull "sync.pull (nothing new)/day.get" " (target >= 0.8)"
 # sync.push against completions.set: the same write (one completions.set), applied once through
 # the replay record, against the method called directly. No target in the issue: the figure says
 # what exactly-once costs per mutation.
-for inflight in $IN_FLIGHT; do
-    printf '%9s %5s %16s %7s %12s %7s %10s\n' in_flight round completions.set p50 sync.push p50 push/set
-    ratios=()
-    for round in $(seq "$ROUNDS"); do
-        if [ $((round % 2)) = 1 ]; then
-            read -r set_rps set_p50 set_err <<<"$(bench completions.set "$inflight")"
-            read -r push_rps push_p50 push_err <<<"$(bench sync.push "$inflight")"
-        else
-            read -r push_rps push_p50 push_err <<<"$(bench sync.push "$inflight")"
-            read -r set_rps set_p50 set_err <<<"$(bench completions.set "$inflight")"
-        fi
-        ratios+=("$(ratio "$push_rps" "$set_rps")")
-        printf '%9s %5s %16s %7s %12s %7s %9sx' "$inflight" "$round" "$set_rps" "$set_p50" "$push_rps" "$push_p50" "${ratios[-1]}"
-        errors=$((set_err + push_err))
-        [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
-    done
-    echo "median sync.push (one completions.set)/completions.set at $inflight in flight: $(median "${ratios[@]}")x"
-done
+compare completions.set sync.push "sync.push (one completions.set)/completions.set" ""
 
 # Full first pulls: every user's whole state in pages of LIMIT, the worker's RSS after each page.
 python3 - "$WORKER_URL" "$USERS" "$LIMIT" <<'PY'
