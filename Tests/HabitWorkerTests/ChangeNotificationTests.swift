@@ -89,6 +89,77 @@ struct ChangeNotificationTests {
         }
     }
 
+    @Test("a gateway that stops reading stdout: the listener keeps draining PostgreSQL's queue, and afterwards each user's last notification carries its final cursor, folded")
+    func unreadStdoutDoesNotStopTheListener() throws {
+        try WorkerSession.with { session in
+            // A raw process, not WorkerProcess (whose reader thread drains stdout at once):
+            // nobody reads this stdout until the flood is over.
+            let process = Process(), input = Pipe(), output = Pipe()
+            process.executableURL = URL(fileURLWithPath: try WorkerProcess.binaryPath())
+            process.arguments = ["serve", "--database-url", try session.database.workerURL(), "--pool-size", "2", "--log-level", "warning"]
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            defer {
+                // SIGKILL: a worker asked to stop drains its answers first, and nobody may be
+                // reading them any more.
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                process.waitUntilExit()
+            }
+            let users = (0..<500).map { _ in UUID() }
+            // One batch: its answer (~35 KB) and the 500 "now listening" notifications (~60 KB)
+            // already overfill the 64 KiB pipe, so the worker's stdout writer blocks.
+            let batch = users.enumerated().map { #"{"jsonrpc":"2.0","id":\#($0.offset),"method":"changes.subscribe","params":{"user_id":"\#($0.element)"}}"# }
+            input.fileHandleForWriting.write(Data(("[" + batch.joined(separator: ",") + "]\n").utf8))
+            #expect(try waitUntil { try session.listenBackends() == 1 })
+
+            let list = users.map(\.uuidString).joined(separator: ",")
+            var blockedBackend = false
+            for round in 0..<20 {
+                // One transaction touching all 500 users: 500 NOTIFYs each, 10,000 in all.
+                try session.admin.execute("""
+                    INSERT INTO public.profiles (user_id, timezone) SELECT u, \(round % 2 == 0 ? "Europe/Paris" : "UTC")
+                    FROM unnest(string_to_array(\(list), ',')::uuid[]) u ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone
+                    """)
+                // A listener that stopped reading would leave its backend writing to it.
+                blockedBackend = try blockedBackend || session.admin.queryOne("""
+                    SELECT count(*)::int FROM pg_stat_activity
+                    WHERE datname = current_database() AND application_name = 'habit-listen' AND wait_event = 'ClientWrite'
+                    """).decode(Int.self, at: 0) > 0
+            }
+            #expect(!blockedBackend, "the listen connection's backend waited to write to the worker")
+            let finals = try Dictionary(uniqueKeysWithValues: users.map { ($0, try session.changeSeq(of: $0)) })
+
+            // Now read: every user's notifications end at its final change, and the 10,000
+            // changes arrive folded (at most the listening one, one written before the block,
+            // one pending per user, and a couple of 200 ms windows).
+            var reached = Set<UUID>(), notifications = 0, bytes = 0, buffer = Data()
+            let reader = output.fileHandleForReading
+            // availableData blocks: past the hang guard, ending the worker ends the read (EOF).
+            let guardTimer = DispatchSource.makeTimerSource()
+            guardTimer.schedule(deadline: .now() + 60)
+            guardTimer.setEventHandler { process.terminate() }
+            guardTimer.resume()
+            defer { guardTimer.cancel() }
+            while reached.count < users.count {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                bytes += chunk.count
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    guard let change = try ChangeSubscriber.change(in: line) else { continue } // the batch's answer
+                    notifications += 1
+                    if change.seq == finals[change.user] { reached.insert(change.user) }
+                }
+            }
+            #expect(bytes > 65_536, "the pipe never filled (\(bytes) bytes): the test did not block the writer")
+            #expect(reached.count == users.count, "\(users.count - reached.count) users never got their final cursor")
+            #expect(notifications <= users.count * 5, "\(notifications) notifications for 10,000 changes of \(users.count) users")
+        }
+    }
+
     @Test("on the subscriber's own stdout, notifications come between whole responses and batch arrays, never inside one")
     func notificationsInterleaveWholeLines() throws {
         try WorkerSession.with { session in
