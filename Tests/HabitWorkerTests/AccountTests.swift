@@ -450,6 +450,29 @@ struct AccountTests {
         }
     }
 
+    @Test("the same document imported by two workers at once, ten times: both succeed (one writes, the other finds it written), never an internal error")
+    func concurrentImports() throws {
+        try WorkerSession.with { session in
+            try session.withAnotherWorker { other in
+                var random = Generator(state: 1_905)
+                let now = try Self.nowMicros(session.admin)
+                for round in 0..<10 {
+                    let user = UUID()
+                    let request = params(user, ["document": Self.document(&random, nowMicros: now), "mode": "merge"])
+                    let id = WireJSON.string("concurrent-\(round)")
+                    try session.worker.sendRequest("account.import", params: request, id: id)
+                    try other.sendRequest("account.import", params: request, id: id)
+                    let answers = [try session.worker.response(id: id, timeout: 60), try other.response(id: id, timeout: 60)]
+                    for answer in answers {
+                        #expect(answer.isSuccess, "round \(round): \(answer.raw.prefix(500))")
+                    }
+                    let inserted = answers.compactMap { $0.result?["counts"]?["habits"]?["inserted"]?.intValue }
+                    #expect(inserted.count == 2 && inserted.min() == 0, "round \(round): one import writes, the other finds it written: \(inserted)")
+                }
+            }
+        }
+    }
+
     @Test("merge keeps the user's other rows and updates those that differ; replace deletes what the document does not hold; counts say which")
     func mergeAndReplace() throws {
         try WorkerSession.with { session in
