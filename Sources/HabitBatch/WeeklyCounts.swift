@@ -93,46 +93,109 @@ public struct WeeklyCountsJob {
     /// unchanged rows are left alone. Rows of the other week convention are never touched.
     public func runStore(on connection: Connection) throws -> StoreReport {
         try connection.withTransaction(prelude: Self.prelude) { connection in
-            let convention = weekStart.rawValue
-            let row = try connection.queryOne("""
-                WITH produced AS (
-                    SELECT * FROM habit.weekly_counts(\(from), \(to), \(convention), \(user))
-                ),
-                written AS (
-                    INSERT INTO public.weekly_completion_counts AS stored
-                        (user_id, week_starts_on, week_start, completions, days_with_completion, active_habit_days,
-                         due_habit_days, skipped_habit_days, completion_rate)
-                    SELECT p.user_id, \(convention), p.week_start, p.completions, p.days_with_completion,
-                           p.active_habit_days, p.due_habit_days, p.skipped_habit_days, p.completion_rate
-                    FROM produced p
-                    ON CONFLICT (user_id, week_starts_on, week_start) DO UPDATE SET
-                        completions = EXCLUDED.completions,
-                        days_with_completion = EXCLUDED.days_with_completion,
-                        active_habit_days = EXCLUDED.active_habit_days,
-                        due_habit_days = EXCLUDED.due_habit_days,
-                        skipped_habit_days = EXCLUDED.skipped_habit_days,
-                        completion_rate = EXCLUDED.completion_rate,
-                        computed_at = now()
-                    WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days,
-                           stored.due_habit_days, stored.skipped_habit_days, stored.completion_rate)
-                          IS DISTINCT FROM
-                          (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days,
-                           EXCLUDED.due_habit_days, EXCLUDED.skipped_habit_days, EXCLUDED.completion_rate)
-                    RETURNING 1
-                ),
-                deleted AS (
-                    DELETE FROM public.weekly_completion_counts AS stored
-                    WHERE stored.week_starts_on = \(convention)
-                      AND stored.week_start >= habit.week_start(\(from), habit.week_start_isodow(\(convention)))
-                      AND stored.week_start <= habit.week_start(\(to), habit.week_start_isodow(\(convention)))
-                      AND (\(user)::uuid IS NULL OR stored.user_id = \(user))
-                      AND NOT EXISTS (SELECT 1 FROM produced p WHERE p.user_id = stored.user_id AND p.week_start = stored.week_start)
-                    RETURNING 1
-                )
-                SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM deleted)
-                """)
-            return StoreReport(written: try row.decode(Int.self, at: 0), deleted: try row.decode(Int.self, at: 1))
+            try Self.report(connection.queryOne(storeStatement(produced: "SELECT * FROM habit.weekly_counts($1, $2, $3, $4)")))
         }
+    }
+
+    /// `runStore` across two servers: computes on `source` (e.g. a hot standby, which only
+    /// reads) and stores on `target` (the primary), with the same upsert and delete. The rows
+    /// are streamed from `source` in one read transaction and loaded in batches into a
+    /// temporary table of `target`'s one write transaction, so a failure anywhere leaves the
+    /// stored table as it was. Both sides act as habit_batch.
+    public func runStore(readingFrom source: Connection, writingTo target: Connection, batchRows: Int = 5_000) throws -> StoreReport {
+        try target.withTransaction(prelude: Self.prelude) { target in
+            try target.execute("""
+                CREATE TEMP TABLE weekly_counts_produced (
+                    user_id uuid, week_start date, completions bigint, days_with_completion bigint,
+                    active_habit_days bigint, due_habit_days bigint, skipped_habit_days bigint, completion_rate numeric
+                ) ON COMMIT DROP
+                """)
+            // One JSON array per batch: the rows travel as one bound parameter, never as SQL text.
+            var batch: [UInt8] = [], rowsInBatch = 0
+            func load() throws {
+                guard rowsInBatch > 0 else { return }
+                batch.append(UInt8(ascii: "]"))
+                try target.execute("""
+                    INSERT INTO pg_temp.weekly_counts_produced
+                    SELECT * FROM json_populate_recordset(NULL::pg_temp.weekly_counts_produced, \(String(decoding: batch, as: UTF8.self))::json)
+                    """)
+                batch.removeAll(keepingCapacity: true)
+                rowsInBatch = 0
+            }
+            try source.withTransaction(prelude: Self.prelude + parameterSettings) { source in
+                // JSON text of uuids, dates and numbers holds nothing COPY's text format escapes.
+                try source.copyOut("""
+                    COPY (SELECT row_to_json(w) FROM \(unsafeSQL: Self.functionCallFromSettings) w) TO STDOUT
+                    """) { chunk in
+                    batch.append(UInt8(ascii: rowsInBatch == 0 ? "[" : ","))
+                    // Each chunk is one row and its newline.
+                    batch.append(contentsOf: chunk.prefix(while: { $0 != UInt8(ascii: "\n") }))
+                    rowsInBatch += 1
+                    if rowsInBatch == batchRows { try load() }
+                }
+            }
+            try load()
+            return try Self.report(target.queryOne(storeStatement(produced: "SELECT * FROM pg_temp.weekly_counts_produced")))
+        }
+    }
+
+    /// True when `connection`'s server cannot take the stored rows: a hot standby (in recovery)
+    /// or a server whose sessions are read-only (default_transaction_read_only).
+    public static func isReadOnly(_ connection: Connection) throws -> Bool {
+        try connection.queryOne("SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean")
+            .decode(Bool.self, at: 0)
+    }
+
+    private static func report(_ row: Row) throws -> StoreReport {
+        StoreReport(written: try row.decode(Int.self, at: 0), deleted: try row.decode(Int.self, at: 1))
+    }
+
+    /// The store statement: upserts the rows of `produced` (SQL chosen by this file, which may
+    /// use $1 from, $2 to, $3 the week convention, $4 the user or NULL) and deletes the run's
+    /// stored rows it did not produce.
+    private func storeStatement(produced: String) -> Query {
+        var bindings = Query.Bindings()
+        bindings.append(from)
+        bindings.append(to)
+        bindings.append(weekStart.rawValue)
+        if let user { bindings.append(user) } else { bindings.appendNull(of: UUID.postgresType) }
+        return Query(unsafeSQL: """
+            WITH produced AS (
+                \(produced)
+            ),
+            written AS (
+                INSERT INTO public.weekly_completion_counts AS stored
+                    (user_id, week_starts_on, week_start, completions, days_with_completion, active_habit_days,
+                     due_habit_days, skipped_habit_days, completion_rate)
+                SELECT p.user_id, $3, p.week_start, p.completions, p.days_with_completion,
+                       p.active_habit_days, p.due_habit_days, p.skipped_habit_days, p.completion_rate
+                FROM produced p
+                ON CONFLICT (user_id, week_starts_on, week_start) DO UPDATE SET
+                    completions = EXCLUDED.completions,
+                    days_with_completion = EXCLUDED.days_with_completion,
+                    active_habit_days = EXCLUDED.active_habit_days,
+                    due_habit_days = EXCLUDED.due_habit_days,
+                    skipped_habit_days = EXCLUDED.skipped_habit_days,
+                    completion_rate = EXCLUDED.completion_rate,
+                    computed_at = now()
+                WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days,
+                       stored.due_habit_days, stored.skipped_habit_days, stored.completion_rate)
+                      IS DISTINCT FROM
+                      (EXCLUDED.completions, EXCLUDED.days_with_completion, EXCLUDED.active_habit_days,
+                       EXCLUDED.due_habit_days, EXCLUDED.skipped_habit_days, EXCLUDED.completion_rate)
+                RETURNING 1
+            ),
+            deleted AS (
+                DELETE FROM public.weekly_completion_counts AS stored
+                WHERE stored.week_starts_on = $3
+                  AND stored.week_start >= habit.week_start($1, habit.week_start_isodow($3))
+                  AND stored.week_start <= habit.week_start($2, habit.week_start_isodow($3))
+                  AND ($4::uuid IS NULL OR stored.user_id = $4)
+                  AND NOT EXISTS (SELECT 1 FROM produced p WHERE p.user_id = stored.user_id AND p.week_start = stored.week_start)
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM deleted)
+            """, bindings: bindings)
     }
 
     // COPY takes no bind parameters, so the arguments travel as bound parameters of

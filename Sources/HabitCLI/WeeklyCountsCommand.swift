@@ -27,6 +27,11 @@ struct WeeklyCountsCommand: ParsableCommand {
             deletes the stored rows of the same convention, weeks and users (every user without --user) \
             that the run did not produce; re-running changes nothing that did not change.
 
+            The computation only reads, so --database-url may be a hot standby (a read replica). With \
+            --store the rows are written through --store-url (env HABIT_STORE_URL, e.g. the primary) when \
+            given, else through --database-url; --store against a read-only server without --store-url is \
+            refused (exit 64) before anything is computed.
+
             Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
@@ -54,10 +59,30 @@ struct WeeklyCountsCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Only this user.", valueName: "uuid"))
     var user: String?
 
-    func validate() throws {
+    @Option(name: .customLong("store-url"),
+            help: ArgumentHelp("With --store: write the rows through this server (env HABIT_STORE_URL), e.g. the primary while --database-url is a standby.", valueName: "url"))
+    var storeURLFlag: String?
+
+    /// --store-url, else HABIT_STORE_URL (only with --store), checked by libpq's parser; set by validate().
+    private var storeURL: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case database, from, to, weekStart, format, store, user, storeURLFlag
+    }
+
+    mutating func validate() throws {
         guard from <= to else { throw ValidationError("--from \(from) is after --to \(to)") }
         if let user, UUID(uuidString: user) == nil || user.utf8.count != 36 {
             throw ValidationError("--user must be a UUID")
+        }
+        if storeURLFlag.map({ !$0.isEmpty }) == true && !store {
+            throw ValidationError("--store-url is only used with --store")
+        }
+        if store {
+            storeURL = try Setting.resolve(storeURLFlag, flag: "--store-url", variable: "HABIT_STORE_URL", default: nil,
+                                           expected: "a PostgreSQL URL or conninfo") { url in
+                do { try ConnectionString.validate(url) } catch let error as PostgresError { throw ValidationError(error.message) }
+            }
         }
     }
 
@@ -70,7 +95,16 @@ struct WeeklyCountsCommand: ParsableCommand {
             job.format = format
             job.user = user.flatMap(UUID.init(uuidString:))
             if store {
-                let report = try job.runStore(on: connection)
+                let report: WeeklyCountsJob.StoreReport
+                if let storeURL {
+                    let target = try database.connect(storeURL, applicationName: "habit-weekly-counts")
+                    defer { target.close() }
+                    if try WeeklyCountsJob.isReadOnly(target) { try refuseReadOnly("the --store-url server") }
+                    report = try job.runStore(readingFrom: connection, writingTo: target)
+                } else {
+                    if try WeeklyCountsJob.isReadOnly(connection) { try refuseReadOnly("the --database-url server") }
+                    report = try job.runStore(on: connection)
+                }
                 FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.written) changed row(s), deleted \(report.deleted) stale row(s)\n".utf8))
             } else {
                 try job.run(on: connection, output: OutputSink(), progress: ProgressReporter.forStandardError())
@@ -79,6 +113,16 @@ struct WeeklyCountsCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("peak_rss_kib=\(Self.peakResidentKiB())\n".utf8))
             }
         }
+    }
+
+    /// --store on a server that cannot write (checked before computing): a usage error.
+    private func refuseReadOnly(_ which: String) throws -> Never {
+        FileHandle.standardError.write(Data("""
+            habit: weekly-counts --store: \(which) is read-only (a hot standby or default_transaction_read_only); \
+            give the primary with --store-url (env HABIT_STORE_URL) and keep --database-url for reading
+
+            """.utf8))
+        throw ExitCode.validationFailure
     }
 
     /// VmHWM from /proc: the most resident memory this process ever had.
