@@ -35,7 +35,8 @@ struct WeeklyCountsCommand: ParsableCommand {
             Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
-            Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 any other error.
+            Exit status: 0 done; 64 bad arguments or --store on a read-only server; 3 database unreachable \
+            or lost; 1 any other error.
             """
     )
 
