@@ -67,6 +67,23 @@ struct DatabaseURLSecrecyTests {
         }
     }
 
+    @Test("habit weekly-counts --store names the wrong part of --store-url/HABIT_STORE_URL and never prints the secret")
+    func malformedStoreURLsNeverShowTheirSecret() throws {
+        let binary = try WorkerProcess.binaryPath()
+        for (url, secret, complaint) in Self.cases {
+            for viaEnvironment in [false, true] {
+                let arguments = ["weekly-counts", "--store", "--from", "2026-01-05", "--to", "2026-01-11",
+                                 "--database-url", "postgresql:///habit?host=/nonexistent-habit"] + (viaEnvironment ? [] : ["--store-url", url])
+                let environment = WorkerProcess.childEnvironment(viaEnvironment ? ["HABIT_STORE_URL": url] : [:])
+                let result = try WorkerProcess.run(binary, arguments, environment: environment, timeout: 30)
+                let what = "weekly-counts with \(viaEnvironment ? "HABIT_STORE_URL" : "--store-url") \(url)"
+                #expect(result.status == 64, "\(what): exit \(result.status), stderr \(result.stderr)")
+                #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret), "\(what): the secret is shown: \(result.stderr)")
+                #expect(result.stderr.contains(complaint) && result.stderr.contains(viaEnvironment ? "HABIT_STORE_URL" : "--store-url"), "\(what): \(result.stderr)")
+            }
+        }
+    }
+
     @Test("Connection and ConnectionString refuse the same strings with the same safe message")
     func theLibraryNeverQuotesAMalformedString() throws {
         for (url, secret, complaint) in Self.cases {
