@@ -7,17 +7,21 @@ public final class PrivatePostgresServer: @unchecked Sendable {
     public let directory: String
     /// Superuser URL of the `postgres` database.
     public var adminURL: String { "postgresql://postgres@/postgres?host=\(directory)/socket" }
+    /// Extra server settings (scripts/pg-tmp's PG_TMP_OPTIONS), e.g.
+    /// `-c shared_preload_libraries=pg_stat_statements`.
+    public let options: String
 
     private static var script: String { TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg-tmp").path }
 
-    private init(directory: String) {
+    private init(directory: String, options: String) {
         self.directory = directory
+        self.options = options
     }
 
     /// Starts a new server (initdb + start), runs `body`, and always destroys the server.
-    public static func with<Value>(_ body: (PrivatePostgresServer) throws -> Value) throws -> Value {
+    public static func with<Value>(options: String = "", _ body: (PrivatePostgresServer) throws -> Value) throws -> Value {
         let suffix = UUID().uuidString.lowercased().prefix(8)
-        let server = PrivatePostgresServer(directory: "/tmp/habit-pg.wt\(suffix)")
+        let server = PrivatePostgresServer(directory: "/tmp/habit-pg.wt\(suffix)", options: options)
         defer { server.destroy() }
         try server.start()
         return try body(server)
@@ -25,7 +29,7 @@ public final class PrivatePostgresServer: @unchecked Sendable {
 
     /// Starts the server (initialising the directory the first time). Idempotent only when stopped.
     public func start() throws {
-        try WorkerProcess.checked(WorkerProcess.run("/bin/bash", [Self.script, "start", directory], environment: Self.environment), "pg-tmp start")
+        try WorkerProcess.checked(WorkerProcess.run("/bin/bash", [Self.script, "start", directory], environment: Self.environment.merging(["PG_TMP_OPTIONS": options]) { $1 }), "pg-tmp start")
     }
 
     /// `pg_ctl stop -m fast`: open sessions are terminated, like a server going away.
