@@ -27,6 +27,14 @@ struct WeeklyCountsCommand: ParsableCommand {
             deletes the stored rows of the same convention, weeks and users (every user without --user) \
             that the run did not produce; re-running changes nothing that did not change.
 
+            --store --incremental recomputes only the (user, week) pairs of [--from, --to] whose \
+            counts may have changed since the last incremental run of the same --week-start: the \
+            database marks the days every write touches (sql/0015), whoever writes. The first \
+            incremental run of a convention computes the whole range (and from then on the \
+            database marks changes); later runs compute in full only the weeks of the range the \
+            last one did not keep (a rolling range adds a week), and the dirty users' weeks in the \
+            rest. Weeks the range leaves are no longer kept (their rows stay as they were).
+
             Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
@@ -51,6 +59,12 @@ struct WeeklyCountsCommand: ParsableCommand {
     @Flag(help: "Replace the run's rows in weekly_completion_counts instead of printing.")
     var store = false
 
+    @Flag(help: "With --store: recompute only the (user, week) pairs changed since the last incremental run.")
+    var incremental = false
+
+    @Option(help: ArgumentHelp("The server's work_mem for the run (e.g. 1GB, 64MB; 'default': the server's setting).", valueName: "size"))
+    var workMem: String = WeeklyCountsJob.defaultWorkMemory
+
     @Option(help: ArgumentHelp("Only this user.", valueName: "uuid"))
     var user: String?
 
@@ -58,6 +72,11 @@ struct WeeklyCountsCommand: ParsableCommand {
         guard from <= to else { throw ValidationError("--from \(from) is after --to \(to)") }
         if let user, UUID(uuidString: user) == nil || user.utf8.count != 36 {
             throw ValidationError("--user must be a UUID")
+        }
+        if incremental && !store { throw ValidationError("--incremental needs --store") }
+        if incremental && user != nil { throw ValidationError("--incremental covers every user; it takes no --user") }
+        if workMem != "default", workMem.range(of: #"^[0-9]{1,9}(kB|MB|GB)?$"#, options: .regularExpression) == nil {
+            throw ValidationError("--work-mem must be a size such as 64MB or 1GB, or 'default'")
         }
     }
 
@@ -69,7 +88,11 @@ struct WeeklyCountsCommand: ParsableCommand {
             job.weekStart = weekStart
             job.format = format
             job.user = user.flatMap(UUID.init(uuidString:))
-            if store {
+            job.workMemory = workMem == "default" ? nil : workMem
+            if incremental {
+                let report = try job.runIncremental(on: connection)
+                FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.store.written) changed row(s), deleted \(report.store.deleted) stale row(s); recomputed \(report.users) changed user(s), \(report.fullWeeks) new week(s) in full\n".utf8))
+            } else if store {
                 let report = try job.runStore(on: connection)
                 FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.written) changed row(s), deleted \(report.deleted) stale row(s)\n".utf8))
             } else {
