@@ -30,7 +30,11 @@ public struct WeeklyCountsJob {
                           "due_habit_days", "skipped_habit_days", "completion_rate"]
 
     /// The job acts as the least-privileged batch role whatever the login role is.
-    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch"]
+    /// Custom plans always: the job's statements are prepared and run again with other
+    /// users and weeks (an incremental run stores one window after another), and only a
+    /// custom plan folds the user list of habit.weekly_counts_of into index scans (a generic
+    /// plan took seconds where the custom one takes milliseconds).
+    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch", "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"]
 
     public struct StoreReport: Sendable, Equatable {
         /// Rows inserted or changed (unchanged rows keep their computed_at).

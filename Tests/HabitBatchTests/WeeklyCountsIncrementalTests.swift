@@ -65,13 +65,13 @@ import Testing
         let today = "habit.local_date(now(), habit.user_time_zone(auth.uid(), NULL))"
         switch change {
         case .complete:
-            sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)"
+            sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
         case .uncomplete:
             sql = "DELETE FROM public.habit_completions WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
         case .moveCompletion:
-            sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng)) WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
+            sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng))::integer WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
         case .skip:
-            sql = "INSERT INTO public.habit_skips (user_id, template_id, skipped_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)"
+            sql = "INSERT INTO public.habit_skips (user_id, template_id, skipped_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
         case .unskip:
             sql = "DELETE FROM public.habit_skips WHERE (template_id, skipped_date) = (SELECT template_id, skipped_date FROM public.habit_skips WHERE user_id = auth.uid() ORDER BY 1, 2 OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_skips WHERE user_id = auth.uid())) LIMIT 1)"
         case .schedule:
@@ -92,7 +92,7 @@ import Testing
             // An admin's psql fix of history: a period's start moved a few days (superuser).
             do {
                 return try admin.execute("""
-                    UPDATE public.habit_periods SET started_at = started_at - make_interval(days => \(Int.random(in: 1...9, using: &rng)))
+                    UPDATE public.habit_periods SET started_at = started_at - make_interval(days => \(Int.random(in: 1...9, using: &rng))::integer)
                     WHERE id = (SELECT id FROM public.habit_periods WHERE user_id = \(user) ORDER BY started_at LIMIT 1)
                     """) > 0
             } catch is PostgresError { return false }
@@ -110,7 +110,13 @@ import Testing
         let seed = environment["HABIT_INCREMENTAL_SEED"].flatMap(UInt64.init) ?? 20_20
         try TestDatabase.with { database throws in
             let admin = try database.connect()
+            // The comparison's query is prepared once and run every round: a generic plan
+            // would not fold its NULL user list (the job forces custom plans, see prelude).
+            try admin.execute("SET plan_cache_mode = force_custom_plan")
             let users = try WeeklyCountsHistoryTests.load(admin, users: 14, seed: seed).users
+            // Planner statistics, as a live database has: without them the set-based query
+            // takes seconds even on a handful of users.
+            try admin.execute("ANALYZE")
             let writer = try database.connect()
             let batch = try database.connect(user: "habit_batch")
             let today = try admin.queryOne("SELECT (now() AT TIME ZONE 'UTC')::date").decode(CalendarDate.self, at: 0)
@@ -158,6 +164,7 @@ import Testing
         try TestDatabase.with { database throws in
             let admin = try database.connect()
             let users = try WeeklyCountsHistoryTests.load(admin, users: 6, seed: 7).users
+            try admin.execute("ANALYZE")
             let batch = try database.connect(user: "habit_batch")
             let today = try admin.queryOne("SELECT (now() AT TIME ZONE 'UTC')::date").decode(CalendarDate.self, at: 0)
             let job = WeeklyCountsJob(from: today.adding(days: -50), to: today.adding(days: 14))
@@ -185,6 +192,7 @@ import Testing
         try TestDatabase.with { database throws in
             let admin = try database.connect()
             _ = try WeeklyCountsHistoryTests.load(admin, users: 5, seed: 11)
+            try admin.execute("ANALYZE")
             let batch = try database.connect(user: "habit_batch")
             let today = try admin.queryOne("SELECT (now() AT TIME ZONE 'UTC')::date").decode(CalendarDate.self, at: 0)
             var job = WeeklyCountsJob(from: today.adding(days: -50), to: today.adding(days: -10))
