@@ -5,6 +5,7 @@
 # for the full run and for a one-user run (flat memory: the two are about equal), and the
 # plan of the query. Not a test: figures go to docs/performance.md.
 #   USERS=100000 HABITS=5 WEEKS=20 RATE=0.143 RUNS=3 scripts/bench-weekly-counts.sh
+# Then the incremental runs (see the end): full --store, 1 % changed, nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -55,3 +56,30 @@ echo "job peak RSS: full run (csv) ${full_rss} KiB, full run (table, single-row 
 
 echo "plan:"
 psql -Xq -d "$DATABASE_URL" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT * FROM habit.weekly_counts('$START', '$END', 'monday', NULL)"
+
+# Incremental runs (issue 20), same data: a full --store run (with the job's work_mem, then
+# with the server's default, for the gain), the first --incremental run (a full one that
+# starts the marking), 1 % of the users' data changed through psql, an incremental run, and
+# an incremental run after no change; each timed against the full --store run.
+store() { $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" --store "$@" 2>&1 >/dev/null; }
+timed_store() { local s e; s=$(date +%s.%N); store "$@" >&2; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", b - a }'; }
+full_default=$(timed_store --work-mem default)
+full=$(timed_store)
+echo "full --store: $full s with the job's work_mem (1GB), $full_default s with the server's ($(psql -Atd "$DATABASE_URL" -c 'SHOW work_mem'))"
+first=$(timed_store --incremental)
+echo "first --incremental (full, starts marking): $first s"
+psql -Xq -d "$DATABASE_URL" <<SQL
+SET habit.backfill = 'on';
+-- 1 % of the users: their completions of one day deleted, one completion per habit added.
+CREATE TEMP TABLE changed AS
+    SELECT user_id FROM (SELECT DISTINCT user_id FROM habit_templates) u WHERE abs(hashtext(user_id::text)) % 100 = 0;
+DELETE FROM habit_completions c USING changed x WHERE c.user_id = x.user_id AND c.completed_date = DATE '$END' - 10;
+INSERT INTO habit_completions (user_id, template_id, completed_date)
+    SELECT t.user_id, t.id, DATE '$END' - 3 FROM habit_templates t JOIN changed x USING (user_id) ON CONFLICT DO NOTHING;
+SQL
+changed_users=$(psql -Atd "$DATABASE_URL" -c "SELECT count(DISTINCT user_id) FROM habit.weekly_counts_dirty")
+one_percent=$(timed_store --incremental)
+nothing=$(timed_store --incremental)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f %%", 100 * a / b }'; }
+echo "incremental after 1 % of users changed ($changed_users users marked): $one_percent s = $(ratio "$one_percent" "$full") of the full run (target <= 10 %)"
+echo "incremental with nothing changed: $nothing s = $(ratio "$nothing" "$full") of the full run (target <= 1 %)"

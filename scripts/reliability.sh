@@ -14,6 +14,8 @@
 #   scripts/reliability.sh streaks [ROUNDS]     habit_stats/current_streaks/stats_calendar against the streak model (default 5000),
 #                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
+#   scripts/reliability.sh incremental [ROUNDS] weekly-counts --store --incremental against a full recompute after random
+#                                               changes of every kind (default 2000)
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -27,7 +29,7 @@ SCRATCH=${SCRATCH_PATH:-.build}
 REPORT=${RELIABILITY_REPORT:-$SCRATCH/reliability-report.jsonl}
 LOGDIR=$SCRATCH/reliability-logs
 command=${1:-}
-[ -n "$command" ] || { sed -n '2,20p' "$0" >&2; exit 2; }
+[ -n "$command" ] || { sed -n '2,22p' "$0" >&2; exit 2; }
 shift
 
 if [ "$command" = fuzz ]; then
@@ -100,12 +102,17 @@ streaks() {
     run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
 }
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
+incremental() {
+    run incremental HabitBatchTests.WeeklyCountsIncrementalTests/incrementalRunsEqualAFullRecompute \
+        HABIT_INCREMENTAL_ROUNDS="${1:-2000}" HABIT_INCREMENTAL_SEED="${RELIABILITY_SEED:-202020}"
+}
 
 case "$command" in
     blackbox) blackbox "$@" ;;
     history) history "$@" ;;
     streaks) streaks "$@" ;;
     sync) sync "$@" ;;
+    incremental) incremental "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -113,7 +120,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

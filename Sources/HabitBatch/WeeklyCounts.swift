@@ -14,6 +14,12 @@ public struct WeeklyCountsJob {
     public var weekStart: WeekStart = .monday
     public var user: UUID?
     public var format: Format = .csv
+    /// The server's work_mem for the run (e.g. "1GB"; nil: the server's setting).
+    public var workMemory: String? = WeeklyCountsJob.defaultWorkMemory
+
+    /// Enough for the full run's sorts to stay in memory on the 10 M-completion data set
+    /// (it spilled about 900 MB on disk at the default 4MB); see docs/performance.md.
+    public static let defaultWorkMemory = "1GB"
 
     public init(from: CalendarDate, to: CalendarDate) {
         self.from = from
@@ -24,7 +30,11 @@ public struct WeeklyCountsJob {
                           "due_habit_days", "skipped_habit_days", "completion_rate"]
 
     /// The job acts as the least-privileged batch role whatever the login role is.
-    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch"]
+    /// Custom plans always: the job's statements are prepared and run again with other
+    /// users and weeks (an incremental run stores one window after another), and only a
+    /// custom plan folds the user list of habit.weekly_counts_of into index scans (a generic
+    /// plan took seconds where the custom one takes milliseconds).
+    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch", "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"]
 
     public struct StoreReport: Sendable, Equatable {
         /// Rows inserted or changed (unchanged rows keep their computed_at).
@@ -41,7 +51,7 @@ public struct WeeklyCountsJob {
 
     /// Streams the rows to `output`; `progress` (if given) hears of each row.
     public func run(on connection: Connection, output: OutputSink, progress: ProgressReporter? = nil) throws {
-        try connection.withTransaction(prelude: Self.prelude + parameterSettings) { connection in
+        try connection.withTransaction(prelude: Self.prelude + memorySettings + parameterSettings) { connection in
             progress?.start(totalRows: try expectedRows(connection))
             switch format {
             case .csv:
@@ -92,10 +102,21 @@ public struct WeeklyCountsJob {
     /// that it did not produce. Safe to run while the worker writes and safe to repeat:
     /// unchanged rows are left alone. Rows of the other week convention are never touched.
     public func runStore(on connection: Connection) throws -> StoreReport {
-        try connection.withTransaction(prelude: Self.prelude) { connection in
-            try Self.report(connection.queryOne(storeStatement(produced: "SELECT * FROM habit.weekly_counts($1, $2, $3, $4)")))
+        try connection.withTransaction(prelude: Self.prelude + memorySettings) { connection in
+            try store(on: connection, from: from, to: to, users: user?.lowercaseString)
         }
     }
+
+    /// The store statement for the weeks of [from, to] and `users` (uuids joined by commas;
+    /// nil for every user), in the caller's transaction. The users travel as one text
+    /// parameter (the client binds no arrays) that the statement splits, a constant to the
+    /// planner, so habit.weekly_counts_of reads only their rows by the user_id indexes.
+    func store(on connection: Connection, from: CalendarDate, to: CalendarDate, users: String?) throws -> StoreReport {
+        try Self.report(connection.queryOne(storeStatement(produced: Self.computed, from: from, to: to, users: users)))
+    }
+
+    /// The rows of the weeks and users of $1…$4, computed where the statement runs.
+    static let computed = "SELECT * FROM habit.weekly_counts_of($1, $2, $3, pg_catalog.string_to_array($4, ',')::uuid[])"
 
     /// `runStore` across two servers: computes on `source` (e.g. a hot standby, which only
     /// reads) and stores on `target` (the primary), with the same upsert and delete. The rows
@@ -122,7 +143,7 @@ public struct WeeklyCountsJob {
                 batch.removeAll(keepingCapacity: true)
                 rowsInBatch = 0
             }
-            try source.withTransaction(prelude: Self.prelude + parameterSettings) { source in
+            try source.withTransaction(prelude: Self.prelude + memorySettings + parameterSettings) { source in
                 // JSON text of uuids, dates and numbers holds nothing COPY's text format escapes.
                 try source.copyOut("""
                     COPY (SELECT row_to_json(w) FROM \(unsafeSQL: Self.functionCallFromSettings) w) TO STDOUT
@@ -135,7 +156,8 @@ public struct WeeklyCountsJob {
                 }
             }
             try load()
-            return try Self.report(target.queryOne(storeStatement(produced: "SELECT * FROM pg_temp.weekly_counts_produced")))
+            return try Self.report(target.queryOne(storeStatement(produced: "SELECT * FROM pg_temp.weekly_counts_produced", from: from, to: to,
+                                                                  users: user?.lowercaseString)))
         }
     }
 
@@ -151,14 +173,15 @@ public struct WeeklyCountsJob {
     }
 
     /// The store statement: upserts the rows of `produced` (SQL chosen by this file, which may
-    /// use $1 from, $2 to, $3 the week convention, $4 the user or NULL) and deletes the run's
-    /// stored rows it did not produce.
-    private func storeStatement(produced: String) -> Query {
+    /// use $1 from, $2 to, $3 the week convention, $4 the users as text, uuids joined by
+    /// commas, or NULL for every user) and deletes the stored rows of those weeks, convention
+    /// and users that it did not produce.
+    private func storeStatement(produced: String, from: CalendarDate, to: CalendarDate, users: String?) -> Query {
         var bindings = Query.Bindings()
         bindings.append(from)
         bindings.append(to)
         bindings.append(weekStart.rawValue)
-        if let user { bindings.append(user) } else { bindings.appendNull(of: UUID.postgresType) }
+        if let users { bindings.append(users) } else { bindings.appendNull(of: String.postgresType) }
         return Query(unsafeSQL: """
             WITH produced AS (
                 \(produced)
@@ -190,12 +213,21 @@ public struct WeeklyCountsJob {
                 WHERE stored.week_starts_on = $3
                   AND stored.week_start >= habit.week_start($1, habit.week_start_isodow($3))
                   AND stored.week_start <= habit.week_start($2, habit.week_start_isodow($3))
-                  AND ($4::uuid IS NULL OR stored.user_id = $4)
+                  AND ($4::text IS NULL OR stored.user_id = ANY (pg_catalog.string_to_array($4, ',')::uuid[]))
                   AND NOT EXISTS (SELECT 1 FROM produced p WHERE p.user_id = stored.user_id AND p.week_start = stored.week_start)
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM deleted)
             """, bindings: bindings)
+    }
+
+    /// work_mem for the batch's transaction (SET LOCAL through set_config(…, true)): the run
+    /// is one big aggregate whose sorts and hashes spill to disk at the server's default.
+    /// Transaction-local rather than ALTER ROLE habit_batch SET work_mem because the job
+    /// becomes habit_batch by SET ROLE, and a role's settings apply only at login.
+    var memorySettings: [Query] {
+        guard let workMemory else { return [] }
+        return ["SELECT set_config('work_mem', \(workMemory), true)"]
     }
 
     // COPY takes no bind parameters, so the arguments travel as bound parameters of

@@ -32,6 +32,14 @@ struct WeeklyCountsCommand: ParsableCommand {
             given, else through --database-url; --store against a read-only server without --store-url is \
             refused (exit 64) before anything is computed.
 
+            --store --incremental recomputes only the (user, week) pairs of [--from, --to] whose \
+            counts may have changed since the last incremental run of the same --week-start: the \
+            database marks the days every write touches (sql/0015), whoever writes. The first \
+            incremental run of a convention computes the whole range (and from then on the \
+            database marks changes); later runs compute in full only the weeks of the range the \
+            last one did not keep (a rolling range adds a week), and the dirty users' weeks in the \
+            rest. Weeks the range leaves are no longer kept (their rows stay as they were).
+
             Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
@@ -57,6 +65,12 @@ struct WeeklyCountsCommand: ParsableCommand {
     @Flag(help: "Replace the run's rows in weekly_completion_counts instead of printing.")
     var store = false
 
+    @Flag(help: "With --store: recompute only the (user, week) pairs changed since the last incremental run.")
+    var incremental = false
+
+    @Option(help: ArgumentHelp("The server's work_mem for the run (e.g. 1GB, 64MB; 'default': the server's setting).", valueName: "size"))
+    var workMem: String = WeeklyCountsJob.defaultWorkMemory
+
     @Option(help: ArgumentHelp("Only this user.", valueName: "uuid"))
     var user: String?
 
@@ -76,6 +90,11 @@ struct WeeklyCountsCommand: ParsableCommand {
         if let user, UUID(uuidString: user) == nil || user.utf8.count != 36 {
             throw ValidationError("--user must be a UUID")
         }
+        if incremental && !store { throw ValidationError("--incremental needs --store") }
+        if incremental && user != nil { throw ValidationError("--incremental covers every user; it takes no --user") }
+        if workMem != "default", workMem.range(of: #"^[0-9]{1,9}(kB|MB|GB)?$"#, options: .regularExpression) == nil {
+            throw ValidationError("--work-mem must be a size such as 64MB or 1GB, or 'default'")
+        }
         if storeURLFlag.map({ !$0.isEmpty }) == true && !store {
             throw ValidationError("--store-url is only used with --store")
         }
@@ -83,6 +102,9 @@ struct WeeklyCountsCommand: ParsableCommand {
             storeURL = try Setting.resolve(storeURLFlag, flag: "--store-url", variable: "HABIT_STORE_URL", default: nil,
                                            expected: "a PostgreSQL URL or conninfo") { url in
                 do { try ConnectionString.validate(url) } catch let error as PostgresError { throw ValidationError(error.message) }
+            }
+            if incremental && storeURL != nil {
+                throw ValidationError("--incremental reads and stores on one server (the database marks changes there); it takes no --store-url or HABIT_STORE_URL")
             }
         }
     }
@@ -95,7 +117,13 @@ struct WeeklyCountsCommand: ParsableCommand {
             job.weekStart = weekStart
             job.format = format
             job.user = user.flatMap(UUID.init(uuidString:))
-            if store {
+            job.workMemory = workMem == "default" ? nil : workMem
+            if incremental {
+                // Its marks live on the server it reads: it reads and stores there.
+                if try WeeklyCountsJob.isReadOnly(connection) { try refuseReadOnly("the --database-url server") }
+                let report = try job.runIncremental(on: connection)
+                FileHandle.standardError.write(Data("habit: weekly-counts stored \(report.store.written) changed row(s), deleted \(report.store.deleted) stale row(s); recomputed \(report.users) changed user(s), \(report.fullWeeks) new week(s) in full\n".utf8))
+            } else if store {
                 let report: WeeklyCountsJob.StoreReport
                 if let storeURL {
                     let target = try database.connect(storeURL, applicationName: "habit-weekly-counts")

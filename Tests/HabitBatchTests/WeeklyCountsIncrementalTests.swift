@@ -1,0 +1,206 @@
+import Foundation
+import HabitBatch
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// `habit weekly-counts --store --incremental` (issue 20): after random changes of every kind,
+/// made through SQL as the users (as psql or Supabase would: the database marks the dirty
+/// days, sql/0015), the stored table of each week convention equals a full recompute
+/// (habit.weekly_counts over the range) row for row; and a run after no change writes nothing.
+/// HABIT_INCREMENTAL_ROUNDS (default 25) and HABIT_INCREMENTAL_SEED make a long run
+/// (scripts/reliability.sh incremental [N]).
+@Suite struct WeeklyCountsIncrementalTests {
+    static func asUser<Value>(_ user: UUID, on connection: Connection, _ body: (Connection) throws -> Value) throws -> Value {
+        try connection.withTransaction(prelude: [
+            "SET LOCAL ROLE authenticated",
+            "SELECT set_config('request.jwt.claims', \(#"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated"}"#), true)",
+        ], body)
+    }
+
+    static let columns = """
+        concat_ws(',', user_id, week_start, completions, days_with_completion, active_habit_days,
+                  due_habit_days, skipped_habit_days, completion_rate)
+        """
+
+    /// The stored rows of a convention within the weeks of [from, to].
+    static func stored(_ admin: Connection, _ job: WeeklyCountsJob) throws -> [String] {
+        try admin.query("""
+            SELECT \(unsafeSQL: columns) FROM public.weekly_completion_counts
+            WHERE week_starts_on = \(job.weekStart.rawValue)
+              AND week_start BETWEEN habit.week_start(\(job.from), habit.week_start_isodow(\(job.weekStart.rawValue)))
+                                 AND habit.week_start(\(job.to), habit.week_start_isodow(\(job.weekStart.rawValue)))
+            ORDER BY user_id, week_start
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+
+    /// What a full run computes now.
+    static func recomputed(_ admin: Connection, _ job: WeeklyCountsJob) throws -> [String] {
+        try admin.query("""
+            SELECT \(unsafeSQL: columns) FROM habit.weekly_counts(\(job.from), \(job.to), \(job.weekStart.rawValue), NULL)
+            ORDER BY user_id, week_start
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+
+    enum Change: String, CaseIterable {
+        case complete, uncomplete, moveCompletion, skip, unskip, schedule, toggleActive, zone, weekStart,
+             addHabit, deleteHabit, deleteAccount, backfillPeriod
+    }
+
+    static let schedules = [#"{"type":"daily"}"#, #"{"type":"weekdays","days":[1,3,5]}"#,
+                            #"{"type":"every_n_days","n":2}"#, #"{"type":"times_per_week","times":3}"#]
+
+    /// One random change as `user` through SQL; false when the database refused it (a rule:
+    /// a day the habit is not on, a completion that exists, …), which changes nothing.
+    static func apply(_ change: Change, user: UUID, on connection: Connection, admin: Connection,
+                      using rng: inout SeededGenerator) throws -> Bool {
+        let offset = Int.random(in: -40...3, using: &rng)
+        let pick = Int.random(in: 0..<1_000, using: &rng)
+        let zone = WeeklyCountsHistoryTests.zones.randomElement(using: &rng)!
+        let schedule = schedules.randomElement(using: &rng)!
+        let sql: Query
+        // The user's habit number `pick` modulo their habits (the SQL picks it).
+        let habit = "(SELECT id FROM public.habit_templates WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_templates WHERE user_id = auth.uid())) LIMIT 1)"
+        let today = "habit.local_date(now(), habit.user_time_zone(auth.uid(), NULL))"
+        switch change {
+        case .complete:
+            sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
+        case .uncomplete:
+            sql = "DELETE FROM public.habit_completions WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
+        case .moveCompletion:
+            sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng))::integer WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
+        case .skip:
+            sql = "INSERT INTO public.habit_skips (user_id, template_id, skipped_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
+        case .unskip:
+            sql = "DELETE FROM public.habit_skips WHERE (template_id, skipped_date) = (SELECT template_id, skipped_date FROM public.habit_skips WHERE user_id = auth.uid() ORDER BY 1, 2 OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_skips WHERE user_id = auth.uid())) LIMIT 1)"
+        case .schedule:
+            sql = "SELECT 1 FROM habit.set_schedule(\(unsafeSQL: habit), \(JSONB(text: schedule)))"
+        case .toggleActive:
+            sql = "UPDATE public.habit_templates SET is_active = NOT is_active, deactivated_at = CASE WHEN is_active THEN now() END, activated_at = CASE WHEN is_active THEN activated_at ELSE now() END WHERE id = \(unsafeSQL: habit)"
+        case .zone:
+            sql = "UPDATE public.profiles SET timezone = \(zone) WHERE user_id = auth.uid()"
+        case .weekStart:
+            sql = "UPDATE public.profiles SET week_start = CASE week_start WHEN 'monday' THEN 'sunday' ELSE 'monday' END WHERE user_id = auth.uid()"
+        case .addHabit:
+            sql = "INSERT INTO public.habit_templates (user_id, name, schedule) VALUES (auth.uid(), \("new \(pick)"), \(JSONB(text: schedule)))"
+        case .deleteHabit:
+            sql = "DELETE FROM public.habit_templates WHERE id = \(unsafeSQL: habit)"
+        case .deleteAccount:
+            sql = "SELECT count(*) FROM habit.delete_account(auth.uid())"
+        case .backfillPeriod:
+            // An admin's psql fix of history: a period's start moved a few days (superuser).
+            do {
+                return try admin.execute("""
+                    UPDATE public.habit_periods SET started_at = started_at - make_interval(days => \(Int.random(in: 1...9, using: &rng))::integer)
+                    WHERE id = (SELECT id FROM public.habit_periods WHERE user_id = \(user) ORDER BY started_at LIMIT 1)
+                    """) > 0
+            } catch is PostgresError { return false }
+        }
+        do {
+            return try asUser(user, on: connection) { try $0.execute(sql) } > 0
+        } catch is PostgresError {
+            return false
+        }
+    }
+
+    @Test func incrementalRunsEqualAFullRecompute() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let rounds = environment["HABIT_INCREMENTAL_ROUNDS"].flatMap(Int.init) ?? 25
+        let seed = environment["HABIT_INCREMENTAL_SEED"].flatMap(UInt64.init) ?? 20_20
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            // The comparison's query is prepared once and run every round: a generic plan
+            // would not fold its NULL user list (the job forces custom plans, see prelude).
+            try admin.execute("SET plan_cache_mode = force_custom_plan")
+            let users = try WeeklyCountsHistoryTests.load(admin, users: 14, seed: seed).users
+            // Planner statistics, as a live database has: without them the set-based query
+            // takes seconds even on a handful of users.
+            try admin.execute("ANALYZE")
+            let writer = try database.connect()
+            let batch = try database.connect(user: "habit_batch")
+            let today = try admin.queryOne("SELECT (now() AT TIME ZONE 'UTC')::date").decode(CalendarDate.self, at: 0)
+            var monday = WeeklyCountsJob(from: today.adding(days: -50), to: today.adding(days: 14))
+            monday.workMemory = "64MB"
+            var sunday = monday
+            sunday.weekStart = .sunday
+
+            // The first run of each convention computes the range in full.
+            for job in [monday, sunday] {
+                let first = try job.runIncremental(on: batch)
+                #expect(first.fullWeeks >= 9 && first.users == 0, "\(first)")
+                #expect(try Self.stored(admin, job) == (try Self.recomputed(admin, job)))
+            }
+
+            var rng = SeededGenerator(seed: seed)
+            var applied: [Change: Int] = [:]
+            for round in 1...rounds {
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    // Account deletions are rarer: every one removes a user for good.
+                    var change = Change.allCases.randomElement(using: &rng)!
+                    if change == .deleteAccount, Int.random(in: 0..<3, using: &rng) != 0 { change = .complete }
+                    let user = users.randomElement(using: &rng)!
+                    if try Self.apply(change, user: user, on: writer, admin: admin, using: &rng) { applied[change, default: 0] += 1 }
+                }
+                // Both conventions every other round: marks wait for the convention's next run.
+                for job in round % 2 == 0 ? [monday, sunday] : [monday] {
+                    _ = try job.runIncremental(on: batch)
+                    let stored = try Self.stored(admin, job)
+                    let expected = try Self.recomputed(admin, job)
+                    #expect(stored == expected, "round \(round), \(job.weekStart), seed \(seed): \(Set(stored).symmetricDifference(expected).sorted())")
+                    if stored != expected { return }
+                }
+            }
+            if rounds >= 20 {
+                let missing = Change.allCases.filter { applied[$0, default: 0] == 0 }
+                #expect(missing.isEmpty, "kinds of change never applied: \(missing)")
+            }
+        }
+    }
+
+    /// Nothing changed: the run claims nothing and writes nothing. A change of a profile's
+    /// other columns (not zone or week) marks nothing either.
+    @Test func aRunAfterNoChangeWritesNothing() throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            let users = try WeeklyCountsHistoryTests.load(admin, users: 6, seed: 7).users
+            try admin.execute("ANALYZE")
+            let batch = try database.connect(user: "habit_batch")
+            let today = try admin.queryOne("SELECT (now() AT TIME ZONE 'UTC')::date").decode(CalendarDate.self, at: 0)
+            let job = WeeklyCountsJob(from: today.adding(days: -50), to: today.adding(days: 14))
+            #expect(try job.runIncremental(on: batch).fullWeeks > 0)
+            #expect(try job.runIncremental(on: batch) == .init(store: .init(written: 0, deleted: 0), users: 0, fullWeeks: 0))
+            try admin.execute("UPDATE public.profiles SET updated_at = now() WHERE user_id = \(users[0])")
+            #expect(try admin.queryOne("SELECT count(*) FROM habit.weekly_counts_dirty").decode(Int.self, at: 0) == 0)
+            // One completion: its user only.
+            try admin.execute("SET habit.backfill = 'on'")
+            try admin.execute("""
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT user_id, id, \(today.adding(days: -3)) FROM public.habit_templates WHERE user_id = \(users[1]) LIMIT 1
+                ON CONFLICT DO NOTHING
+                """)
+            let after = try job.runIncremental(on: batch)
+            #expect(after.users <= 1 && after.fullWeeks == 0, "\(after)")
+            #expect(try Self.stored(admin, job) == (try Self.recomputed(admin, job)))
+            #expect(try job.runIncremental(on: batch) == .init(store: .init(written: 0, deleted: 0), users: 0, fullWeeks: 0))
+        }
+    }
+
+    /// A range that moves on (a rolling window) computes its new weeks in full and keeps
+    /// the rest incrementally.
+    @Test func aMovedRangeComputesItsNewWeeks() throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            _ = try WeeklyCountsHistoryTests.load(admin, users: 5, seed: 11)
+            try admin.execute("ANALYZE")
+            let batch = try database.connect(user: "habit_batch")
+            let today = try admin.queryOne("SELECT (now() AT TIME ZONE 'UTC')::date").decode(CalendarDate.self, at: 0)
+            var job = WeeklyCountsJob(from: today.adding(days: -50), to: today.adding(days: -10))
+            _ = try job.runIncremental(on: batch)
+            job.to = today.adding(days: 14)
+            let moved = try job.runIncremental(on: batch)
+            #expect(moved.fullWeeks >= 3 && moved.fullWeeks <= 5, "\(moved)")
+            #expect(try Self.stored(admin, job) == (try Self.recomputed(admin, job)))
+        }
+    }
+}
