@@ -25,10 +25,6 @@ public enum AccountDocument {
     /// The JSON-RPC error the worker would answer for `error` (the CLI prints its field and reason).
     public static func refusal(_ error: Error) -> RPCError { ErrorMapping.rpcError(for: error) }
 
-    /// An import's answer as the worker writes it.
-    public static func reportJSON(_ report: ImportReport) -> String {
-        String(decoding: JSONWriter.encode { report.write(to: &$0) }.bytes, as: UTF8.self)
-    }
 
     /// A checked document: the JSON text `habit.import_account` reads.
     public struct Checked: Sendable {

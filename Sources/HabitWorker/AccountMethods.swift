@@ -153,7 +153,14 @@ struct AccountImportAnswer: MethodResult {
     let report: ImportReport
     let loop: JSONValue?
 
-    static let schema = JSONSchema.extending(ImportReport.schema, with: [
+    static let countsSchema = JSONSchema.object([
+        ("inserted", JSONSchema.integer(0...Int.max)), ("updated", JSONSchema.integer(0...Int.max)),
+        ("deleted", JSONSchema.integer(0...Int.max)), ("unchanged", JSONSchema.integer(0...Int.max)),
+    ])
+    static let schema = JSONSchema.object([
+        ("counts", JSONSchema.described(JSONSchema.object(["profile", "habits", "completions", "skips", "lists", "tasks"].map { ($0, countsSchema) }),
+                                        "Rows per kind: inserted, updated (a habit whose periods were rewritten counts as updated), deleted (replace), unchanged.")),
+        ("warnings", JSONSchema.described(JSONSchema.array(of: JSONSchema.string()), "What a converted source could not carry over; empty for habit-account documents.")),
         ("loop", JSONSchema.described(JSONSchema.object([
             ("counts", JSONSchema.object(["habits", "archived_habits", "completions", "skips", "numeric_habits_not_imported",
                                           "checkmarks_without_row", "future_checkmarks_dropped", "archived_today_checkmarks_dropped"]
@@ -164,20 +171,24 @@ struct AccountImportAnswer: MethodResult {
     ], optional: ["loop"])
 
     func write(to json: inout JSONWriter) {
-        guard let loop else { return report.write(to: &json) }
         json.beginObject()
-        json.key("counts"); ImportReport.writeCounts(report.counts, to: &json)
+        json.key("counts"); json.beginObject()
+        for (kind, counts) in report.counts {
+            json.key(dynamic: kind)
+            json.beginObject()
+            json.key("inserted"); json.int(counts.inserted)
+            json.key("updated"); json.int(counts.updated)
+            json.key("deleted"); json.int(counts.deleted)
+            json.key("unchanged"); json.int(counts.unchanged)
+            json.endObject()
+        }
+        json.endObject()
         json.key("warnings"); json.array(report.warnings) { json, warning in json.string(warning) }
-        json.key("loop"); json.value(loop)
+        if let loop { json.key("loop"); json.value(loop) }
         json.endObject()
     }
 
-    /// The answer as the CLI prints it (`habit account import`), the same as the method's.
-    static func json(report: ImportReport, loop: JSONValue?) -> String {
-        String(decoding: JSONWriter.encode { AccountImportAnswer(report: report, loop: loop).write(to: &$0) }.bytes, as: UTF8.self)
-    }
-
-    var estimatedJSONBytes: Int { report.estimatedJSONBytes + (loop == nil ? 0 : 1_024 + report.warnings.reduce(0) { $0 + 16 + $1.utf8.count }) }
+    var estimatedJSONBytes: Int { 512 + (loop == nil ? 0 : 1_024) + 2 * report.warnings.reduce(0) { $0 + 16 + $1.utf8.count } }
 }
 
 /// A Loop export as a checked habit-account document for one user: the user's zone and today
@@ -193,7 +204,7 @@ public enum LoopConversion {
 
     /// `account.import`'s answer as the CLI prints it (`habit account import`).
     public static func answerJSON(report: ImportReport, loop: JSONValue?) -> String {
-        AccountImportAnswer.json(report: report, loop: loop)
+        String(decoding: JSONWriter.encode { AccountImportAnswer(report: report, loop: loop).write(to: &$0) }.bytes, as: UTF8.self)
     }
 
     /// Throws RPCError (-32602: the converter's reason with file, line and column, or the
@@ -225,41 +236,6 @@ extension LoopImportError {
         if let column { data["column"] = .int(column) }
         return RPCError(code: .invalidParams, message: "Invalid params", data: .object(data))
     }
-}
-
-extension ImportReport: MethodResult {
-    static let countsSchema = JSONSchema.object([
-        ("inserted", JSONSchema.integer(0...Int.max)), ("updated", JSONSchema.integer(0...Int.max)),
-        ("deleted", JSONSchema.integer(0...Int.max)), ("unchanged", JSONSchema.integer(0...Int.max)),
-    ])
-    static let schema = JSONSchema.object([
-        ("counts", JSONSchema.described(JSONSchema.object(["profile", "habits", "completions", "skips", "lists", "tasks"].map { ($0, countsSchema) }),
-                                        "Rows per kind: inserted, updated (a habit whose periods were rewritten counts as updated), deleted (replace), unchanged.")),
-        ("warnings", JSONSchema.described(JSONSchema.array(of: JSONSchema.string()), "What a converted source could not carry over; empty for habit-account documents.")),
-    ])
-
-    public func write(to json: inout JSONWriter) {
-        json.beginObject()
-        json.key("counts"); Self.writeCounts(counts, to: &json)
-        json.key("warnings"); json.array(warnings) { json, warning in json.string(warning) }
-        json.endObject()
-    }
-
-    static func writeCounts(_ counts: [(kind: String, counts: ImportCounts)], to json: inout JSONWriter) {
-        json.beginObject()
-        for (kind, counts) in counts {
-            json.key(dynamic: kind)
-            json.beginObject()
-            json.key("inserted"); json.int(counts.inserted)
-            json.key("updated"); json.int(counts.updated)
-            json.key("deleted"); json.int(counts.deleted)
-            json.key("unchanged"); json.int(counts.unchanged)
-            json.endObject()
-        }
-        json.endObject()
-    }
-
-    public var estimatedJSONBytes: Int { 512 + warnings.reduce(0) { $0 + 16 + $1.utf8.count } }
 }
 
 extension JSONWriter {
