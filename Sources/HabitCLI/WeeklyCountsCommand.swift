@@ -82,7 +82,7 @@ struct WeeklyCountsCommand: ParsableCommand {
     private var storeURL: String?
 
     private enum CodingKeys: String, CodingKey {
-        case database, from, to, weekStart, format, store, user, storeURLFlag
+        case database, from, to, weekStart, format, store, incremental, workMem, user, storeURLFlag
     }
 
     mutating func validate() throws {

@@ -78,9 +78,13 @@ import Testing
     /// A user with rows in every table, written as psql would (a superuser: the triggers
     /// number, tombstone, count and maintain the streak ledger for every writer): a profile in a
     /// non-UTC zone, habits with completions, skips and a second period, a deleted habit (a
-    /// tombstone), lists and tasks, a stored weekly count and a sync.push replay record.
+    /// tombstone), lists and tasks, a stored weekly count, a sync.push replay record, and
+    /// (an incremental weekly-counts convention being tracked) dirty marks.
     static func seed(_ admin: Connection, user: UUID) throws {
         let run = UUID(), read = UUID(), gone = UUID(), list = UUID()
+        // As after a first `weekly-counts --store --incremental`: from here on every write marks
+        // habit.weekly_counts_dirty (sql/0015).
+        try admin.execute("INSERT INTO habit.weekly_counts_state (week_starts_on) VALUES ('monday') ON CONFLICT DO NOTHING")
         try admin.execute("INSERT INTO profiles (user_id, timezone, week_start) VALUES (\(user), 'Europe/Berlin', 'sunday')")
         try admin.execute("""
             INSERT INTO habit_templates (id, user_id, name, activated_at) VALUES
@@ -126,7 +130,7 @@ import Testing
             let left = Set(after.filter { $0.value > 0 }.map(\.key))
             let kept = try Self.documentedKeptTables()
             #expect(left == kept, "rows of the deleted user left in \(left.sorted()); docs/schema.md keeps \(kept.sorted())")
-            #expect(kept == ["habit.sync_clocks", "habit.sync_tombstones"])
+            #expect(kept == ["habit.sync_clocks", "habit.sync_tombstones", "habit.weekly_counts_dirty"])
             // The answer: every table the function deletes from, with what was there before.
             let answered = Dictionary(uniqueKeysWithValues: deletion.tables.map { ($0.name, Int($0.deleted)) })
             #expect(Set(answered.keys) == Set(before.keys).subtracting(kept), "\(answered.keys.sorted())")
@@ -203,7 +207,7 @@ import Testing
             // habit_admin may (the superuser here is a member, as the embedded server's is).
             let deletion = try AccountRepository.deleteAsAdmin(admin, user: user)
             #expect(deletion.total > 0)
-            #expect(try Self.counts(admin, tables, user: user).filter { $0.value > 0 }.keys.sorted() == ["habit.sync_clocks", "habit.sync_tombstones"])
+            #expect(try Self.counts(admin, tables, user: user).filter { $0.value > 0 }.keys.sorted() == ["habit.sync_clocks", "habit.sync_tombstones", "habit.weekly_counts_dirty"])
         }
     }
 }
