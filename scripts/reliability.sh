@@ -14,6 +14,8 @@
 #   scripts/reliability.sh streaks [ROUNDS]     habit_stats/current_streaks/stats_calendar against the streak model (default 5000),
 #                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
+#   scripts/reliability.sh failover [N]          kill -9 the primary under write load, promote its synchronous standby,
+#                                               rebuild, N times (default 20); every acknowledged write checked (scripts/failover-tmp)
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -99,6 +101,7 @@ streaks() {
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
     run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
 }
+failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviveFailover HABIT_FAILOVER_ROUNDS="${1:-20}"; }
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 
 case "$command" in
@@ -106,6 +109,7 @@ case "$command" in
     history) history "$@" ;;
     streaks) streaks "$@" ;;
     sync) sync "$@" ;;
+    failover) failover "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -113,7 +117,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; failover
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

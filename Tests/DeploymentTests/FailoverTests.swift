@@ -162,15 +162,15 @@ struct FailoverTests {
                     for _ in 0..<10 { try load.round() }
                     let missing = try load.ledger.missing(on: try servers.url("PRIMARY_URL"), user: load.user)
                     #expect(missing.isEmpty, "failover \(failover): acknowledged writes missing on the new primary: \(missing.prefix(10))")
-                    print(String(format: "failover %d: kill→first success %.2f s, promotion→first success %.2f s, acknowledged %d habits %d completions, lost %d",
+                    print(String(format: "reliability figure: failover %d: kill→first success %.2f s, promotion→first success %.2f s, acknowledged %d habits %d completions, lost %d",
                                  failover, fromKill.last!, fromPromotion.last!, load.ledger.habits.count, load.ledger.completions.count, missing.count))
                     if failover < rounds { try servers.step("rebuild") }
                 }
                 let unexpected = load.ledger.failures.keys.filter { $0 != "database_unavailable" && $0 != "commit_unconfirmed" }
                 #expect(unexpected.isEmpty, "answers during the outages other than database_unavailable: \(load.ledger.failures)")
-                print("failures by reason: \(load.ledger.failures)")
+                print("reliability figure: failures by reason: \(load.ledger.failures)")
                 let sorted = fromPromotion.sorted()
-                print(String(format: "%d failovers: promotion→first success median %.2f s max %.2f s; kill→first success max %.2f s",
+                print(String(format: "reliability figure: %d failovers: promotion→first success median %.2f s max %.2f s; kill→first success max %.2f s",
                              rounds, sorted[sorted.count / 2], sorted.last!, fromKill.max()!))
             }
         }
