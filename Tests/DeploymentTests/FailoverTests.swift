@@ -209,6 +209,40 @@ struct FailoverTests {
             }
         }
     }
+
+    /// The other way a sync-rep wait ends early: the backend is terminated while its commit
+    /// waits (a failover tool, an admin, a server shutdown). PostgreSQL warns (57P01, "canceling
+    /// the wait for synchronous replication and terminating connection") and closes the
+    /// connection: the worker cannot know the outcome and must answer an error.
+    @Test("a backend terminated while its commit waits for the standby: an error, never a success")
+    func terminatedDuringCommitIsNotAcknowledged() throws {
+        try FailoverServers.with { servers in
+            let primaryURL = try servers.url("PRIMARY_URL")
+            try WorkerProcess.checked(Self.habit(["migrate", "--database-url", primaryURL]), "migrate")
+            // A statement timeout long enough that the watchdog stays out of it.
+            try WorkerProcess.withServe(databaseURL: primaryURL, arguments: ["--statement-timeout-ms", "60000", "--pool-size", "1"]) { worker in
+                let user = UUID()
+                try worker.call("habits.create", params(user, ["name": "Confirmed"]))
+                try servers.stopStandby()
+                try worker.sendRequest("habits.create", params: params(user, ["name": "Waiting"]), id: "waiting")
+                let admin = try Connection(primaryURL)
+                defer { admin.close() }
+                var terminated = false
+                for _ in 0..<1_000 where !terminated {
+                    terminated = try admin.queryOne("""
+                        SELECT count(pg_terminate_backend(pid))::int > 0 FROM pg_stat_activity
+                        WHERE wait_event = 'SyncRep' AND application_name = 'habit-serve'
+                        """).decode(Bool.self, at: 0)
+                    if !terminated { usleep(10_000) }
+                }
+                try #require(terminated, "no worker backend waited for the standby within 10 s")
+                let answer = try worker.response(id: "waiting", timeout: 30)
+                #expect(!answer.isSuccess, "\(answer)")
+                #expect(answer.reason == "database_unavailable" || answer.reason == "commit_unconfirmed", "\(answer)")
+                print("terminated during commit: \(answer.raw)")
+            }
+        }
+    }
 }
 
 extension FailoverServers {
