@@ -1,4 +1,5 @@
 import Foundation
+import HabitStore
 import PostgresClient
 import TestSupport
 import Testing
@@ -128,6 +129,26 @@ struct FailoverTests {
         try WorkerProcess.run(try WorkerProcess.binaryPath(), arguments, environment: WorkerProcess.childEnvironment())
     }
 
+    static func changeSeq(of user: UUID, on url: String) throws -> Int64 {
+        let connection = try Connection(url)
+        defer { connection.close() }
+        return try connection.queryOne("SELECT coalesce((SELECT seq FROM habit.sync_clocks WHERE user_id = \(user)), 0)").decode(Int64.self, at: 0)
+    }
+
+    /// Reads the subscriber's lines until a `changes` notification of `user` whose cursor is at
+    /// least `seq` (notifications fold several changes); false if none within 30 s.
+    static func waitForNotification(_ subscriber: WorkerProcess, user: UUID, atLeast seq: Int64) throws -> Bool {
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while Date() < deadline {
+            guard let line = subscriber.readLine(timeout: max(0, deadline.timeIntervalSinceNow)) else { return false }
+            let json = try WireJSON.parse(line)
+            guard json["method"]?.stringValue == "changes", json["params"]?["user_id"]?.stringValue == user.uuidString.lowercased() || json["params"]?["user_id"]?.stringValue == user.uuidString,
+                  let cursor = json["params"]?["cursor"]?.stringValue else { continue }
+            if (try? SyncCursor(text: cursor))?.seq ?? -1 >= seq { return true }
+        }
+        return false
+    }
+
     /// Rounds of failover: kill the primary mid-load, promote the standby, keep writing until
     /// writes succeed, check the ledger on the new primary, rebuild the old one as standby.
     /// HABIT_FAILOVER_ROUNDS (scripts/reliability.sh failover N) sets how many; the suite does 2.
@@ -137,8 +158,13 @@ struct FailoverTests {
         try FailoverServers.with { servers in
             try WorkerProcess.checked(Self.habit(["migrate", "--database-url", try servers.url("PRIMARY_URL")]), "migrate")
             let failoverURL = try servers.url("FAILOVER_URL")
-            try WorkerProcess.withServe(databaseURL: failoverURL, arguments: ["--statement-timeout-ms", "2000"]) { worker in
+            // The load's worker; its --listen-url is the multi-host URL too, so its change
+            // listener must follow the primary as its pool does.
+            try WorkerProcess.withServe(databaseURL: failoverURL, arguments: ["--statement-timeout-ms", "2000", "--listen-url", failoverURL]) { worker in
                 let load = try FailoverLoad(worker: worker)
+                let subscriber = try WorkerProcess.serve(databaseURL: failoverURL, arguments: ["--listen-url", failoverURL])
+                defer { subscriber.forceStop() }
+                #expect(try subscriber.call("changes.subscribe", params(load.user))["subscribed"] == true)
                 var fromKill: [Double] = [], fromPromotion: [Double] = []
                 for failover in 1...rounds {
                     for _ in 0..<10 { try load.round() }
@@ -160,7 +186,13 @@ struct FailoverTests {
                     fromKill.append(resumed.timeIntervalSince(killed))
                     fromPromotion.append(resumed.timeIntervalSince(promoted))
                     for _ in 0..<10 { try load.round() }
-                    let missing = try load.ledger.missing(on: try servers.url("PRIMARY_URL"), user: load.user)
+                    let newPrimary = try servers.url("PRIMARY_URL")
+                    // The subscriber's listener reconnected to the new primary: it hears the
+                    // writes made there (a notification with the user's latest change).
+                    let latest = try Self.changeSeq(of: load.user, on: newPrimary)
+                    #expect(try Self.waitForNotification(subscriber, user: load.user, atLeast: latest),
+                            "failover \(failover): no change notification with seq \(latest) from the new primary")
+                    let missing = try load.ledger.missing(on: newPrimary, user: load.user)
                     #expect(missing.isEmpty, "failover \(failover): acknowledged writes missing on the new primary: \(missing.prefix(10))")
                     print(String(format: "reliability figure: failover %d: kill→first success %.2f s, promotion→first success %.2f s, acknowledged %d habits %d completions, lost %d",
                                  failover, fromKill.last!, fromPromotion.last!, load.ledger.habits.count, load.ledger.completions.count, missing.count))
