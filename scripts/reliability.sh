@@ -15,7 +15,9 @@
 #                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
 #   scripts/reliability.sh incremental [ROUNDS] weekly-counts --store --incremental against a full recompute after random
-#                                               changes of every kind (default 2000)
+#                                               changes of every kind (default 300, about 6 s a round)
+#   scripts/reliability.sh failover [N]          kill -9 the primary under write load, promote its synchronous standby,
+#                                               rebuild, N times (default 20); every acknowledged write checked (scripts/failover-tmp)
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -29,7 +31,7 @@ SCRATCH=${SCRATCH_PATH:-.build}
 REPORT=${RELIABILITY_REPORT:-$SCRATCH/reliability-report.jsonl}
 LOGDIR=$SCRATCH/reliability-logs
 command=${1:-}
-[ -n "$command" ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ -n "$command" ] || { sed -n '2,25p' "$0" >&2; exit 2; }
 shift
 
 if [ "$command" = fuzz ]; then
@@ -101,10 +103,11 @@ streaks() {
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
     run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
 }
+failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviveFailover HABIT_FAILOVER_ROUNDS="${1:-20}"; }
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 incremental() {
     run incremental HabitBatchTests.WeeklyCountsIncrementalTests/incrementalRunsEqualAFullRecompute \
-        HABIT_INCREMENTAL_ROUNDS="${1:-2000}" HABIT_INCREMENTAL_SEED="${RELIABILITY_SEED:-202020}"
+        HABIT_INCREMENTAL_ROUNDS="${1:-300}" HABIT_INCREMENTAL_SEED="${RELIABILITY_SEED:-202020}"
 }
 
 case "$command" in
@@ -113,6 +116,7 @@ case "$command" in
     streaks) streaks "$@" ;;
     sync) sync "$@" ;;
     incremental) incremental "$@" ;;
+    failover) failover "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -120,7 +124,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental; failover
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

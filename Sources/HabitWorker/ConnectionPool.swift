@@ -83,6 +83,11 @@ final class ConnectionPool: @unchecked Sendable {
             let fresh = try Connection(configuration.connectionString, applicationName: "habit-serve",
                                        connectTimeoutSeconds: configuration.connectTimeoutSeconds,
                                        preparedStatements: configuration.preparedStatements)
+            if configuration.statementTimeoutMilliseconds > 0 {
+                // What statement_timeout cannot stop: a commit waiting for a synchronous standby
+                // that is gone (docs/admin.md, "Failover"). A second more than the timeout.
+                fresh.responseTimeout = .milliseconds(configuration.statementTimeoutMilliseconds + 1_000)
+            }
             fresh.onPreparedStatementsDisabled = { [logger, preparedStatementsFellBack] error in
                 guard preparedStatementsFellBack.set() else { return }
                 logger.warning("prepared statements off", metadata: ["reason": "\(PreparedStatementMode.fallbackWarning(error))"])

@@ -151,6 +151,8 @@ final class JobRunner: @unchecked Sendable {
         if let postgres = error as? PostgresError {
             if pool.dropIfUntrusted(slot, after: postgres, request: job.logMetadata) {
                 // logged by the pool
+            } else if postgres.kind == .commitUnconfirmed {
+                logger.warning("commit not confirmed by a synchronous standby", metadata: job.logMetadata.merging(["error": "\(postgres)"]) { $1 })
             } else if postgres.isTransactionConflict {
                 logger.warning("conflict with a concurrent transaction", metadata: job.logMetadata.merging(["error": "\(postgres)"]) { $1 })
             } else if postgres.sqlState == .queryCanceled {

@@ -137,8 +137,9 @@ struct MethodRegistry: Sendable {
     }
 
     /// What any database method can answer: the database unreachable, the statement timeout, a
-    /// concurrent transaction, the request's `deadline_ms` (docs/protocol.md, "Errors").
-    static let databaseErrors: [DomainErrorCode] = [.databaseUnavailable, .timeout, .conflict, .deadlineExceeded]
+    /// concurrent transaction, the request's `deadline_ms`, a commit a synchronous standby did not
+    /// confirm (docs/protocol.md, "Errors").
+    static let databaseErrors: [DomainErrorCode] = [.databaseUnavailable, .timeout, .conflict, .deadlineExceeded, .commitUnconfirmed]
     /// What any method can answer: its result past `--max-response-bytes`.
     static let anyMethodErrors: [DomainErrorCode] = [.responseTooLarge]
 

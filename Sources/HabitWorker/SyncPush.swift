@@ -178,7 +178,7 @@ enum SyncPush: DatabaseMethod {
     static func isRecordable(_ error: Error) -> Bool {
         guard let postgres = error as? PostgresError else { return true }
         switch postgres.kind {
-        case .connectionFailed, .connectionLost, .connectionClosed: return false
+        case .connectionFailed, .connectionLost, .connectionClosed, .commitUnconfirmed: return false
         default: break
         }
         if postgres.isConnectionLost || postgres.isTransactionConflict { return false }

@@ -33,6 +33,10 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
     /// The user's rows changed between two pages of an `account.export` walk: export again
     /// without a cursor.
     case exportChanged = -32020
+    /// The write committed on the server the worker talks to, but a synchronous standby never
+    /// confirmed it (the commit's wait was cancelled, `--statement-timeout-ms` after it began):
+    /// it may be lost in a failover. Outcome unknown: retry (a create with the same id).
+    case commitUnconfirmed = -32021
 
     public var reason: String {
         switch self {
@@ -51,6 +55,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .userMismatch: "user_mismatch"
         case .methodNotAllowed: "method_not_allowed"
         case .exportChanged: "export_changed"
+        case .commitUnconfirmed: "commit_unconfirmed"
         }
     }
 
@@ -71,6 +76,7 @@ public enum DomainErrorCode: Int, CaseIterable, Sendable {
         case .userMismatch: "user_id differs from the push's"
         case .methodNotAllowed: "Method not allowed in a push"
         case .exportChanged: "Account changed during the export"
+        case .commitUnconfirmed: "Commit not confirmed by the standby"
         }
     }
 
@@ -188,6 +194,7 @@ enum ErrorMapping {
             case .importRefused(let path, let reason, let today): return importRefusal(path: path, reason: reason, today: today)
             }
         case let postgres as PostgresError:
+            if postgres.kind == .commitUnconfirmed { return DomainErrorCode.commitUnconfirmed.error() }
             if postgres.isConnectionLost || postgres.sqlState == .tooManyConnections {
                 return DomainErrorCode.databaseUnavailable.error()
             }

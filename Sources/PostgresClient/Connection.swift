@@ -27,6 +27,11 @@ public final class Connection {
     let session = SessionState()
     /// Set for the duration of `waiting(with:_:)`.
     var waitStrategy: WaitStrategy?
+    /// A round trip unanswered after this long is cancelled, and abandoned (connection lost)
+    /// after as long again (`ResponseWatchdog`). nil: wait as long as the server takes. Set it
+    /// above the session's `statement_timeout`, which the server applies first where it can.
+    public var responseTimeout: Duration?
+    private var watchdog: ResponseWatchdog?
 
     public var preparedStatementMode: PreparedStatementMode { statements.mode }
     /// False in `.off` mode and once `.auto` fell back to unnamed statements.
@@ -69,15 +74,13 @@ public final class Connection {
         // libpq prints notices (WARNING, NOTICE) to stderr by default; they would interleave
         // unstructured text with the service's structured logs, so they are dropped — except
         // that a FATAL arriving while the connection is idle (the server shutting down or
-        // terminating this backend) is delivered as a notice, and marks the session dead.
+        // terminating this backend) is delivered as a notice, and marks the session dead, and
+        // that a cancelled wait for a synchronous standby is counted (`SessionState`).
         // The receiver's argument is `session`, which lives as long as the PGconn (both are
         // this object's, and PQfinish runs in deinit at the latest).
         PQsetNoticeReceiver(connection, { argument, result in
             guard let argument, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))) else { return }
-            let level = String(cString: severity)
-            if level == "FATAL" || level == "PANIC" {
-                Unmanaged<SessionState>.fromOpaque(argument).takeUnretainedValue().ended = true
-            }
+            Unmanaged<SessionState>.fromOpaque(argument).takeUnretainedValue().noteNotice(result, severity: String(cString: severity))
         }, Unmanaged.passUnretained(session).toOpaque())
     }
 
@@ -95,11 +98,14 @@ public final class Connection {
     deinit {
         // PQfinish exactly once: close() sets handle to nil. libpq: "The PGconn pointer must not
         // be used again after PQfinish has been called."
+        watchdog?.free()
         if let handle { PQfinish(handle) }
     }
 
     /// Closes the connection. Idempotent; later calls on this object throw `.connectionClosed`.
     public func close() {
+        watchdog?.free()
+        watchdog = nil
         if let handle { PQfinish(handle) }
         handle = nil
         deferredStatements = nil
@@ -132,6 +138,8 @@ public final class Connection {
         deferredStatements = nil
         statements.sessionReplaced()
         session.ended = false
+        watchdog?.free() // the new session has another socket and cancel key
+        watchdog = nil
         waitStrategy?.willBlockInLibpq() // reconnecting blocks inside libpq
         PQreset(handle) // same PGconn, same parameters: keeps the notice receiver
         guard PQstatus(handle) == CONNECTION_OK else {
@@ -206,7 +214,7 @@ public final class Connection {
         waitStrategy?.willBlockInLibpq()
         var failure: PostgresError?
         // PQexec returns only the last result; the first error stops the script anyway.
-        if let result = PQexec(handle, sql) {
+        if let result = guarded({ PQexec(handle, sql) }) {
             let status = PQresultStatus(result)
             if status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY {
                 failure = PostgresError.fromResult(result, connection: handle, sql: "(script)")
@@ -353,7 +361,7 @@ public final class Connection {
             throw PostgresError(kind: .misuse, message: "transaction(prelude:statement:) called while a transaction is already open")
         }
         return try retryingAfterNameFailure {
-            let outcome = pipeline(handle).run([prelude + [statement]])[0]
+            let outcome = guarded { pipeline(handle).run([prelude + [statement]])[0] }
             try refuseOpenTransactionBlock(sql: statement.sql)
             let results = try outcome.get()
             return StatementResult(results[results.count - 1])
@@ -377,7 +385,7 @@ public final class Connection {
         }
         guard !list.isEmpty else { return [] }
         let nameFailuresBefore = statements.nameFailures
-        var results = pipeline(handle).run(list.map { $0.prelude + [$0.statement] }).map { outcome in
+        var results = guarded { pipeline(handle).run(list.map { $0.prelude + [$0.statement] }) }.map { outcome in
             outcome.map { StatementResult($0[$0.count - 1]) }
         }
         do {
@@ -464,7 +472,22 @@ public final class Connection {
     /// Outside a transaction, a statement that failed on its name runs again unnamed (`.auto`).
     @discardableResult
     private func run(_ query: Query) throws -> ResultSet {
-        try retryingAfterNameFailure { try runOnce(query) }
+        try retryingAfterNameFailure {
+            let unconfirmedBefore = session.unconfirmedCommits
+            let result = try guarded { try runOnce(query) }
+            // A statement that committed (COMMIT, or one outside a transaction block) whose
+            // wait for the synchronous standby was cancelled: applied here, not replicated.
+            if session.unconfirmedCommits != unconfirmedBefore { throw PostgresError.commitUnconfirmed(sql: query.sql) }
+            return result
+        }
+    }
+
+    /// Runs one round trip under the `responseTimeout` watchdog, if any.
+    func guarded<Value>(_ body: () throws -> Value) rethrows -> Value {
+        guard let responseTimeout, let handle else { return try body() }
+        if watchdog == nil { watchdog = ResponseWatchdog(handle: handle) }
+        guard let watchdog else { return try body() }
+        return try watchdog.guarding(after: responseTimeout, body)
     }
 
     private func runOnce(_ query: Query) throws -> ResultSet {
@@ -500,7 +523,7 @@ public final class Connection {
     func flushDeferredStatements() throws {
         guard let deferred = deferredStatements, let handle else { return }
         deferredStatements = nil
-        _ = try pipeline(handle).run([deferred])[0].get()
+        _ = try guarded { try pipeline(handle).run([deferred])[0].get() }
     }
 
     private func check(_ result: OpaquePointer?, on handle: OpaquePointer, sql: String) throws -> ResultSet {
@@ -531,6 +554,22 @@ final class SessionState {
     /// The server announced the end of the session (a FATAL notice), or a call found the
     /// connection broken: it must be reset, never reused.
     var ended = false
+    /// Commits whose wait for a synchronous standby the server cancelled (statement cancelled,
+    /// backend terminated): it then commits locally and says so only in a WARNING. Compared
+    /// before and after a round trip that commits.
+    var unconfirmedCommits = 0
+
+    /// The notice receiver's work. PostgreSQL gives the sync-rep WARNING no code of its own
+    /// (01000, or 57P01 when the backend is being terminated), so it is recognised by its
+    /// English message: servers must run with English `lc_messages` (the default, C) for it.
+    func noteNotice(_ result: OpaquePointer, severity: String) {
+        if severity == "FATAL" || severity == "PANIC" { ended = true }
+        guard severity == "WARNING", let text = PQresultErrorField(result, Int32(UInt8(ascii: "M"))) else { return }
+        let message = String(cString: text)
+        if message.hasPrefix("canceling wait for synchronous replication") || message.hasPrefix("canceling the wait for synchronous replication") {
+            unconfirmedCommits += 1
+        }
+    }
 
     /// The error for a call that got no answer: libpq may still report CONNECTION_OK after a
     /// failed send to a server that vanished (it notices on the next read), so any such failure

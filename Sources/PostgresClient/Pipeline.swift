@@ -85,6 +85,7 @@ struct Pipeline {
     private func readSegment(_ queries: [Query], _ steps: [Step]) -> Result<[ResultSet], PostgresError> {
         var results = [ResultSet?](repeating: nil, count: steps.count)
         var firstError: PostgresError?
+        let unconfirmedBefore = session.unconfirmedCommits
         let synced = readResults(of: handle, through: .sync, waitingWith: wait) { result, index in
             let step = index < steps.count ? steps[index] : nil
             switch PQresultStatus(result) {
@@ -121,6 +122,11 @@ struct Pipeline {
             // server error stands: such a segment was rolled back whatever happened next.
             session.ended = true
             if firstError == nil { firstError = session.lost(handle, sql: queries.last?.sql) }
+        }
+        if firstError == nil, session.unconfirmedCommits != unconfirmedBefore {
+            // The implicit transaction committed at the Sync, but its wait for the synchronous
+            // standby was cancelled: applied on this server only.
+            firstError = PostgresError.commitUnconfirmed(sql: queries.last?.sql)
         }
         if let firstError { return .failure(firstError) }
         var executed: [ResultSet] = []

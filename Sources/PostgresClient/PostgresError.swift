@@ -27,6 +27,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         case misuse
         /// `queryOne` found zero or several rows.
         case unexpectedRowCount
+        /// The server committed, but only locally: its wait for a synchronous standby was
+        /// cancelled (a WARNING instead of an error, `SessionState.noteNotice`). The write may
+        /// be lost in a failover, so it must not be acknowledged as durable.
+        case commitUnconfirmed
     }
 
     public var kind: Kind
@@ -127,6 +131,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         error.column = field(Int32(UInt8(ascii: "c")))
         error.dataType = field(Int32(UInt8(ascii: "d")))
         return error
+    }
+
+    static func commitUnconfirmed(sql: String?) -> PostgresError {
+        PostgresError(kind: .commitUnconfirmed,
+                      message: "committed on this server but not confirmed by a synchronous standby (the wait was cancelled)", sql: sql)
     }
 
     static func clientMessage(result: OpaquePointer?, connection: OpaquePointer?) -> String {

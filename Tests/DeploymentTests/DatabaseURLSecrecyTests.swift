@@ -17,6 +17,10 @@ struct DatabaseURLSecrecyTests {
         ("postgres://u:s3cret@[::1/db", "s3cret", "IPv6 host address"),
         ("postgres://u@h/db?s3cret", "s3cret", "URI query parameter without \"=\""),
         ("host=h password='s3cret", "s3cret", "closing quote"),
+        // Multi-host URLs (failover, docs/admin.md): a wrong part in the second host's port or in
+        // target_session_attrs is named, the password never shown.
+        ("postgresql://u:s3cret@h1:5432,h2:notaport/db?target_session_attrs=read-write", "s3cret", "invalid port"),
+        ("postgresql://u:s3cret@/db?host=/a,/b&target_session_attrs=primaryish", "s3cret", "invalid target_session_attrs"),
     ]
 
     static let commands: [[String]] = [
