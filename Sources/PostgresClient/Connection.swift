@@ -385,7 +385,8 @@ public final class Connection {
         }
         guard !list.isEmpty else { return [] }
         let nameFailuresBefore = statements.nameFailures
-        var results = guarded { pipeline(handle).run(list.map { $0.prelude + [$0.statement] }) }.map { outcome in
+        // Each transaction of the round trip has its own statement_timeout: the limit is theirs together.
+        var results = guarded(transactions: list.count) { pipeline(handle).run(list.map { $0.prelude + [$0.statement] }) }.map { outcome in
             outcome.map { StatementResult($0[$0.count - 1]) }
         }
         do {
@@ -482,12 +483,13 @@ public final class Connection {
         }
     }
 
-    /// Runs one round trip under the `responseTimeout` watchdog, if any.
-    func guarded<Value>(_ body: () throws -> Value) rethrows -> Value {
+    /// Runs one round trip under the `responseTimeout` watchdog, if any; a round trip carrying
+    /// several transactions (`transactions(_:)`) may take the limit once per transaction.
+    func guarded<Value>(transactions: Int = 1, _ body: () throws -> Value) rethrows -> Value {
         guard let responseTimeout, let handle else { return try body() }
         if watchdog == nil { watchdog = ResponseWatchdog(handle: handle) }
         guard let watchdog else { return try body() }
-        return try watchdog.guarding(after: responseTimeout, body)
+        return try watchdog.guarding(after: responseTimeout * max(1, transactions), body)
     }
 
     private func runOnce(_ query: Query) throws -> ResultSet {
