@@ -216,7 +216,7 @@ CREATE FUNCTION habit.weekly_counts_mark(p_marks jsonb) RETURNS void
                 FROM jsonb_to_recordset(p_marks) AS c(user_id uuid, days daterange)
                 WHERE c.user_id IS NOT NULL AND NOT isempty(c.days)) m
     $fn$;
-REVOKE EXECUTE ON FUNCTION habit.weekly_counts_mark(jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION habit.weekly_counts_mark(jsonb) FROM PUBLIC, anon;
 
 -- One trigger function for every table. TG_ARGV[0]: the SQL expression, over a changed row
 -- r, of the days it may change; written by the CREATE TRIGGER statements below, never from
@@ -297,6 +297,8 @@ CREATE FUNCTION habit.weekly_counts_after_profiles_update() RETURNS trigger
     $fn$;
 CREATE TRIGGER profiles_weekly_counts_update AFTER UPDATE ON public.profiles
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.weekly_counts_after_profiles_update();
+-- Trigger functions: nobody calls them directly (a trigger runs them whatever EXECUTE says).
+REVOKE ALL ON FUNCTION habit.weekly_counts_after_rows(), habit.weekly_counts_after_profiles_update() FROM PUBLIC, anon;
 
 -- 4. The run's side ---------------------------------------------------------------------------
 -- Starts marking for a convention: waits for every writer in flight on the tables that mark
@@ -322,7 +324,7 @@ CREATE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on text) RETURN
     $fn$;
 COMMENT ON FUNCTION habit.weekly_counts_start_tracking(text) IS
     'Starts recording dirty days for a week convention (waits for the writers in flight); false when it already was (sql/0015).';
-REVOKE EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) FROM PUBLIC, anon;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 
 -- "Today" moved: a closed period's on-days end at least(U, today) (habit.period_on_days), so
@@ -345,5 +347,5 @@ CREATE FUNCTION habit.weekly_counts_mark_days_passed(p_week_starts_on text, p_la
     )
     SELECT count(*) FROM marked
     $fn$;
-REVOKE EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) FROM PUBLIC, anon;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;

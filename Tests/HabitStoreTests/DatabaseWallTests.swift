@@ -14,6 +14,8 @@ import Testing
     static let inlined = [
         "habit.local_date(timestamp with time zone,text)", "habit.week_start(date,integer)",
         "habit.weekly_counts(date,date,text,uuid)",
+        // sql/0015: the body habit.weekly_counts now calls, with a list of users.
+        "habit.weekly_counts_of(date,date,text,uuid[])",
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
         "habit.due_days(jsonb,date,daterange,date)",
