@@ -30,16 +30,19 @@ echo "data: $USERS users, $((USERS * HABITS)) habits, $rows completions ($START 
 echo "machine: $(nproc) cores, $(uname -r); load before runs: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 SQL="COPY (SELECT * FROM habit.weekly_counts('$START', '$END', 'monday', NULL)) TO STDOUT WITH (FORMAT csv, HEADER)"
+# psql runs the same transaction as the job's: its work_mem and no JIT (WeeklyCountsJob.prelude).
+# Only psql's environment: libpq would hand PGOPTIONS to the job's connection too.
+bare_psql() { PGOPTIONS="-c work_mem=1GB -c jit=off" psql "$@"; }
 timed() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", b - a }'; }
 
 # Warm the cache once each.
 $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" >/dev/null
-psql -Xq -d "$DATABASE_URL" -c "$SQL" >/dev/null
+bare_psql -Xq -d "$DATABASE_URL" -c "$SQL" >/dev/null
 
 job_times=() psql_times=()
 for run in $(seq "$RUNS"); do
     job_times+=("$(timed $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END")")
-    psql_times+=("$(timed psql -Xq -d "$DATABASE_URL" -c "$SQL")")
+    psql_times+=("$(timed bare_psql -Xq -d "$DATABASE_URL" -c "$SQL")")
     echo "run $run: job ${job_times[-1]} s, psql ${psql_times[-1]} s"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -55,7 +58,7 @@ table_rss=$(HABIT_REPORT_PEAK_RSS=1 $habit weekly-counts --database-url "$DATABA
 echo "job peak RSS: full run (csv) ${full_rss} KiB, full run (table, single-row mode) ${table_rss} KiB, one user ${one_rss} KiB"
 
 echo "plan:"
-psql -Xq -d "$DATABASE_URL" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT * FROM habit.weekly_counts('$START', '$END', 'monday', NULL)"
+bare_psql -Xq -d "$DATABASE_URL" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT * FROM habit.weekly_counts('$START', '$END', 'monday', NULL)"
 
 # Incremental runs (issue 20), same data: a full --store run (with the job's work_mem, then
 # with the server's default, for the gain), the first --incremental run (a full one that
@@ -63,9 +66,18 @@ psql -Xq -d "$DATABASE_URL" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF
 # an incremental run after no change; each timed against the full --store run.
 store() { $habit weekly-counts --database-url "$DATABASE_URL" --from "$START" --to "$END" --store "$@" 2>&1 >/dev/null; }
 timed_store() { local s e; s=$(date +%s.%N); store "$@" >&2; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", b - a }'; }
-full_default=$(timed_store --work-mem default)
-full=$(timed_store)
-echo "full --store: $full s with the job's work_mem (1GB), $full_default s with the server's ($(psql -Atd "$DATABASE_URL" -c 'SHOW work_mem'))"
+# The work_mem gain: full --store runs with the server's work_mem and the job's, alternating.
+defaults=() fulls=()
+for run in $(seq "$RUNS"); do
+    if [ $((run % 2)) = 1 ]; then
+        defaults+=("$(timed_store --work-mem default)"); fulls+=("$(timed_store)")
+    else
+        fulls+=("$(timed_store)"); defaults+=("$(timed_store --work-mem default)")
+    fi
+    echo "full --store run $run: ${fulls[-1]} s with the job's work_mem (1GB), ${defaults[-1]} s with the server's ($(psql -Atd "$DATABASE_URL" -c 'SHOW work_mem'))"
+done
+full=$(median "${fulls[@]}") full_default=$(median "${defaults[@]}")
+echo "median full --store: $full s with 1GB, $full_default s with the server's work_mem"
 first=$(timed_store --incremental)
 echo "first --incremental (full, starts marking): $first s"
 psql -Xq -d "$DATABASE_URL" <<SQL

@@ -34,7 +34,12 @@ public struct WeeklyCountsJob {
     /// users and weeks (an incremental run stores one window after another), and only a
     /// custom plan folds the user list of habit.weekly_counts_of into index scans (a generic
     /// plan took seconds where the custom one takes milliseconds).
-    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch", "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"]
+    /// No JIT: the batch's statement is big and its estimated cost far above jit_above_cost,
+    /// so PostgreSQL compiles it on every run, about 1.4 s here whatever the data: a full run
+    /// over 200,000 completions took 2.2 s with JIT and 0.7 s without, an incremental window of
+    /// 19 users 1.36 s and 12 ms (docs/performance.md, "Incremental runs and work_mem").
+    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch", "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)",
+                                   "SELECT set_config('jit', 'off', true)"]
 
     public struct StoreReport: Sendable, Equatable {
         /// Rows inserted or changed (unchanged rows keep their computed_at).
