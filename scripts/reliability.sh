@@ -15,7 +15,7 @@
 #                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
 #   scripts/reliability.sh incremental [ROUNDS] weekly-counts --store --incremental against a full recompute after random
-#                                               changes of every kind (default 300, about 6 s a round)
+#                                               changes of every kind (default 2000)
 #   scripts/reliability.sh failover [N]          kill -9 the primary under write load, promote its synchronous standby,
 #                                               rebuild, N times (default 20); every acknowledged write checked (scripts/failover-tmp)
 #   scripts/reliability.sh all                   everything above, in that order
@@ -107,7 +107,7 @@ failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviv
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 incremental() {
     run incremental HabitBatchTests.WeeklyCountsIncrementalTests/incrementalRunsEqualAFullRecompute \
-        HABIT_INCREMENTAL_ROUNDS="${1:-300}" HABIT_INCREMENTAL_SEED="${RELIABILITY_SEED:-202020}"
+        HABIT_INCREMENTAL_ROUNDS="${1:-2000}" HABIT_INCREMENTAL_SEED="${RELIABILITY_SEED:-202020}"
 }
 
 case "$command" in

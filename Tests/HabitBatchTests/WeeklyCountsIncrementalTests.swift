@@ -9,7 +9,7 @@ import Testing
 /// made through SQL as the users (as psql or Supabase would: the database marks the dirty
 /// days, sql/0015), the stored table of each week convention equals a full recompute
 /// (habit.weekly_counts over the range) row for row; and a run after no change writes nothing.
-/// HABIT_INCREMENTAL_ROUNDS (default 8) and HABIT_INCREMENTAL_SEED make a long run
+/// HABIT_INCREMENTAL_ROUNDS (default 40) and HABIT_INCREMENTAL_SEED make a long run
 /// (scripts/reliability.sh incremental [N]).
 @Suite struct WeeklyCountsIncrementalTests {
     static func asUser<Value>(_ user: UUID, on connection: Connection, _ body: (Connection) throws -> Value) throws -> Value {
@@ -71,7 +71,15 @@ import Testing
         case .moveCompletion:
             sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng))::integer WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
         case .skip:
-            sql = "INSERT INTO public.habit_skips (user_id, template_id, skipped_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
+            // A day of the last 40 the rules allow skipping (on, neither done nor skipped), so
+            // that skips apply whatever the random history holds.
+            sql = """
+                INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+                SELECT auth.uid(), d.template_id, d.day
+                FROM habit.habit_days_at(auth.uid(), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
+                WHERE NOT d.done AND NOT d.skipped
+                ORDER BY pg_catalog.md5(d.template_id::text || d.day::text || \(offset)::text) LIMIT 1
+                """
         case .unskip:
             sql = "DELETE FROM public.habit_skips WHERE (template_id, skipped_date) = (SELECT template_id, skipped_date FROM public.habit_skips WHERE user_id = auth.uid() ORDER BY 1, 2 OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_skips WHERE user_id = auth.uid())) LIMIT 1)"
         case .schedule:
@@ -106,13 +114,16 @@ import Testing
 
     @Test func incrementalRunsEqualAFullRecompute() throws {
         let environment = ProcessInfo.processInfo.environment
-        let rounds = environment["HABIT_INCREMENTAL_ROUNDS"].flatMap(Int.init) ?? 8
+        let rounds = environment["HABIT_INCREMENTAL_ROUNDS"].flatMap(Int.init) ?? 40
         let seed = environment["HABIT_INCREMENTAL_SEED"].flatMap(UInt64.init) ?? 20_20
         try TestDatabase.with { database throws in
             let admin = try database.connect()
             // The comparison's query is prepared once and run every round: a generic plan
             // would not fold its NULL user list (the job forces custom plans, see prelude).
             try admin.execute("SET plan_cache_mode = force_custom_plan")
+            // As the job (WeeklyCountsJob.prelude): JIT would compile the comparison's big
+            // statement every round, about a second each.
+            try admin.execute("SET jit = off")
             let users = try WeeklyCountsHistoryTests.load(admin, users: 14, seed: seed).users
             // Planner statistics, as a live database has: without them the set-based query
             // takes seconds even on a handful of users.
