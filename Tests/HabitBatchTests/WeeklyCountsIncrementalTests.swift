@@ -65,7 +65,18 @@ import Testing
         let today = "habit.local_date(now(), habit.user_time_zone(auth.uid(), NULL))"
         switch change {
         case .complete:
-            sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
+            // Mostly a day the rules allow (as skips below), sometimes any day near today.
+            if offset % 3 == 0 {
+                sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
+            } else {
+                sql = """
+                    INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                    SELECT auth.uid(), d.template_id, d.day
+                    FROM habit.habit_days_at(auth.uid(), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
+                    WHERE NOT d.done AND NOT d.skipped
+                    ORDER BY pg_catalog.md5(d.day::text || d.template_id::text || \(offset)::text) LIMIT 1
+                    """
+            }
         case .uncomplete:
             sql = "DELETE FROM public.habit_completions WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
         case .moveCompletion:
@@ -151,7 +162,7 @@ import Testing
                     // Every kind once first (so that a short run covers them all, whatever the
                     // date), then at random; account deletions are rarer: each removes a user.
                     var change = made < Change.allCases.count ? Change.allCases[made] : Change.allCases.randomElement(using: &rng)!
-                    if made >= Change.allCases.count, change == .deleteAccount, Int.random(in: 0..<3, using: &rng) != 0 { change = .complete }
+                    if made >= Change.allCases.count, change == .deleteAccount, Int.random(in: 0..<10, using: &rng) != 0 { change = .complete }
                     made += 1
                     // A change the rules refuse (a day not on, a duplicate) is tried again on
                     // another user or day, a few times.
@@ -172,6 +183,11 @@ import Testing
                     if stored != expected { return }
                 }
             }
+            let storedAtEnd = try Self.stored(admin, monday).count
+            let usersLeft = try admin.queryOne("SELECT count(DISTINCT user_id) FROM public.habit_templates").decode(Int.self, at: 0)
+            print("incremental property: \(rounds) rounds, seed \(seed), changes applied \(applied.values.reduce(0, +)) "
+                  + "(\(Change.allCases.map { "\($0.rawValue) \(applied[$0, default: 0])" }.joined(separator: ", "))); "
+                  + "at the end \(usersLeft) users with habits, \(storedAtEnd) stored Monday rows")
             if rounds >= 5 {
                 let missing = Change.allCases.filter { applied[$0, default: 0] == 0 }
                 #expect(missing.isEmpty, "kinds of change never applied: \(missing)")
