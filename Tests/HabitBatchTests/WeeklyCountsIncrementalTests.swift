@@ -63,34 +63,31 @@ import Testing
         // The user's habit number `pick` modulo their habits (the SQL picks it).
         let habit = "(SELECT id FROM public.habit_templates WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_templates WHERE user_id = auth.uid())) LIMIT 1)"
         let today = "habit.local_date(now(), habit.user_time_zone(auth.uid(), NULL))"
+        // A row on a day of the last 40 the rules allow (on, neither done nor skipped), picked by
+        // `offset`, so that such writes apply whatever the random history holds.
+        func onAnAllowedDay(_ target: String) -> Query {
+            """
+            INSERT INTO public.\(unsafeSQL: target)
+            SELECT auth.uid(), d.template_id, d.day
+            FROM habit.habit_days_at(auth.uid(), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
+            WHERE NOT d.done AND NOT d.skipped
+            ORDER BY pg_catalog.md5(d.template_id::text || d.day::text || \(offset)::text) LIMIT 1
+            """
+        }
         switch change {
         case .complete:
             // Mostly a day the rules allow (as skips below), sometimes any day near today.
             if offset % 3 == 0 {
                 sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
             } else {
-                sql = """
-                    INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                    SELECT auth.uid(), d.template_id, d.day
-                    FROM habit.habit_days_at(auth.uid(), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
-                    WHERE NOT d.done AND NOT d.skipped
-                    ORDER BY pg_catalog.md5(d.day::text || d.template_id::text || \(offset)::text) LIMIT 1
-                    """
+                sql = onAnAllowedDay("habit_completions (user_id, template_id, completed_date)")
             }
         case .uncomplete:
             sql = "DELETE FROM public.habit_completions WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
         case .moveCompletion:
             sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng))::integer WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
         case .skip:
-            // A day of the last 40 the rules allow skipping (on, neither done nor skipped), so
-            // that skips apply whatever the random history holds.
-            sql = """
-                INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
-                SELECT auth.uid(), d.template_id, d.day
-                FROM habit.habit_days_at(auth.uid(), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
-                WHERE NOT d.done AND NOT d.skipped
-                ORDER BY pg_catalog.md5(d.template_id::text || d.day::text || \(offset)::text) LIMIT 1
-                """
+            sql = onAnAllowedDay("habit_skips (user_id, template_id, skipped_date)")
         case .unskip:
             sql = "DELETE FROM public.habit_skips WHERE (template_id, skipped_date) = (SELECT template_id, skipped_date FROM public.habit_skips WHERE user_id = auth.uid() ORDER BY 1, 2 OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_skips WHERE user_id = auth.uid())) LIMIT 1)"
         case .schedule:
