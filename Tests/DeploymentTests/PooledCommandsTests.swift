@@ -32,7 +32,28 @@ struct PooledCommandsTests {
                     outputs.append(result.stdout)
                 }
                 #expect(outputs[0] == outputs[1] && outputs[0].hasPrefix("user_id,"), "\(outputs)")
+
+                // --store --incremental (two transactions a run: start tracking, then claim and
+                // store) and --work-mem, through the same pooled connection: the first run computes
+                // the range in full, the second finds nothing marked.
+                let incremental = ["weekly-counts", "--database-url", batch, "--from", "2026-01-05", "--to", "2026-01-18",
+                                   "--store", "--incremental", "--work-mem", "64MB"]
+                let first = try Self.habit(incremental)
+                #expect(first.status == 0 && first.stderr.contains("2 new week(s) in full"), "\(first.stderr)")
+                let second = try Self.habit(incremental)
+                #expect(second.status == 0 && second.stderr.contains("recomputed 0 changed user(s), 0 new week(s) in full"), "\(second.stderr)")
             }
+        }
+    }
+
+    @Test("weekly-counts refuses --incremental without --store or with --user, and a malformed --work-mem, before connecting (exit 64)")
+    func incrementalUsageErrors() throws {
+        let base = ["weekly-counts", "--database-url", "postgresql:///habit?host=/nonexistent-habit", "--from", "2026-01-05", "--to", "2026-01-18"]
+        for (extra, complaint) in [(["--incremental"], "--incremental needs --store"),
+                                   (["--store", "--incremental", "--user", UUID().uuidString.lowercased()], "takes no --user"),
+                                   (["--work-mem", "lots"], "--work-mem must be a size")] {
+            let result = try Self.habit(base + extra)
+            #expect(result.status == 64 && result.stderr.contains(complaint), "\(extra): \(result.status) \(result.stderr)")
         }
     }
 }
