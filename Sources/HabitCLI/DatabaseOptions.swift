@@ -16,7 +16,7 @@ struct DatabaseOptions: ParsableArguments {
     var dataDirectory: String?
 
     @Option(name: .customLong("migrations-dir"),
-            help: ArgumentHelp("Directory of the NNNN_name.sql migrations (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or the working directory).", valueName: "path"))
+            help: ArgumentHelp("The sql/ directory: migrations/NNNN_name.sql and the current-state files (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or the working directory).", valueName: "path"))
     var migrationsDirectory: String?
 
     @Option(help: ArgumentHelp("auto: prepare each statement once per connection, and switch that connection to unnamed statements for good when a transaction pooler loses them (26000/42P05); on: always named; off: always unnamed (env HABIT_PREPARED_STATEMENTS, default auto).", valueName: "auto|on|off"))

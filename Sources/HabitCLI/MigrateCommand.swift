@@ -6,17 +6,21 @@ import PostgresClient
 struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
-        abstract: "Apply the sql/ migrations (each in a transaction, recorded with its checksum).",
+        abstract: "Apply sql/: the pending versioned migrations, then the changed current-state files.",
         discussion: """
-            Re-running is a no-op. Refuses to run when an applied migration file was edited, or when the \
-            database has a migration this build does not know. Two migrators never collide (advisory lock). \
-            Without --database-url/DATABASE_URL, migrates the embedded server (starting it if needed).
+            Each file runs in a transaction and is recorded with its checksum: sql/migrations/NNNN_name.sql \
+            once each, in version order; then the current-state files (functions, views, triggers, policies, \
+            grants, in that order) that changed since they were applied, all of them after a versioned \
+            migration. Re-running is a no-op. Refuses to run when an applied versioned migration was edited, \
+            when the database has a migration this build does not know, or when it predates the baseline. \
+            Two migrators never collide (advisory lock). Without --database-url/DATABASE_URL, migrates the \
+            embedded server (starting it if needed).
             """
     )
 
     @OptionGroup var database: DatabaseOptions
 
-    @Flag(help: "Only list applied and pending migrations.")
+    @Flag(help: "Only list the files of sql/ (migrations/NNNN_name.sql, then the current-state files) as applied or pending.")
     var status = false
 
     func run() throws {
@@ -25,14 +29,17 @@ struct MigrateCommand: ParsableCommand {
             let connection = try database.connect(try database.connectionURL(embedded: \.adminConnectionString), applicationName: "habit-migrate")
             defer { connection.close() }
             if status {
-                let pending = Set(try migrator.pending(connection).map(\.version))
-                for migration in migrator.migrations {
-                    print("\(pending.contains(migration.version) ? "pending" : "applied") \(migration.fileName)")
+                for file in try migrator.status(connection) {
+                    print("\(file.pending ? "pending" : "applied") \(file.path)")
                 }
                 return
             }
             let report = try migrator.migrate(connection)
-            FileHandle.standardError.write(Data("habit: applied \(report.applied.count) migration(s); schema version \(report.schemaVersion)\n".utf8))
+            FileHandle.standardError.write(Data("""
+                habit: applied \(report.applied.count) migration(s) and \(report.appliedFiles.count) current-state file(s); \
+                schema version \(report.schemaVersion)
+
+                """.utf8))
         }
     }
 }

@@ -187,6 +187,7 @@ struct ServeCommand: ParsableCommand {
         let connection = try database.connect(url, applicationName: "habit-migrate")
         defer { connection.close() }
         let report = try database.migrator().migrate(connection)
-        logger.info("migrations", metadata: ["applied": "\(report.applied.count)", "schema_version": "\(report.schemaVersion)"])
+        logger.info("migrations", metadata: ["applied": "\(report.applied.count)", "applied_files": "\(report.appliedFiles.count)",
+                                             "schema_version": "\(report.schemaVersion)"])
     }
 }

@@ -1,7 +1,9 @@
 import Foundation
 import PostgresClient
 
-/// One file of `sql/`: `NNNN_name.sql`, applied in version order.
+/// A versioned migration: `sql/migrations/NNNN_name.sql`, applied once, in version order, for
+/// tables, columns, indexes and data. The lowest version is the baseline (docs/schema.md,
+/// "Migrations").
 public struct Migration: Sendable, Equatable {
     public let version: Int
     public let fileName: String
@@ -14,36 +16,70 @@ public struct Migration: Sendable, Equatable {
     }
 }
 
+/// A current-state file of `sql/` (functions, views, triggers, policies, grants): the current
+/// definition of each object it names, safe to apply again, and applied again whenever it
+/// changes or a versioned migration ran after it.
+public struct CurrentStateFile: Sendable, Equatable {
+    /// The path under `sql/`, e.g. `functions/history.sql`.
+    public let path: String
+    public let sql: String
+
+    public init(path: String, sql: String) {
+        self.path = path
+        self.sql = sql
+    }
+}
+
 public enum MigrationError: Error, CustomStringConvertible, Equatable {
     case directoryNotFound(searched: [String])
+    case noMigrations(directory: String)
     case invalidFileName(String)
+    case unexpectedFile(String)
     case duplicateVersion(Int)
     case editedAfterApply(version: Int, fileName: String)
     case unknownAppliedVersion(Int)
+    case predatesBaseline(databaseVersion: Int, baseline: Int)
 
     public var description: String {
         switch self {
         case .directoryNotFound(let searched):
             "no migrations directory found (looked in: \(searched.joined(separator: ", "))); pass --migrations-dir or set HABIT_MIGRATIONS_DIR"
+        case .noMigrations(let directory):
+            "\(directory) holds no migrations/NNNN_name.sql (sql/ holds migrations/ and the current-state files: docs/schema.md, \"Migrations\")"
         case .invalidFileName(let name):
             "migration file \(name) does not match NNNN_name.sql"
+        case .unexpectedFile(let path):
+            "\(path) is neither a versioned migration nor a current-state file (docs/schema.md, \"Migrations\", lists the layout)"
         case .duplicateVersion(let version):
             "two migration files share version \(version)"
         case .editedAfterApply(let version, let fileName):
             "migration \(fileName) (version \(version)) was edited after it was applied; refusing to run. Restore the applied file and add a new migration instead."
         case .unknownAppliedVersion(let version):
             "the database has migration version \(version), which this build does not know (is it older than the database?)"
+        case .predatesBaseline(let databaseVersion, let baseline):
+            "the database is at migration version \(databaseVersion), before the baseline \(baseline) that replaced the earlier files; migrate it to version \(baseline) with an earlier release first"
         }
     }
 }
 
 public enum MigrationSource {
+    /// The folder of versioned migrations under `sql/`.
+    public static let migrationsFolder = "migrations"
+
+    /// The current-state folders (trailing `/`: their `*.sql` in name order) and files of
+    /// `sql/`, in the order they are applied, after the versioned migrations: functions
+    /// (their bodies are not checked at creation, so their files apply in any order), views
+    /// (which call functions; admin.sql's functions return a view's rows), triggers (which
+    /// name functions), policies (which call auth.uid()), and the grants last, once every
+    /// object they name exists.
+    public static let currentStateOrder = ["functions/", "views/", "triggers/", "policies.sql", "grants.sql"]
+
     /// Where the migrations are, in this order: `explicit` (`--migrations-dir`),
     /// `$HABIT_MIGRATIONS_DIR`, `sql/` in the executable's own directory (an image that
     /// copies `sql/` beside the binary), `sql/` in the working directory (a checkout). The
-    /// last two count only when they hold `0001_*.sql`. Never a parent directory: on a fresh
-    /// embedded cluster migrations run as superuser, so a `../../sql/0001_x.sql` someone
-    /// planted above the working directory must not be picked up.
+    /// last two count only when they hold `migrations/NNNN_*.sql`. Never a parent directory:
+    /// on a fresh embedded cluster migrations run as superuser, so a `../../sql/migrations/0001_x.sql`
+    /// someone planted above the working directory must not be picked up.
     public static func locateDirectory(explicit: String? = nil) throws -> String {
         if let explicit { return explicit }
         if let fromEnvironment = ProcessInfo.processInfo.environment["HABIT_MIGRATIONS_DIR"], !fromEnvironment.isEmpty {
@@ -55,24 +91,56 @@ public enum MigrationSource {
         }
         candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("sql").path)
         for candidate in candidates {
-            if let names = try? FileManager.default.contentsOfDirectory(atPath: candidate),
-               names.contains(where: { $0.hasPrefix("0001_") && $0.hasSuffix(".sql") }) {
+            if let names = try? FileManager.default.contentsOfDirectory(atPath: candidate + "/" + migrationsFolder),
+               names.contains(where: { (try? version(ofFileName: $0)) != nil }) {
                 return candidate
             }
         }
         throw MigrationError.directoryNotFound(searched: candidates)
     }
 
-    public static func load(directory: String) throws -> [Migration] {
+    /// The versioned migrations and the current-state files of a `sql/` directory. A `.sql`
+    /// file anywhere else in it is refused rather than silently left out.
+    public static func load(directory: String) throws -> (migrations: [Migration], currentStateFiles: [CurrentStateFile]) {
+        let fileManager = FileManager.default
+        let migrationsDirectory = directory + "/" + migrationsFolder
+        guard fileManager.fileExists(atPath: migrationsDirectory) else { throw MigrationError.noMigrations(directory: directory) }
+        let migrations = try loadVersioned(directory: migrationsDirectory)
+        guard !migrations.isEmpty else { throw MigrationError.noMigrations(directory: directory) }
+
+        var files: [CurrentStateFile] = []
+        for entry in currentStateOrder {
+            if entry.hasSuffix("/") {
+                let folder = directory + "/" + entry
+                guard fileManager.fileExists(atPath: folder) else { continue }
+                for name in try fileManager.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".sql") }).sorted() {
+                    files.append(CurrentStateFile(path: entry + name, sql: try String(contentsOfFile: folder + name, encoding: .utf8)))
+                }
+            } else if fileManager.fileExists(atPath: directory + "/" + entry) {
+                files.append(CurrentStateFile(path: entry, sql: try String(contentsOfFile: directory + "/" + entry, encoding: .utf8)))
+            }
+        }
+
+        let known = Set([migrationsFolder] + currentStateOrder.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
+        for name in try fileManager.contentsOfDirectory(atPath: directory).sorted() where !known.contains(name) {
+            var isFolder: ObjCBool = false
+            _ = fileManager.fileExists(atPath: directory + "/" + name, isDirectory: &isFolder)
+            let holdsSQL = isFolder.boolValue
+                ? ((try? fileManager.subpathsOfDirectory(atPath: directory + "/" + name)) ?? []).contains { $0.hasSuffix(".sql") }
+                : name.hasSuffix(".sql")
+            if holdsSQL { throw MigrationError.unexpectedFile(name) }
+        }
+        return (migrations, files)
+    }
+
+    /// A folder of `NNNN_name.sql` files, in version order: `sql/migrations`, or the files the
+    /// baseline replaced (Tests/Fixtures/legacy-sql-v16).
+    public static func loadVersioned(directory: String) throws -> [Migration] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".sql") }
         var migrations: [Migration] = []
         for name in names {
-            let prefix = name.prefix(while: { $0.isNumber })
-            guard prefix.count == 4, name.dropFirst(4).first == "_", let version = Int(prefix), version > 0 else {
-                throw MigrationError.invalidFileName(name)
-            }
             let sql = try String(contentsOfFile: directory + "/" + name, encoding: .utf8)
-            migrations.append(Migration(version: version, fileName: name, sql: sql))
+            migrations.append(Migration(version: try version(ofFileName: name), fileName: name, sql: sql))
         }
         migrations.sort { $0.version < $1.version }
         for (previous, next) in zip(migrations, migrations.dropFirst()) where previous.version == next.version {
@@ -80,40 +148,72 @@ public enum MigrationSource {
         }
         return migrations
     }
+
+    private static func version(ofFileName name: String) throws -> Int {
+        let prefix = name.prefix(while: { $0.isNumber })
+        guard name.hasSuffix(".sql"), prefix.count == 4, name.dropFirst(4).first == "_", let version = Int(prefix), version > 0 else {
+            throw MigrationError.invalidFileName(name)
+        }
+        return version
+    }
 }
 
-/// Applies `sql/` migrations: each file in its own transaction, recorded with its SHA-256 in
-/// `habit.schema_migrations`, serialized across migrators by a transaction-level advisory
-/// lock. Refuses to run when an applied file was edited. Re-running is a no-op.
+/// Applies `sql/`: first the pending versioned migrations, in version order, each recorded with
+/// its SHA-256 in `habit.schema_migrations`; then, in `MigrationSource.currentStateOrder`, each
+/// current-state file that changed or was never applied, or every one of them when a versioned
+/// migration was applied after it (a migration may drop what a file defines), each recorded in
+/// `habit.current_state_files`. Every file runs in its own transaction, serialized across
+/// migrators by a transaction-level advisory lock. Refuses to run when an applied versioned
+/// file was edited. Re-running is a no-op.
+///
+/// The lowest versioned migration is the baseline: it replaced the files before it. A database
+/// those files migrated has their rows, the baseline's version among them (written by the last
+/// of them, with its own checksum): it is at the baseline, and the rows below are covered by
+/// it. A database with rows below the baseline but not the baseline's is older than what the
+/// baseline replaced, and is refused.
 public struct Migrator: Sendable {
     public let migrations: [Migration]
+    public let currentStateFiles: [CurrentStateFile]
     /// pg_advisory_xact_lock key: "habitmig" as 8 ASCII bytes.
     static let advisoryLockKey: Int64 = 0x6861_6269_746D_6967
 
-    public init(migrations: [Migration]) { self.migrations = migrations }
+    public init(migrations: [Migration], currentStateFiles: [CurrentStateFile] = []) {
+        self.migrations = migrations
+        self.currentStateFiles = currentStateFiles
+    }
 
+    /// The migrations and current-state files of a `sql/` directory.
     public init(directory: String) throws {
-        self.init(migrations: try MigrationSource.load(directory: directory))
+        let loaded = try MigrationSource.load(directory: directory)
+        self.init(migrations: loaded.migrations, currentStateFiles: loaded.currentStateFiles)
     }
 
     public struct Report: Sendable, Equatable {
         public var applied: [Int] = []
         public var alreadyApplied: [Int] = []
+        /// Paths (under `sql/`) of the current-state files applied by this run.
+        public var appliedFiles: [String] = []
         public var schemaVersion: Int { (applied + alreadyApplied).max() ?? 0 }
+    }
+
+    /// A row of `habit.schema_migrations`.
+    private struct AppliedMigration: Equatable {
+        let name: String
+        let checksum: String
     }
 
     @discardableResult
     public func migrate(_ connection: Connection) throws -> Report {
-        let checksums = try migrations.map { try checksum(of: $0, on: connection) }
+        let checksums = try migrations.map { try checksum(of: $0.sql, on: connection) }
         var report = Report()
-        try verify(applied: try appliedChecksums(connection), checksums: checksums)
+        try verify(applied: try appliedMigrations(connection), checksums: checksums)
         for (migration, checksum) in zip(migrations, checksums) {
             let appliedNow: Bool = try connection.withTransaction { connection in
                 try connection.execute("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))")
                 // Re-read under the lock: another migrator may have applied it meanwhile.
-                let applied = try appliedChecksums(connection)
+                let applied = try appliedMigrations(connection)
                 if let existing = applied[migration.version] {
-                    guard existing == checksum else {
+                    guard accepts(existing, as: migration, checksum: checksum, applied: applied) else {
                         throw MigrationError.editedAfterApply(version: migration.version, fileName: migration.fileName)
                     }
                     return false
@@ -127,59 +227,123 @@ public struct Migrator: Sendable {
             }
             if appliedNow { report.applied.append(migration.version) } else { report.alreadyApplied.append(migration.version) }
         }
+        for file in currentStateFiles {
+            let checksum = try checksum(of: file.sql, on: connection)
+            let appliedNow: Bool = try connection.withTransaction { connection in
+                try connection.execute("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))")
+                let version = try Self.schemaVersion(connection)
+                if try appliedCurrentState(connection)[file.path] == CurrentStateRecord(checksum: checksum, schemaVersion: version) {
+                    return false
+                }
+                try connection.executeScript(unsafeSQL: file.sql)
+                try connection.execute("""
+                    INSERT INTO habit.current_state_files AS f (path, checksum, schema_version)
+                    VALUES (\(file.path), \(checksum), \(version))
+                    ON CONFLICT (path) DO UPDATE
+                        SET checksum = excluded.checksum, schema_version = excluded.schema_version, applied_at = now()
+                    """)
+                return true
+            }
+            if appliedNow { report.appliedFiles.append(file.path) }
+        }
         return report
     }
 
-    /// Versions applied in the database but absent from `migrations`, or edited since.
+    /// Versions applied in the database but absent from `migrations`, edited since, or older
+    /// than the baseline.
     public func verify(_ connection: Connection) throws {
-        try verify(applied: try appliedChecksums(connection),
-                   checksums: try migrations.map { try checksum(of: $0, on: connection) })
+        try verify(applied: try appliedMigrations(connection),
+                   checksums: try migrations.map { try checksum(of: $0.sql, on: connection) })
     }
 
-    /// Migrations not yet applied.
-    public func pending(_ connection: Connection) throws -> [Migration] {
-        let applied = try appliedChecksums(connection)
-        return migrations.filter { applied[$0.version] == nil }
+    /// Each file of `sql/` (`migrations/NNNN_name.sql`, then the current-state files) and
+    /// whether it is pending: a migration not applied yet, a current-state file that a run
+    /// would apply.
+    public func status(_ connection: Connection) throws -> [(path: String, pending: Bool)] {
+        let applied = try appliedMigrations(connection)
+        var result = migrations.map { (path: MigrationSource.migrationsFolder + "/" + $0.fileName, pending: applied[$0.version] == nil) }
+        let version = try Self.schemaVersion(connection)
+        let pendingVersions = migrations.contains { applied[$0.version] == nil }
+        let recorded = try appliedCurrentState(connection)
+        for file in currentStateFiles {
+            let current = CurrentStateRecord(checksum: try checksum(of: file.sql, on: connection), schemaVersion: version)
+            result.append((path: file.path, pending: pendingVersions || recorded[file.path] != current))
+        }
+        return result
     }
 
-    private func verify(applied: [Int: String], checksums: [String]) throws {
+    private func verify(applied: [Int: AppliedMigration], checksums: [String]) throws {
         let known = Dictionary(uniqueKeysWithValues: zip(migrations.map(\.version), zip(migrations, checksums)))
-        for (version, appliedChecksum) in applied.sorted(by: { $0.key < $1.key }) {
+        for (version, row) in applied.sorted(by: { $0.key < $1.key }) {
+            if let baseline = migrations.first, version < baseline.version {
+                // Covered by the baseline, if the database reached it.
+                guard applied[baseline.version] != nil else {
+                    throw MigrationError.predatesBaseline(databaseVersion: applied.keys.max() ?? version, baseline: baseline.version)
+                }
+                continue
+            }
             guard let (migration, checksum) = known[version] else { throw MigrationError.unknownAppliedVersion(version) }
-            guard checksum == appliedChecksum else {
+            guard accepts(row, as: migration, checksum: checksum, applied: applied) else {
                 throw MigrationError.editedAfterApply(version: version, fileName: migration.fileName)
             }
         }
     }
 
-    /// The applied versions and their checksums; empty before the first migration.
-    private func appliedChecksums(_ connection: Connection) throws -> [Int: String] {
-        guard try Self.migrationsTableExists(connection) else { return [:] }
-        var result: [Int: String] = [:]
-        for row in try connection.query("SELECT version, checksum FROM habit.schema_migrations") {
-            result[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1)
+    /// Whether an applied row is `migration` as it is now: the same checksum, or, for the
+    /// baseline, the row of the file it replaced (the database then has rows below it too).
+    private func accepts(_ row: AppliedMigration, as migration: Migration, checksum: String,
+                         applied: [Int: AppliedMigration]) -> Bool {
+        if row.checksum == checksum { return true }
+        return migration.version == migrations.first?.version && row.name != migration.fileName
+            && applied.keys.contains { $0 < migration.version }
+    }
+
+    /// The applied versions; empty before the first migration.
+    private func appliedMigrations(_ connection: Connection) throws -> [Int: AppliedMigration] {
+        guard try Self.tableExists("schema_migrations", connection) else { return [:] }
+        var result: [Int: AppliedMigration] = [:]
+        for row in try connection.query("SELECT version, name, checksum FROM habit.schema_migrations") {
+            result[try row.decode(Int.self, at: 0)] = AppliedMigration(name: try row.decode(String.self, at: 1),
+                                                                        checksum: try row.decode(String.self, at: 2))
         }
         return result
     }
 
-    private func checksum(of migration: Migration, on connection: Connection) throws -> String {
-        try connection.queryOne("SELECT encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex')").decode(String.self, at: 0)
+    private struct CurrentStateRecord: Equatable {
+        let checksum: String
+        let schemaVersion: Int
+    }
+
+    /// The current-state files as last applied; empty before the migration that records them.
+    private func appliedCurrentState(_ connection: Connection) throws -> [String: CurrentStateRecord] {
+        guard try Self.tableExists("current_state_files", connection) else { return [:] }
+        var result: [String: CurrentStateRecord] = [:]
+        for row in try connection.query("SELECT path, checksum, schema_version FROM habit.current_state_files") {
+            result[try row.decode(String.self, at: 0)] = CurrentStateRecord(checksum: try row.decode(String.self, at: 1),
+                                                                             schemaVersion: try row.decode(Int.self, at: 2))
+        }
+        return result
+    }
+
+    /// SHA-256 (hex) of the text, as `sha256sum` of the file has it.
+    private func checksum(of sql: String, on connection: Connection) throws -> String {
+        try connection.queryOne("SELECT encode(sha256(convert_to(\(sql), 'UTF8')), 'hex')").decode(String.self, at: 0)
     }
 
     /// The highest applied version, or 0 on an empty database.
     public static func schemaVersion(_ connection: Connection) throws -> Int {
         // Two statements: a query naming a missing table fails at parse time, whatever CASE says.
-        guard try migrationsTableExists(connection) else { return 0 }
+        guard try tableExists("schema_migrations", connection) else { return 0 }
         return try connection.queryOne("SELECT coalesce(max(version), 0) FROM habit.schema_migrations").decode(Int.self, at: 0)
     }
 
     /// Reads pg_class rather than to_regclass(): after waiting for the advisory lock, the
     /// backend's catalog cache may still hold "no such table" from before another migrator
     /// committed, while a catalog scan uses a fresh snapshot.
-    static func migrationsTableExists(_ connection: Connection) throws -> Bool {
+    static func tableExists(_ name: String, _ connection: Connection) throws -> Bool {
         try connection.queryOne("""
             SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                           WHERE n.nspname = 'habit' AND c.relname = 'schema_migrations')
+                           WHERE n.nspname = 'habit' AND c.relname = \(name))
             """).decode(Bool.self, at: 0)
     }
 }

@@ -4,9 +4,9 @@ import TestSupport
 import Testing
 
 /// Issue 13 #5: migrations are found in --migrations-dir, HABIT_MIGRATIONS_DIR, `sql/` beside
-/// the executable or `sql/` in the working directory, never in a parent directory: on a
-/// fresh embedded cluster they run as superuser, so a planted `../../sql/0001_x.sql` must
-/// not run.
+/// the executable or `sql/` in the working directory (each a `sql/` holding
+/// `migrations/NNNN_*.sql`), never in a parent directory: on a fresh embedded cluster they run
+/// as superuser, so a planted `../../sql/migrations/0001_x.sql` must not run.
 @Suite("deployment: where migrations are found")
 struct MigrationsLocationTests {
     @Test("a sql/ folder above the working directory is never used; sql/ in the working directory is")
@@ -15,9 +15,10 @@ struct MigrationsLocationTests {
             let root = "/tmp/habit-planted-\(UUID().uuidString.prefix(8))"
             let workingDirectory = root + "/a/b"
             try FileManager.default.createDirectory(atPath: workingDirectory, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: root + "/sql", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: root + "/sql/migrations", withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: root) }
-            try "CREATE TABLE public.planted_marker ();\n".write(toFile: root + "/sql/0001_planted.sql", atomically: true, encoding: .utf8)
+            try "CREATE TABLE public.planted_marker ();\n".write(toFile: root + "/sql/migrations/0001_planted.sql", atomically: true, encoding: .utf8)
+            try "CREATE TABLE public.planted_function_marker ();\n".write(toFile: root + "/sql/grants.sql", atomically: true, encoding: .utf8)
             let binary = try WorkerProcess.binaryPath()
             func migrate(from directory: String, _ arguments: [String] = []) throws -> WorkerProcess.CommandResult {
                 // posix_spawn cannot change directory from Swift: coreutils' env does, then execs habit.
@@ -27,7 +28,9 @@ struct MigrationsLocationTests {
             func plantedRan() throws -> Bool {
                 let connection = try database.connect()
                 defer { connection.close() }
-                return try connection.queryOne("SELECT to_regclass('public.planted_marker') IS NOT NULL").decode(Bool.self, at: 0)
+                return try connection.queryOne("""
+                    SELECT to_regclass('public.planted_marker') IS NOT NULL OR to_regclass('public.planted_function_marker') IS NOT NULL
+                    """).decode(Bool.self, at: 0)
             }
 
             let below = try migrate(from: workingDirectory)
@@ -39,7 +42,7 @@ struct MigrationsLocationTests {
             // From the folder holding sql/, that sql/ is the one (listed, not run).
             let inside = try migrate(from: root, ["--status"])
             #expect(inside.status == 0, "\(inside.stderr)")
-            #expect(inside.stdout == "pending 0001_planted.sql", "\(inside.stdout)")
+            #expect(inside.stdout == "pending migrations/0001_planted.sql\npending grants.sql", "\(inside.stdout)")
             #expect(try !plantedRan())
         }
     }

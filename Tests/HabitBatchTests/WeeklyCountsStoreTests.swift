@@ -96,11 +96,12 @@ import Testing
         }
     }
 
-    /// Rows stored before 0005 get the convention of their week_start's weekday.
+    /// Rows stored before 0005 got the convention of their week_start's weekday (the files the
+    /// baseline replaced: every database that reached version 16 went through them).
     @Test func migrationDerivesTheConventionOfStoredRows() throws {
         try TestDatabase.with(migrated: false) { database throws in
             let connection = try database.connect()
-            let migrations = try MigrationSource.load(directory: TestDatabase.migrationsDirectory)
+            let migrations = try MigrationSource.loadVersioned(directory: TestDatabase.legacyMigrationsDirectory)
             try Migrator(migrations: migrations.filter { $0.version <= 4 }).migrate(connection)
             try connection.execute("""
                 INSERT INTO public.weekly_completion_counts (user_id, week_start, completions, days_with_completion, active_habit_days)

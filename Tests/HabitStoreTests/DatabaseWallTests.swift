@@ -7,7 +7,7 @@ import Testing
 /// The database is the wall for every writer (PostgREST, psql, the worker, batch jobs):
 /// privileges and function search paths read from the catalog (sql/0005).
 @Suite struct DatabaseWallTests {
-    let migrations = try! MigrationSource.load(directory: TestDatabase.migrationsDirectory)
+    let migrator = try! Migrator(directory: TestDatabase.migrationsDirectory)
 
     /// The SQL functions that carry no SET search_path so that PostgreSQL can inline them;
     /// their bodies are schema-qualified instead (docs/schema.md, "search_path").
@@ -137,6 +137,8 @@ import Testing
     /// included) for anon, authenticated and service_role from ALTER DEFAULT PRIVILEGES of
     /// postgres. Those defaults are Supabase's, not ours; the migrations revoke per table.
     @Test func supabaseDefaultPrivilegesAreRevoked() throws {
+        // The roles are cluster-wide and made by the first migration on the server: have one.
+        try TestDatabase.with { _ in }
         try TestDatabase.with(migrated: false) { database throws in
             let connection = try database.connect()
             try connection.executeScript(unsafeSQL: """
@@ -144,7 +146,7 @@ import Testing
                 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
                 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
                 """)
-            try Migrator(migrations: migrations).migrate(connection)
+            try migrator.migrate(connection)
             #expect(try connection.queryOne("SELECT has_table_privilege('anon', 'public.profiles', 'SELECT')").decode(Bool.self, at: 0) == false)
             let violations = try Self.privilegeViolations(connection)
             #expect(violations.isEmpty, "\(violations)")

@@ -205,12 +205,13 @@ import Testing
         }
     }
 
-    /// Habits that existed before 0010 become one period each: open when active, closed at
-    /// deactivated_at, none when deactivated before activation.
+    /// Habits that existed before 0010 became one period each: open when active, closed at
+    /// deactivated_at, none when deactivated before activation (the files the baseline
+    /// replaced: every database that reached version 16 went through them).
     @Test func migrationTurnsExistingHabitsIntoPeriods() throws {
         try TestDatabase.with(migrated: false) { database throws in
             let connection = try database.connect()
-            let all = try MigrationSource.load(directory: TestDatabase.migrationsDirectory)
+            let all = try MigrationSource.loadVersioned(directory: TestDatabase.legacyMigrationsDirectory)
             try Migrator(migrations: all.filter { $0.version < 10 }).migrate(connection)
             try connection.executeScript(unsafeSQL: """
                 INSERT INTO public.habit_templates (id, user_id, name, activated_at) VALUES

@@ -91,7 +91,7 @@ import Testing
             let url = server.adminURL.replacingOccurrences(of: "@/postgres?", with: "@/habit?")
             let database = try Connection(url, applicationName: "habit-tests")
             defer { database.close() }
-            _ = try Migrator(migrations: MigrationSource.load(directory: TestDatabase.migrationsDirectory)).migrate(database)
+            _ = try Migrator(directory: TestDatabase.migrationsDirectory).migrate(database)
             try database.execute("CREATE EXTENSION pg_stat_statements")
             let tables = try database.query("""
                 SELECT n.nspname, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -5,7 +5,7 @@ import PostgresClient
 extension TestDatabase {
     /// Runs `body` with a database built the way Supabase's own init scripts build one: the
     /// roles and an `auth.uid()` that reads only the `request.jwt.claim.sub` setting exist
-    /// before the migrations run (0001 then leaves them alone). Dropped afterwards.
+    /// before the migrations run (the baseline then leaves them alone). Dropped afterwards.
     public static func withSupabaseInitScriptAuth<Value>(_ body: (TestDatabase) throws -> Value) throws -> Value {
         try with(migrated: false) { database in
             let connection = try database.connect()
@@ -31,7 +31,7 @@ extension TestDatabase {
                 GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role;
                 GRANT EXECUTE ON FUNCTION auth.uid() TO anon, authenticated, service_role;
                 """)
-            try Migrator(migrations: try MigrationSource.load(directory: migrationsDirectory)).migrate(connection)
+            try Migrator(directory: migrationsDirectory).migrate(connection)
             return try body(database)
         }
     }

@@ -19,7 +19,14 @@ public struct TestDatabase: Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }()
 
+    /// The `sql/` directory: versioned migrations and current-state files.
     public static var migrationsDirectory: String { repositoryRoot.appendingPathComponent("sql").path }
+
+    /// sql/0001 … sql/0016 as they were before the baseline replaced them (issue 29), to build
+    /// a database the way earlier releases did.
+    public static var legacyMigrationsDirectory: String {
+        repositoryRoot.appendingPathComponent("Tests/Fixtures/legacy-sql-v16").path
+    }
 
     /// Connects to the server's admin database, or fails with how to start one.
     public static func adminConnection() throws -> Connection {
@@ -73,15 +80,16 @@ public struct TestDatabase: Sendable {
     nonisolated(unsafe) private static var templateName: String?
     private static let templateLock = NSLock()
 
-    /// A database holding the current migrations, named after their checksum so an edited
-    /// migration gets a new template. Built once per server; concurrent test processes
+    /// A database holding the current schema, named after the checksum of every file of sql/
+    /// so an edited file gets a new template. Built once per server; concurrent test processes
     /// serialize on an advisory lock.
     private static func migratedTemplate(admin: Connection) throws -> String {
         templateLock.lock()
         defer { templateLock.unlock() }
         if let templateName { return templateName }
-        let migrations = try MigrationSource.load(directory: migrationsDirectory)
-        let digest = try admin.queryOne("SELECT left(encode(sha256(convert_to(\(migrations.map(\.sql).joined(separator: "\u{1}")), 'UTF8')), 'hex'), 16)")
+        let migrator = try Migrator(directory: migrationsDirectory)
+        let texts = migrator.migrations.map { $0.fileName + "\n" + $0.sql } + migrator.currentStateFiles.map { $0.path + "\n" + $0.sql }
+        let digest = try admin.queryOne("SELECT left(encode(sha256(convert_to(\(texts.joined(separator: "\u{1}")), 'UTF8')), 'hex'), 16)")
             .decode(String.self, at: 0)
         let name = "habit_template_\(digest)"
         try admin.execute("SELECT pg_advisory_lock(\(Int64(0x7465_6D70_6C61_7465)))")
@@ -92,7 +100,7 @@ public struct TestDatabase: Sendable {
             try admin.execute(Query(unsafeSQL: "DROP DATABASE IF EXISTS \(building) WITH (FORCE)"))
             try admin.execute(Query(unsafeSQL: "CREATE DATABASE \(building)"))
             let connection = try Connection(try ConnectionString.applying(["dbname": building], to: serverURL))
-            try Migrator(migrations: migrations).migrate(connection)
+            try migrator.migrate(connection)
             connection.close()
             try admin.execute(Query(unsafeSQL: "ALTER DATABASE \(building) RENAME TO \(name)"))
         }

@@ -1,0 +1,437 @@
+-- One user's whole account: import (habit.import_account) and deletion
+-- (habit.delete_account), each the one place that knows every table a user owns.
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- 0013: account import (issue 19). The one place the writes and rules of `account.import` and
+-- `habit account import` live: habit.import_account takes a "habit-account" version 1
+-- document (docs/protocol.md "Accounts", docs/account-format.schema.json) whose shape the
+-- caller has already checked (types, formats, duplicate ids, references inside the document,
+-- period order: the worker names the JSON path of each), checks what needs the database, and
+-- writes it in the caller's transaction.
+--
+-- Refusals: SQLSTATE HB010 with COLUMN = the JSON path of the offending member (e.g.
+-- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
+-- user's today (YYYY-MM-DD):
+--   id_conflict       the id is another user's row (never saying whose, or what it is)
+--   future_date       a completion after the user's today, a skip more than 366 days after it,
+--                     a period ending after now()
+--   habit_not_active  a completion or skip on a day none of the document's periods of the habit
+--                     make it on (habit.period_on_days, the rule of sql/0010)
+--   done_and_skipped  the same habit and day both completed and skipped in the document
+--   invalid_timezone  a profile zone PostgreSQL does not know
+-- Row limits (HB001, sql/0006) and the rules of sql/0010 (HB003-HB006) are still enforced by
+-- the tables' triggers as for every writer; an error anywhere rolls back everything, so a
+-- refused document writes nothing.
+--
+-- Backfill: when the transaction has habit.backfill = 'on' (SET LOCAL), the date and activity
+-- checks (future_date of completions and skips, habit_not_active) are lifted, as in sql/0010,
+-- but only when the session's login role is habit_admin or a member (a superuser is); anyone
+-- else gets HB006. The login role, not current_user: this function runs as its owner, and the
+-- worker's login role (habit_worker) never is an admin.
+--
+-- SECURITY DEFINER because periods are written only by privileged code (sql/0010): the
+-- function acts for auth.uid() only (the caller's claims, set per transaction by the worker's
+-- UserScope as for every other method) and filters every statement by that user. Like the
+-- triggers of 0006/0010, it relies on its owner (the migrator) bypassing row-level security.
+--
+-- Idempotent: every write compares first (UPDATE … WHERE the row differs; INSERT of the rows
+-- that do not exist: not ON CONFLICT, whose BEFORE INSERT triggers, the sync stamp among them,
+-- fire even for the rows it then skips), so importing the same document twice writes nothing the second time: no
+-- updated_at bump, no new sync change number.
+
+CREATE OR REPLACE FUNCTION habit.import_refusal(path text, reason text, message text, today date DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        RAISE EXCEPTION '%: %', path, message
+            USING ERRCODE = 'HB010', COLUMN = path, DETAIL = reason, HINT = coalesce(to_char(today, 'YYYY-MM-DD'), '');
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.import_refusal(text, text, text, date) IS
+    'Raises SQLSTATE HB010 with COLUMN = the JSON path, DETAIL = the reason code and HINT = the user''s today for future_date (sql/0013).';
+
+CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p_mode text) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        backfill boolean;
+        zone text;
+        today date;
+        bad record;
+        habit_row record;
+        counts jsonb := '{}';
+        n_inserted integer;
+        n_updated integer;
+        n_deleted integer;
+        n_total integer;
+        target_active boolean;
+        target_schedule jsonb;
+        target_activated timestamptz;
+        target_deactivated timestamptz;
+        current_row public.habit_templates;
+        same_periods boolean;
+        periods_changed integer := 0;
+    BEGIN
+        IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
+            RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
+        END IF;
+        IF p_mode NOT IN ('merge', 'replace') THEN
+            RAISE EXCEPTION 'mode must be merge or replace' USING ERRCODE = '22023';
+        END IF;
+        -- One import of a user at a time: a second waits here, then (READ COMMITTED: each
+        -- statement sees what committed before it) finds the first's rows and compares, instead
+        -- of colliding on their keys (a unique violation the caller could only see as an
+        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too.
+        PERFORM pg_advisory_xact_lock(hashtextextended('habit.import_account ' || p_user::text, 0));
+        backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
+        IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
+            RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
+        END IF;
+
+        -- The document as tables (ordinality - 1 is the JSON index). Made fresh by this
+        -- function, as its owner: a table of the same name the caller made in its own temporary
+        -- schema (with a trigger, say, which would run as this function's owner) is dropped
+        -- first, never written to.
+        DROP TABLE IF EXISTS pg_temp.import_habits, pg_temp.import_periods, pg_temp.import_days, pg_temp.import_lists,
+            pg_temp.import_tasks;
+        CREATE TEMP TABLE import_habits (i integer, id uuid, name text, icon text, color text, sort_order integer,
+            periods jsonb) ON COMMIT DROP;
+        CREATE TEMP TABLE import_periods (i integer, j integer, template_id uuid, started_at timestamptz,
+            ended_at timestamptz, schedule jsonb) ON COMMIT DROP;
+        CREATE TEMP TABLE import_days (kind text, i integer, template_id uuid, day date) ON COMMIT DROP;
+        CREATE TEMP TABLE import_lists (i integer, id uuid, name text) ON COMMIT DROP;
+        CREATE TEMP TABLE import_tasks (i integer, id uuid, list_id uuid, title text, notes text, state text,
+            scheduled_date date, "position" integer, completed_at timestamptz) ON COMMIT DROP;
+
+        INSERT INTO import_habits
+        SELECT h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
+               coalesce(h.v -> 'periods', '[]')
+        FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
+        INSERT INTO import_periods
+        SELECT h.i, p.o - 1, h.id, (p.v ->> 'started_at')::timestamptz, (p.v ->> 'ended_at')::timestamptz, p.v -> 'schedule'
+        FROM import_habits h, jsonb_array_elements(h.periods) WITH ORDINALITY p(v, o);
+        INSERT INTO import_days
+        SELECT 'completions', c.o - 1, (c.v ->> 'template_id')::uuid, (c.v ->> 'date')::date
+        FROM jsonb_array_elements(coalesce(p_document -> 'completions', '[]')) WITH ORDINALITY c(v, o)
+        UNION ALL
+        SELECT 'skips', s.o - 1, (s.v ->> 'template_id')::uuid, (s.v ->> 'date')::date
+        FROM jsonb_array_elements(coalesce(p_document -> 'skips', '[]')) WITH ORDINALITY s(v, o);
+        INSERT INTO import_lists
+        SELECT l.o - 1, (l.v ->> 'id')::uuid, l.v ->> 'name'
+        FROM jsonb_array_elements(coalesce(p_document -> 'lists', '[]')) WITH ORDINALITY l(v, o);
+        INSERT INTO import_tasks
+        SELECT t.o - 1, (t.v ->> 'id')::uuid, (t.v ->> 'list_id')::uuid, t.v ->> 'title', t.v ->> 'notes', t.v ->> 'state',
+               (t.v ->> 'scheduled_date')::date, (t.v ->> 'position')::integer, (t.v ->> 'completed_at')::timestamptz
+        FROM jsonb_array_elements(coalesce(p_document -> 'tasks', '[]')) WITH ORDINALITY t(v, o);
+
+        -- 1. Checks, before any write -------------------------------------------------------
+        IF jsonb_typeof(p_document -> 'profile') = 'object'
+           AND NOT EXISTS (SELECT 1 FROM habit.time_zones z WHERE z.name = p_document -> 'profile' ->> 'time_zone') THEN
+            PERFORM habit.import_refusal('document.profile.time_zone', 'invalid_timezone', 'unknown time zone');
+        END IF;
+        -- Ids held by another user: the unique indexes see every row (this function bypasses
+        -- row-level security); the answer is the same whatever the row is.
+        SELECT 'document.habits[' || h.i || '].id' AS path INTO bad FROM import_habits h
+        WHERE EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id <> p_user) ORDER BY h.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
+        SELECT 'document.lists[' || l.i || '].id' AS path INTO bad FROM import_lists l
+        WHERE EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id <> p_user) ORDER BY l.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
+        SELECT 'document.tasks[' || k.i || '].id' AS path INTO bad FROM import_tasks k
+        WHERE EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id <> p_user) ORDER BY k.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
+
+        -- The zone the user will have: the document's profile's; merge without one: the current.
+        zone := coalesce(p_document -> 'profile' ->> 'time_zone',
+                         CASE WHEN p_mode = 'merge' THEN habit.user_time_zone(p_user, NULL) END, 'UTC');
+        today := habit.local_date(now(), zone);
+
+        -- Periods end by now (closing happens at now(); an open period may start later).
+        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM import_periods p
+        WHERE p.ended_at > now() ORDER BY p.i, p.j LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'the period ends after now', today); END IF;
+
+        -- Completions and skips: the rules of sql/0010 against the document's own periods.
+        SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
+        WHERE d.kind = 'skips' AND EXISTS (SELECT 1 FROM import_days c WHERE c.kind = 'completions'
+                                           AND c.template_id = d.template_id AND c.day = d.day)
+        ORDER BY d.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'done_and_skipped', 'the day is both completed and skipped'); END IF;
+        IF p_mode = 'merge' THEN
+            -- Merge keeps the user's other completions and skips: the document may not contradict them.
+            SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
+            WHERE (d.kind = 'completions' AND EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = p_user
+                                                      AND s.template_id = d.template_id AND s.skipped_date = d.day))
+               OR (d.kind = 'skips' AND EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = p_user
+                                                AND c.template_id = d.template_id AND c.completed_date = d.day))
+            ORDER BY d.kind, d.i LIMIT 1;
+            IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'done_and_skipped', 'the user has the other state on that day'); END IF;
+        END IF;
+        IF NOT backfill THEN
+            SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+            WHERE (d.kind = 'completions' AND d.day > today) OR (d.kind = 'skips' AND d.day > today + 366)
+            ORDER BY d.kind, d.i LIMIT 1;
+            IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'after the user''s today (' || today || ')', today); END IF;
+            SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+            WHERE NOT EXISTS (SELECT 1 FROM import_periods p WHERE p.template_id = d.template_id
+                              AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> d.day)
+            ORDER BY d.kind, d.i LIMIT 1;
+            IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'habit_not_active', 'the habit is not on that day'); END IF;
+        END IF;
+
+        -- 2. Replace: what the document does not hold goes ------------------------------------
+        IF p_mode = 'replace' THEN
+            DELETE FROM public.tasks t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM import_tasks k WHERE k.id = t.id);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('tasks_deleted', n_deleted);
+            DELETE FROM public.task_lists t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM import_lists l WHERE l.id = t.id);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('lists_deleted', n_deleted);
+            DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND NOT EXISTS
+                (SELECT 1 FROM import_days d WHERE d.kind = 'skips' AND d.template_id = s.template_id AND d.day = s.skipped_date);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('skips_deleted', n_deleted);
+            DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND NOT EXISTS
+                (SELECT 1 FROM import_days d WHERE d.kind = 'completions' AND d.template_id = c.template_id AND d.day = c.completed_date);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('completions_deleted', n_deleted);
+            DELETE FROM public.habit_templates t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM import_habits h WHERE h.id = t.id);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('habits_deleted', n_deleted);
+            IF jsonb_typeof(p_document -> 'profile') IS DISTINCT FROM 'object' THEN
+                DELETE FROM public.profiles p WHERE p.user_id = p_user;
+                GET DIAGNOSTICS n_deleted = ROW_COUNT;
+                counts := counts || jsonb_build_object('profile_deleted', n_deleted);
+            END IF;
+        END IF;
+
+        -- 3. Writes, each only where the row differs -------------------------------------------
+        IF jsonb_typeof(p_document -> 'profile') = 'object' THEN
+            -- BEFORE INSERT triggers (the sync stamp) fire even for a row ON CONFLICT then
+            -- skips: so existing rows are updated, and only missing ones inserted.
+            UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start'
+            WHERE p.user_id = p_user
+              AND (p.timezone, p.week_start) IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+            GET DIAGNOSTICS n_updated = ROW_COUNT;
+            n_inserted := 0;
+            IF NOT EXISTS (SELECT 1 FROM public.profiles p WHERE p.user_id = p_user) THEN
+                INSERT INTO public.profiles (user_id, timezone, week_start)
+                VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+                n_inserted := 1;
+            END IF;
+            counts := counts || jsonb_build_object('profile_inserted', n_inserted, 'profile_updated', n_updated, 'profile_total', 1);
+        END IF;
+
+        -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule
+        -- follow from the periods (written below). A new habit starts as its periods say, so the
+        -- AFTER INSERT trigger's first period is already right when there is one period.
+        UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order
+        FROM import_habits h
+        WHERE t.id = h.id AND t.user_id = p_user
+          AND (t.name, t.icon, t.color, t.sort_order) IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule)
+        SELECT h.id, p_user, h.name, h.icon, h.color, h.sort_order,
+               coalesce(last.ended_at IS NULL AND last.started_at IS NOT NULL, false),
+               coalesce(first.started_at, now()),
+               CASE WHEN last.started_at IS NULL THEN now() ELSE last.ended_at END,
+               coalesce(last.schedule, '{"type":"daily"}')
+        FROM import_habits h
+        LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = h.i ORDER BY p.j LIMIT 1) first ON true
+        LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = h.i
+                           ORDER BY p.j DESC LIMIT 1) last ON true
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id)
+        ORDER BY h.i;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM import_habits;
+        counts := counts || jsonb_build_object('habits_inserted', n_inserted, 'habits_updated', n_updated, 'habits_total', n_total);
+
+        -- Periods, per habit whose stored periods differ from the document's: the template's
+        -- is_active/schedule are set first (its history trigger then writes periods at now()),
+        -- then the periods are replaced by the document's and activated_at/deactivated_at set
+        -- (columns no trigger watches).
+        FOR habit_row IN SELECT h.i, h.id FROM import_habits h ORDER BY h.i LOOP
+            SELECT coalesce(array_agg(ROW(p.started_at, p.ended_at, p.schedule)::text ORDER BY p.started_at), '{}')
+                   = (SELECT coalesce(array_agg(ROW(d.started_at, d.ended_at, d.schedule)::text ORDER BY d.started_at), '{}')
+                      FROM import_periods d WHERE d.i = habit_row.i)
+            INTO same_periods
+            FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = habit_row.id;
+            CONTINUE WHEN same_periods;
+            periods_changed := periods_changed + 1;
+            SELECT (last.ended_at IS NULL AND last.started_at IS NOT NULL), coalesce(last.schedule, t.schedule),
+                   first.started_at, CASE WHEN last.started_at IS NULL THEN NULL ELSE last.ended_at END
+            INTO target_active, target_schedule, target_activated, target_deactivated
+            FROM public.habit_templates t
+            LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = habit_row.i ORDER BY p.j LIMIT 1) first ON true
+            LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = habit_row.i
+                               ORDER BY p.j DESC LIMIT 1) last ON true
+            WHERE t.id = habit_row.id AND t.user_id = p_user;
+            target_active := coalesce(target_active, false);
+            SELECT t.* INTO current_row FROM public.habit_templates t WHERE t.id = habit_row.id AND t.user_id = p_user;
+            DELETE FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = habit_row.id;
+            IF current_row.is_active IS DISTINCT FROM target_active OR current_row.schedule IS DISTINCT FROM target_schedule THEN
+                UPDATE public.habit_templates t SET is_active = target_active, schedule = target_schedule
+                WHERE t.id = habit_row.id AND t.user_id = p_user;
+                DELETE FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = habit_row.id;
+            END IF;
+            INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
+            SELECT p_user, p.template_id, p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = habit_row.i ORDER BY p.j;
+            UPDATE public.habit_templates t
+            SET activated_at = coalesce(target_activated, t.activated_at),
+                deactivated_at = CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, now()) END
+            WHERE t.id = habit_row.id AND t.user_id = p_user
+              AND (t.activated_at, t.deactivated_at) IS DISTINCT FROM
+                  (coalesce(target_activated, t.activated_at),
+                   CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, now()) END);
+        END LOOP;
+        counts := counts || jsonb_build_object('habits_with_new_periods', periods_changed);
+
+        INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+        SELECT p_user, d.template_id, d.day FROM import_days d
+        WHERE d.kind = 'completions' AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                                     WHERE c.user_id = p_user AND c.template_id = d.template_id AND c.completed_date = d.day)
+        ORDER BY d.template_id, d.day;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM import_days d WHERE d.kind = 'completions';
+        counts := counts || jsonb_build_object('completions_inserted', n_inserted, 'completions_total', n_total);
+        INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+        SELECT p_user, d.template_id, d.day FROM import_days d
+        WHERE d.kind = 'skips' AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
+                                               WHERE s.user_id = p_user AND s.template_id = d.template_id AND s.skipped_date = d.day)
+        ORDER BY d.template_id, d.day;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM import_days d WHERE d.kind = 'skips';
+        counts := counts || jsonb_build_object('skips_inserted', n_inserted, 'skips_total', n_total);
+
+        UPDATE public.task_lists t SET name = l.name FROM import_lists l
+        WHERE t.id = l.id AND t.user_id = p_user AND t.name IS DISTINCT FROM l.name;
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        INSERT INTO public.task_lists (id, user_id, name)
+        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id) ORDER BY l.i;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM import_lists;
+        counts := counts || jsonb_build_object('lists_inserted', n_inserted, 'lists_updated', n_updated, 'lists_total', n_total);
+
+        UPDATE public.tasks t SET list_id = k.list_id, title = k.title, notes = k.notes, state = k.state,
+                                  scheduled_date = k.scheduled_date, "position" = k."position", completed_at = k.completed_at
+        FROM import_tasks k
+        WHERE t.id = k.id AND t.user_id = p_user
+          AND (t.list_id, t.title, t.notes, t.state, t.scheduled_date, t."position", t.completed_at)
+              IS DISTINCT FROM (k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        INSERT INTO public.tasks (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
+        SELECT k.id, p_user, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
+        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id) ORDER BY k.i;
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM import_tasks;
+        counts := counts || jsonb_build_object('tasks_inserted', n_inserted, 'tasks_updated', n_updated, 'tasks_total', n_total);
+        RETURN counts;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
+    'Imports a checked "habit-account" v1 document for auth.uid() (merge or replace), writing only what differs; HB010 with COLUMN = JSON path and DETAIL = reason when refused (sql/0013).';
+
+-- 0014: account deletion (issue 19). habit.delete_account is the one place that knows every
+-- table a user owns; account.delete (the worker) and `habit account delete` (admins) call it.
+--
+-- What it deletes, in one transaction, with the number of rows per table:
+--   public.profiles, public.habit_templates and what cascades from them (habit_periods,
+--   habit_completions, habit_skips, habit_streak_slots, habit_streak_state), public.task_lists,
+--   public.tasks, public.weekly_completion_counts (stored weekly counts), habit.user_row_counts
+--   (row-limit counters) and habit.sync_mutations (sync.push's replay records: their outcomes
+--   are content).
+-- What it keeps (docs/schema.md, "What account deletion keeps"):
+--   habit.sync_clocks      the user's clock row: change numbers stay monotonic, so a device's
+--                          cursor stays valid and its next sync.pull returns the deletions;
+--                          a re-signup of the same user id continues the same clock
+--   habit.sync_tombstones  content-free keys (kind + id, or habit id + date) of the deleted
+--                          rows, written by the tables' own triggers; habit.prune_sync drops
+--                          them after the retention like any other tombstone
+--   auth.users             the identity is the auth provider's (Supabase: auth.admin.deleteUser);
+--                          this function never touches it (plain PostgreSQL has no such table)
+--
+-- Who may call it: the user (role authenticated with request.jwt claims whose sub is p_user,
+-- as the worker runs every request), or a member of habit_admin or service_role (Supabase's
+-- server-side role, which bypasses row-level security anyway). SECURITY DEFINER because the
+-- derived tables (periods, streak ledger, weekly counts, counters, replay records) are not
+-- writable by authenticated; the check therefore looks at the caller's role as the role
+-- setting (SET ROLE / set_config('role', …)) names it, or the login role when none is set:
+-- inside a SECURITY DEFINER function current_user is the owner, but the setting is the caller's.
+-- A refusal raises 42501 (insufficient_privilege).
+--
+-- Cost: the user's change clock row is locked first (FOR UPDATE), so a concurrent write of the
+-- same user (every synced write takes that lock) waits for the deletion, and the counts taken
+-- before the cascading DELETE are the rows it removes. Habits are deleted before their
+-- completions, skips and periods (by the cascade), so the streak triggers find the habits gone
+-- and rebuild nothing.
+
+CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
+    RETURNS TABLE (table_name text, deleted bigint)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
+        n_slots bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
+        n_counters bigint; n_mutations bigint;
+    BEGIN
+        IF p_user IS NULL THEN
+            RAISE EXCEPTION 'p_user must not be null' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
+                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
+            RAISE EXCEPTION 'only the user % (as authenticated with that sub) or habit_admin may delete this account; % may not', p_user, acting_role
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+
+        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+
+        SELECT count(*) INTO n_periods FROM public.habit_periods WHERE user_id = p_user;
+        SELECT count(*) INTO n_completions FROM public.habit_completions WHERE user_id = p_user;
+        SELECT count(*) INTO n_skips FROM public.habit_skips WHERE user_id = p_user;
+        SELECT count(*) INTO n_slots FROM public.habit_streak_slots WHERE user_id = p_user;
+        SELECT count(*) INTO n_state FROM public.habit_streak_state WHERE user_id = p_user;
+        DELETE FROM public.habit_templates WHERE user_id = p_user;
+        GET DIAGNOSTICS n_templates = ROW_COUNT;
+        DELETE FROM public.tasks WHERE user_id = p_user;
+        GET DIAGNOSTICS n_tasks = ROW_COUNT;
+        DELETE FROM public.task_lists WHERE user_id = p_user;
+        GET DIAGNOSTICS n_lists = ROW_COUNT;
+        -- After the habits: the profile's delete trigger rebuilds the streaks of the user's
+        -- habits when the zone was not UTC, and there are none left.
+        DELETE FROM public.profiles WHERE user_id = p_user;
+        GET DIAGNOSTICS n_profiles = ROW_COUNT;
+        DELETE FROM public.weekly_completion_counts WHERE user_id = p_user;
+        GET DIAGNOSTICS n_weekly = ROW_COUNT;
+        -- After the tables' own deletes: their statement triggers have set these to 0 by now.
+        DELETE FROM habit.user_row_counts WHERE user_id = p_user;
+        GET DIAGNOSTICS n_counters = ROW_COUNT;
+        DELETE FROM habit.sync_mutations WHERE user_id = p_user;
+        GET DIAGNOSTICS n_mutations = ROW_COUNT;
+
+        RETURN QUERY VALUES
+            ('public.profiles', n_profiles),
+            ('public.habit_templates', n_templates),
+            ('public.habit_periods', n_periods),
+            ('public.habit_completions', n_completions),
+            ('public.habit_skips', n_skips),
+            ('public.habit_streak_slots', n_slots),
+            ('public.habit_streak_state', n_state),
+            ('public.task_lists', n_lists),
+            ('public.tasks', n_tasks),
+            ('public.weekly_completion_counts', n_weekly),
+            ('habit.user_row_counts', n_counters),
+            ('habit.sync_mutations', n_mutations);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.delete_account(uuid) IS
+    'Deletes every row p_user owns (one row per table with the count), leaving the sync clock and content-free tombstones; for the user (authenticated, sub = p_user) or habit_admin/service_role. sql/0014.';

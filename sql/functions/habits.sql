@@ -1,0 +1,118 @@
+-- Creating habits: the default position, and creates with a client-supplied id that are
+-- safe to retry (issue 15). The rules of the days a habit is on, due, done or skipped:
+-- functions/history.sql.
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- The sort_order of a habit created without one: after the user's last (1 for the first),
+-- at most the largest integer. PL/pgSQL keeps its plan per session (a SQL function reading a
+-- table is never inlined and would be planned on every call).
+-- Unique per user whatever the concurrency (several workers included): a transaction-level
+-- advisory lock per user, taken before the read, and VOLATILE so that the read takes a fresh
+-- snapshot after the wait (READ COMMITTED: the other creator has committed by then and its
+-- row is seen). The lock is held until commit, so the insert that uses the number is visible
+-- before the next creator reads. Writers that give their own sort_order (the seed apps
+-- through Supabase) are not serialised: their numbers are their choice.
+CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS integer
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        last_order integer;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || acting_user::text, 0));
+        SELECT max(h.sort_order) INTO last_order FROM public.habit_templates h WHERE h.user_id = acting_user;
+        RETURN least(coalesce(last_order, 0)::bigint + 1, 2147483647)::integer;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
+    'sort_order for a new habit of acting_user: after the last one (1 for the first), at most 2147483647.';
+
+-- Creates with a client-supplied id (habit.create_habit here, habit.create_list and
+-- habit.create_task in functions/tasks.sql). A request the worker never answered (killed,
+-- crashed, timed out by the gateway) has an unknown outcome: its transaction, COMMIT
+-- included, may already be at the server and commit after the worker is gone. A create that
+-- carries its own id can be sent again whatever happened: the second attempt finds the row
+-- the first one made and returns it.
+--
+-- The rule, once, for every caller: with new_id NULL a fresh id is generated. With an id that
+-- is free, the row is created with it. When the caller already has a row with that id whose
+-- fields equal the given ones, that row is returned as it is now (nothing is written; its
+-- sort_order/position stay). "Equal": every field the create sets to a fixed value — name,
+-- title, notes, list, scheduled date, icon, color, schedule (as jsonb: key order does not
+-- matter; the order of weekdays does, and the worker sends them sorted); absent means NULL —
+-- compares with IS NOT DISTINCT FROM; fields whose default is computed when the row is made
+-- (activated_at: now(), sort_order/position: after the last) compare only when given.
+-- Otherwise — other fields, or the id is another user's row, which row-level security hides
+-- — SQLSTATE HB002 (id_conflict); the two cases raise the same error, so another user's id is
+-- never confirmed. A primary key conflict is found whatever row-level security hides: the
+-- unique index sees every row.
+--
+-- Each is one statement for the worker (one round trip). Why PL/pgSQL: when two sessions
+-- create the same id at once, the second INSERT waits for the first and then does nothing;
+-- the row it conflicted with is committed after the INSERT's snapshot was taken, so a CTE of
+-- the same statement cannot see it. Each statement of a VOLATILE PL/pgSQL function takes a new
+-- snapshot (READ COMMITTED), so the SELECT after the INSERT sees it.
+--
+-- ON CONFLICT DO NOTHING without a target: every unique index is an arbiter, so the second
+-- unique index on the id ((id, user_id), for the composite foreign keys) cannot raise 23505
+-- in a race. The tables have no unique index that does not contain id.
+--
+-- Direct INSERTs (the seed apps through Supabase, which also choose their ids) are unchanged.
+-- None is SECURITY DEFINER: row-level security and the row-limit triggers apply to the caller.
+--
+-- The schedule (NULL: daily) is among the fields that must be equal. The INSERT's AFTER
+-- INSERT trigger (habit.open_first_period) opens the first period with NEW.schedule. A bad
+-- schedule is refused by habit_templates_schedule_check (23514), as for any writer.
+CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb)
+    RETURNS public.habit_templates
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        result public.habit_templates;
+        wanted jsonb := coalesce(new_schedule, '{"type":"daily"}');
+    BEGIN
+        INSERT INTO public.habit_templates AS h (id, user_id, name, icon, color, activated_at, sort_order, schedule)
+        VALUES (coalesce(new_id, gen_random_uuid()), acting_user, new_name, new_icon, new_color,
+                coalesce(new_activated_at, now()),
+                coalesce(new_sort_order, habit.next_habit_sort_order(acting_user)), wanted)
+        ON CONFLICT DO NOTHING
+        RETURNING h.* INTO result;
+        IF FOUND THEN
+            RETURN result;
+        END IF;
+        SELECT h.* INTO result FROM public.habit_templates h WHERE h.id = new_id AND h.user_id = acting_user;
+        IF FOUND AND result.name = new_name
+               AND result.icon IS NOT DISTINCT FROM new_icon
+               AND result.color IS NOT DISTINCT FROM new_color
+               AND result.schedule = wanted
+               AND (new_activated_at IS NULL OR result.activated_at = new_activated_at)
+               AND (new_sort_order IS NULL OR result.sort_order IS NOT DISTINCT FROM new_sort_order) THEN
+            RETURN result;
+        END IF;
+        RAISE EXCEPTION 'id_conflict: the id is taken'
+            USING ERRCODE = 'HB002', TABLE = 'habit_templates', SCHEMA = 'public';
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb) IS
+    'Creates a habit of acting_user with a schedule (NULL: daily; new_id NULL: a generated id), or returns the caller''s habit with new_id when its fields, schedule included, equal the given ones; else SQLSTATE HB002 (sql/0010).';
+
+-- For callers that know no schedules: a daily habit, by the one body above (a retry of a
+-- habit whose schedule was changed since is HB002, like one whose name was).
+CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                              new_activated_at timestamptz, new_sort_order integer)
+    RETURNS public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT habit.create_habit(acting_user, new_id, new_name, new_icon, new_color, new_activated_at, new_sort_order, NULL)
+    $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer) IS
+    'habit.create_habit with a daily schedule (sql/0009; since sql/0010 a call of the schedule overload).';

@@ -1,0 +1,558 @@
+-- History (issue 16): when each habit is on, due, done or skipped, and the rules of
+-- completing and skipping, kept by the database for every writer.
+--
+--   habit.period_on_days     THE definition of "on": the local dates a period makes its habit on
+--   habit.due_days           THE definition of "due": the due days of a range of on-days
+--   habit.week_target_met_on the day a times_per_week target is met (the times-th completion)
+--   habit.habit_days_at      per habit and day of one user: on, due, schedule, done, skipped
+--   habit.habit_days         the same with today from the user's zone
+--   habit.set_schedule       change a habit's schedule (closes the open period, opens one)
+--   habit.set_day_state, habit.set_skips   the worker's writers of a day's state
+--   HB003 future_date, HB004 habit_not_active, HB005 done_and_skipped, HB006 backfill_not_allowed
+--
+-- Periods (public.habit_periods) are written only by the triggers of habit_templates
+-- (SECURITY DEFINER; sql/triggers/habit_templates.sql), never by the users' roles: writers
+-- that only know the seed's columns (is_active, through Supabase) keep history, and the
+-- seed's columns and the periods cannot disagree. This relies on the migrator (the functions'
+-- owner) bypassing row-level security: a superuser, or Supabase's postgres (BYPASSRLS).
+-- The schedule shapes are habit.valid_schedule's (the baseline: the tables' CHECK needs it).
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- 5. The seed's columns write the periods -----------------------------------------------------
+-- AFTER INSERT: an active habit opens its first period at activated_at; an inactive one
+-- (inserted deactivated) gets its closed period [activated_at, deactivated_at) when that is
+-- not empty.
+CREATE OR REPLACE FUNCTION habit.open_first_period() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF NEW.is_active OR NEW.deactivated_at > NEW.activated_at THEN
+            INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
+            VALUES (NEW.user_id, NEW.id, NEW.activated_at, CASE WHEN NOT NEW.is_active THEN NEW.deactivated_at END, NEW.schedule);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.open_first_period() IS
+    'AFTER INSERT on habit_templates: the habit''s first period [activated_at, deactivated_at), open when active.';
+
+-- BEFORE UPDATE OF is_active, schedule: keeps periods and seed columns in step, at now()
+-- (constant in a transaction).
+--   is_active true → false  closes the open period at now(); deactivated_at := now(). A
+--                           period that has not started yet (started_at ≥ now()) is removed
+--                           instead: it never was active.
+--   is_active false → true  opens a period at now() with the habit's schedule; deactivated_at
+--                           := NULL. A period that ended at this very instant (closed earlier
+--                           in the same transaction) with the same schedule is reopened
+--                           instead, so no zero-length gap or period is made. activated_at
+--                           keeps the start of the first period; when the habit has none
+--                           (see above), it becomes now().
+--   schedule changes, active: the open period ends at now() and one starts at now() with the
+--                           new schedule; when the open period starts at now() or later, its
+--                           schedule is replaced instead.
+--   schedule changes, inactive: only the column (the next activation uses it).
+-- Only these columns are watched: no period trigger writes habit_templates, so there is no
+-- recursion.
+CREATE OR REPLACE FUNCTION habit.follow_activity() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        open_period public.habit_periods;
+    BEGIN
+        SELECT p.* INTO open_period FROM public.habit_periods p
+        WHERE p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
+
+        IF OLD.is_active AND NOT NEW.is_active THEN
+            IF FOUND THEN
+                IF open_period.started_at >= now() THEN
+                    DELETE FROM public.habit_periods p WHERE p.id = open_period.id;
+                ELSE
+                    UPDATE public.habit_periods p SET ended_at = now() WHERE p.id = open_period.id;
+                END IF;
+            END IF;
+            NEW.deactivated_at := now();
+        ELSIF NOT OLD.is_active AND NEW.is_active THEN
+            IF NOT FOUND THEN
+                UPDATE public.habit_periods p SET ended_at = NULL
+                WHERE p.template_id = OLD.id AND p.ended_at = now() AND p.schedule = NEW.schedule;
+                IF NOT FOUND THEN
+                    INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
+                    VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
+                END IF;
+            END IF;
+            IF NOT EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.template_id = OLD.id AND p.started_at < now()) THEN
+                NEW.activated_at := now();
+            END IF;
+            NEW.deactivated_at := NULL;
+        ELSIF NEW.is_active AND NEW.schedule IS DISTINCT FROM OLD.schedule AND FOUND THEN
+            IF open_period.started_at >= now() THEN
+                UPDATE public.habit_periods p SET schedule = NEW.schedule WHERE p.id = open_period.id;
+            ELSE
+                UPDATE public.habit_periods p SET ended_at = now() WHERE p.id = open_period.id;
+                INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
+                VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
+            END IF;
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.follow_activity() IS
+    'BEFORE UPDATE OF is_active, schedule on habit_templates: closes/opens periods at now() and keeps activated_at/deactivated_at true (sql/0010).';
+
+-- A schedule change, for the worker and psql: the caller's habit (row-level security
+-- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
+CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) RETURNS SETOF public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target RETURNING t.*
+    $fn$;
+COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
+    'Sets a habit''s schedule: closes the open period at now() and opens one with the new schedule (or replaces the schedule of a period starting at now()). Returns the habit; no row when it is not the caller''s.';
+
+-- 6. Which habits a day shows, and which are due ---------------------------------------------
+-- For user p_user in zone Z (p_zone, else the profile's, else UTC), today p_today and each
+-- local date D in [p_from, p_to]: one row per habit ON D, i.e. with a period p whose first
+-- local day (local date of started_at in Z) is ≤ D and
+--   D < p_today: p overlaps local day D (ended_at NULL or after D 00:00 in Z);
+--   D ≥ p_today: p is open.
+-- schedule: that of the latest-starting such period. due, per that schedule: daily → true;
+-- weekdays → ISO weekday of D in days; every_n_days → (D − p's first local day) mod n = 0;
+-- times_per_week → true (the week's target is counted by the callers).
+--
+-- "On" is defined once, per period, by habit.period_on_days: the local dates on which one
+-- period makes its habit on, as a date range. A habit is on D when D is in the range of one
+-- of its periods. habit.habit_days_at expands the ranges into days (a day or a week of one
+-- user); the batch (habit.weekly_counts, section 8) takes the union of each habit's ranges and
+-- counts its days per week without making a row per day. Both read the same ranges.
+--
+-- Why one range: "D 00:00 in Z" (D::timestamp AT TIME ZONE Z) increases strictly with D, so
+-- {D : ended_at > D 00:00} is every D below some bound U, and {D : D ≥ first day} every D
+-- from the first day on; with "D < today unless open", the days are [first, least(U, today))
+-- for a closed period and [first, ∞) for an open one. U is found from L, the local date of
+-- ended_at: D 00:00 of L is at or before ended_at, that of L − 1 is a day earlier, and that of
+-- L + 1 can be before ended_at only when the zone turns its clocks back across midnight; so U
+-- is L + 2, L + 1 or L. Inlinable (no SET clause, schema-qualified, IMMUTABLE like
+-- habit.local_date): it runs inside its callers' plans.
+CREATE OR REPLACE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestamptz, zone text, today date) RETURNS daterange
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN ended_at IS NULL
+                THEN pg_catalog.daterange(habit.local_date(started_at, zone), NULL, '[)')
+                ELSE pg_catalog.daterange(habit.local_date(started_at, zone),
+                         GREATEST(habit.local_date(started_at, zone), LEAST(today,
+                             CASE WHEN pg_catalog.timezone(zone, (habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1)::timestamp) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 2
+                                  WHEN pg_catalog.timezone(zone, habit.local_date(ended_at, zone)::timestamp) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1
+                                  ELSE habit.local_date(ended_at, zone) END)),
+                         '[)') END
+    $fn$;
+COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date) IS
+    'THE rule of "on", per period: the local dates (in zone, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010).';
+
+-- THE definition of "due": on how many days of `days` (dates on which one period makes its
+-- habit on, from that period's first local day first_day on; bounded) the schedule asks for
+-- the habit. A day is due by `days` = [D, D + 1).
+--   daily           every day
+--   weekdays        the days whose ISO weekday is listed (whole weeks, then the remainder's
+--                   weekdays: offset from lower(days)'s weekday below the remainder)
+--   every_n_days    the days D with (D − first_day) a multiple of n
+--   times_per_week  every day until the week's target is met: target_met_on is the date of the
+--                   week's times-th completion (habit.week_target_met_on), NULL while it is
+--                   not met; days after it are not due (days then lie in one week). The day of
+--                   the completion that meets the target is still due, so completing never
+--                   makes a day stop being due.
+-- Inlinable (one expression, no SET clause, schema-qualified): the batch evaluates it per
+-- week and habit, habit.habit_days_at per day. STABLE, not IMMUTABLE, only because
+-- jsonb_build_object is (an IMMUTABLE function calling it would not be inlined).
+CREATE OR REPLACE FUNCTION habit.due_days(schedule jsonb, first_day date, days daterange, target_met_on date) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN pg_catalog.isempty(days) THEN 0
+           ELSE CASE schedule OPERATOR(pg_catalog.->>) 'type'
+               WHEN 'weekdays' THEN
+                   ((pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) OPERATOR(pg_catalog./) 7)
+                       OPERATOR(pg_catalog.*) pg_catalog.jsonb_array_length(schedule OPERATOR(pg_catalog.->) 'days')
+                   OPERATOR(pg_catalog.+) pg_catalog.jsonb_array_length(pg_catalog.jsonb_path_query_array(
+                       schedule OPERATOR(pg_catalog.->) 'days', '$[*] ? ((@ - $s + 7) % 7 < $r)'::pg_catalog.jsonpath,
+                       pg_catalog.jsonb_build_object('s', EXTRACT(isodow FROM pg_catalog.lower(days)),
+                                                     'r', (pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) OPERATOR(pg_catalog.%) 7)))
+               WHEN 'every_n_days' THEN
+                   ((pg_catalog.upper(days) OPERATOR(pg_catalog.-) 1 OPERATOR(pg_catalog.-) first_day)
+                        OPERATOR(pg_catalog./) (schedule OPERATOR(pg_catalog.->>) 'n')::integer)
+                   OPERATOR(pg_catalog.-) ((pg_catalog.lower(days) OPERATOR(pg_catalog.-) first_day OPERATOR(pg_catalog.+) (schedule OPERATOR(pg_catalog.->>) 'n')::integer OPERATOR(pg_catalog.-) 1)
+                        OPERATOR(pg_catalog./) (schedule OPERATOR(pg_catalog.->>) 'n')::integer)
+                   OPERATOR(pg_catalog.+) 1
+               WHEN 'times_per_week' THEN
+                   CASE WHEN target_met_on IS NULL THEN pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)
+                        ELSE GREATEST(0, LEAST(pg_catalog.upper(days), target_met_on OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) END
+               ELSE pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days) END END
+    $fn$;
+COMMENT ON FUNCTION habit.due_days(jsonb, date, daterange, date) IS
+    'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010).';
+
+-- The date of the times-th completion of a habit in the week starting week_start: the day a
+-- times_per_week target is met (NULL: not met). Completions are unique per day, so the k-th
+-- row by date is the k-th completion.
+CREATE OR REPLACE FUNCTION habit.week_target_met_on(p_user uuid, p_template uuid, week_start date, times integer) RETURNS date
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT c.completed_date FROM public.habit_completions c
+    WHERE c.user_id = p_user AND c.template_id = p_template
+      AND c.completed_date >= week_start AND c.completed_date < week_start + 7
+    ORDER BY c.completed_date OFFSET times - 1 LIMIT 1
+    $fn$;
+COMMENT ON FUNCTION habit.week_target_met_on(uuid, uuid, date, integer) IS
+    'The date of the times-th completion of the habit in the week from week_start, or NULL (a times_per_week target not met).';
+
+CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to date, p_today date, p_zone text DEFAULT NULL,
+                                    p_template uuid DEFAULT NULL)
+    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb, done boolean, skipped boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        tz text := habit.user_time_zone(p_user, p_zone);
+    BEGIN
+        RETURN QUERY
+        SELECT o.template_id, o.day,
+               habit.due_days(o.schedule, o.first_day, daterange(o.day, o.day + 1, '[)'), target.met_on) > 0,
+               o.schedule,
+               -- Scalar subqueries, one key lookup per row: as EXISTS the planner may hash
+               -- every completion of the user instead.
+               coalesce((SELECT true FROM public.habit_completions c
+                         WHERE c.user_id = p_user AND c.template_id = o.template_id AND c.completed_date = o.day), false),
+               coalesce((SELECT true FROM public.habit_skips k
+                         WHERE k.user_id = p_user AND k.template_id = o.template_id AND k.skipped_date = o.day), false)
+        FROM (
+            -- The schedule in force on a day: the latest-starting period that makes it on.
+            SELECT DISTINCT ON (s.template_id, s.day) s.template_id, s.day, s.schedule, lower(s.days) AS first_day
+            FROM (
+                SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
+                FROM public.habit_periods p
+                CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
+                CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
+                                                   least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
+                WHERE p.user_id = p_user
+                  -- One habit's periods only, before their days are generated.
+                  AND (p_template IS NULL OR p.template_id = p_template)
+                  -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
+                  AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
+                  AND NOT isempty(r.days)
+            ) s
+            ORDER BY s.template_id, s.day, s.started_at DESC
+        ) o
+        -- A times_per_week target, looked up only for such habits; a plain column for
+        -- habit.due_days, which is then inlined (an argument calling a function is not).
+        -- OFFSET 0 keeps the subquery whole, so the lookup runs after its WHERE (pulled up
+        -- into the join, it ran for every habit).
+        LEFT JOIN LATERAL (
+            SELECT habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, habit.user_week_start_isodow(p_user)),
+                                            (o.schedule ->> 'times')::integer) AS met_on
+            WHERE o.schedule ->> 'type' = 'times_per_week'
+            OFFSET 0
+        ) target ON true
+        ORDER BY o.template_id, o.day;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.habit_days_at(uuid, date, date, date, text, uuid) IS
+    'Per habit of p_user (or only p_template) and local date in [p_from, p_to] on which the habit is on (habit.period_on_days, given today p_today): whether it is due (habit.due_days), its schedule, whether it is done and skipped (sql/0010; p_template sql/0011).';
+
+CREATE OR REPLACE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date, p_zone text DEFAULT NULL)
+    RETURNS TABLE (template_id uuid, day date, due boolean, schedule jsonb, done boolean, skipped boolean)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT * FROM habit.habit_days_at(p_user, p_from, p_to,
+                                      habit.local_date(now(), habit.user_time_zone(p_user, p_zone)), p_zone)
+    $fn$;
+COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
+    'habit.habit_days_at with today from the user''s zone at now().';
+
+-- 7. The rules of completing and skipping, for every writer ----------------------------------
+--   HB003 future_date       done after the user's today, or skipped more than 366 days after it
+--                           (DETAIL: the user's today, YYYY-MM-DD)
+--   HB004 habit_not_active  the habit is not on that day (habit.habit_days_at)
+--   HB005 done_and_skipped  completing a skipped day, or skipping a completed one
+--   HB006 backfill_not_allowed  habit.backfill = 'on' set by a role that is not habit_admin
+-- The habit is the writer's: the composite foreign keys and row-level security. The zone is
+-- the user's profile zone. Deleting a completion or a skip is not checked here.
+--
+-- Backfill: SET LOCAL habit.backfill = 'on' lifts the date and activity checks (HB003, HB004)
+-- and nothing else, for the transaction, when the current role is habit_admin or a member of
+-- it (a superuser is). Anyone else setting it is refused (HB006) rather than ignored, so a
+-- backfill never half-happens.
+CREATE OR REPLACE FUNCTION habit.backfilling() RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF coalesce(current_setting('habit.backfill', true), '') NOT IN ('on', 'true') THEN
+            RETURN false;
+        END IF;
+        IF NOT pg_has_role(current_user, 'habit_admin', 'MEMBER') THEN
+            RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', current_user
+                USING ERRCODE = 'HB006';
+        END IF;
+        RETURN true;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.backfilling() IS
+    'True when habit.backfill is on and the current role is habit_admin (or a member); raises HB006 when it is on for another role.';
+
+-- Checks that acting_user's habit is on day (and, for done, that day is not after today).
+CREATE OR REPLACE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping boolean) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        tz text;
+        today date;
+    BEGIN
+        IF habit.backfilling() THEN
+            RETURN;
+        END IF;
+        -- Not the user's habit (or not visible to the writer): the composite foreign key and
+        -- row-level security refuse it, as before this migration.
+        IF NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = habit AND t.user_id = acting_user) THEN
+            RETURN;
+        END IF;
+        tz := habit.user_time_zone(acting_user, NULL);
+        today := habit.local_date(now(), tz);
+        IF (NOT skipping AND day > today) OR (skipping AND day > today + 366) THEN
+            RAISE EXCEPTION '% on % is after %', CASE WHEN skipping THEN 'skipping more than 366 days ahead' ELSE 'completing' END,
+                day, CASE WHEN skipping THEN 'today + 366 days' ELSE 'today (' || today || ') in the user''s time zone' END
+                USING ERRCODE = 'HB003', DETAIL = today::text;
+        END IF;
+        -- On that day: habit.period_on_days of one of its periods (the rule habit_days_at
+        -- expands), for this one habit.
+        IF NOT EXISTS (SELECT 1 FROM public.habit_periods p
+                       WHERE p.user_id = acting_user AND p.template_id = habit
+                         AND habit.period_on_days(p.started_at, p.ended_at, tz, today) @> day) THEN
+            RAISE EXCEPTION 'habit % is not on %', habit, day USING ERRCODE = 'HB004';
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, boolean) IS
+    'Raises HB003 (future) or HB004 (habit not on day) for a completion (skipping false) or a skip, unless backfilling.';
+
+-- BEFORE INSERT OR UPDATE on habit_completions and habit_skips.
+CREATE OR REPLACE FUNCTION habit.check_completion() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, false);
+        -- The habit's row lock makes "not both" exact when a completion and a skip race (a
+        -- row lock lives in the row: bulk inserts take no shared lock-table entries).
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
+        IF EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = NEW.user_id AND s.template_id = NEW.template_id
+                   AND s.skipped_date = NEW.completed_date) THEN
+            RAISE EXCEPTION 'habit % is skipped on %; it cannot also be done', NEW.template_id, NEW.completed_date
+                USING ERRCODE = 'HB005';
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_completion() IS 'BEFORE INSERT/UPDATE on habit_completions: HB003, HB004, HB005 (sql/0010).';
+
+CREATE OR REPLACE FUNCTION habit.check_skip() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.skipped_date, true);
+        -- The habit's row lock makes "not both" exact when a completion and a skip race (a
+        -- row lock lives in the row: bulk inserts take no shared lock-table entries).
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
+        IF EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
+                   AND c.completed_date = NEW.skipped_date) THEN
+            RAISE EXCEPTION 'habit % is done on %; it cannot also be skipped', NEW.template_id, NEW.skipped_date
+                USING ERRCODE = 'HB005';
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_skip() IS 'BEFORE INSERT/UPDATE on habit_skips: HB003, HB004, HB005 (sql/0010).';
+
+-- Sets one habit's state on p_day: 'done' (a completion), 'skipped' (a skip) or 'none'
+-- (neither), removing the other state in the same transaction. Idempotent. Returns one row
+-- (today in the zone used, whether anything changed), or no row when p_template is not
+-- p_user's habit (or not visible under row-level security). Refuses, unless backfilling:
+--   HB003 (DETAIL today) done after today; skipped after today + 366; none after today + 366,
+--         or after today when p_clear_ahead is false (completions.set's `completed: false`,
+--         whose rule has always been "not after today");
+--   HB004 done or skipped on a day the habit is not on (habit.period_on_days with p_zone).
+--         'none' is allowed on any day (removing history of an inactive habit stays allowed).
+CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_day date, p_state text,
+                                    p_zone text DEFAULT NULL, p_clear_ahead boolean DEFAULT true)
+    RETURNS TABLE (today date, changed boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_today date;
+        v_horizon date;
+        v_changed bigint := 0;
+        v_count bigint;
+    BEGIN
+        IF p_state IS NULL OR p_state NOT IN ('done', 'skipped', 'none') THEN
+            RAISE EXCEPTION 'state must be done, skipped or none, not %', coalesce(p_state, 'NULL')
+                USING ERRCODE = 'data_exception';
+        END IF;
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+        IF NOT habit.backfilling() THEN
+            v_horizon := v_today + CASE WHEN p_state = 'skipped' OR (p_state = 'none' AND p_clear_ahead) THEN 366 ELSE 0 END;
+            IF p_day > v_horizon THEN
+                RAISE EXCEPTION '% on % is after %', p_state, p_day,
+                    CASE WHEN p_state = 'done' OR NOT p_clear_ahead THEN 'today (' || v_today || ')'
+                         ELSE 'today (' || v_today || ') + 366 days' END
+                    USING ERRCODE = 'HB003', DETAIL = v_today::text;
+            END IF;
+            -- On that day: habit.period_on_days of one of this habit's periods (the rule
+            -- habit_days_at expands), in the request's zone.
+            IF p_state <> 'none' AND NOT EXISTS (
+                    SELECT 1 FROM public.habit_periods p
+                    WHERE p.user_id = p_user AND p.template_id = p_template
+                      AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, p_zone), v_today) @> p_day) THEN
+                RAISE EXCEPTION 'habit % is not on %', p_template, p_day USING ERRCODE = 'HB004';
+            END IF;
+        END IF;
+
+        IF p_state <> 'done' THEN
+            DELETE FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        END IF;
+        IF p_state <> 'skipped' THEN
+            DELETE FROM public.habit_skips s
+            WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        END IF;
+        IF p_state = 'done' THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+            SELECT p_user, p_template, p_day
+            WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                              WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+            ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        ELSIF p_state = 'skipped' THEN
+            INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+            SELECT p_user, p_template, p_day
+            WHERE NOT EXISTS (SELECT 1 FROM public.habit_skips s
+                              WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day)
+            ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
+        END IF;
+        RETURN QUERY SELECT v_today, v_changed > 0;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_day_state(uuid, uuid, date, text, text, boolean) IS
+    'Sets a habit''s state on a day (done, skipped, none), replacing the other; no row when the habit is not the user''s; HB003/HB004 (sql/0010 section 10).';
+
+-- Skips (p_skipped) or unskips every habit of p_user (or only p_template) on each day of
+-- [p_from, p_to] (at most 366 days). Skipping writes a skip on each day the habit is on
+-- (habit.habit_days_at with p_zone) that is neither done nor already skipped: done days
+-- stay done, days the habit is not on are passed over. Unskipping removes the skips of the
+-- range (any day). Returns one row: found (false when p_template is given and is not the
+-- user's habit; nothing is written), today in the zone used, the number of habit-days
+-- changed, and the dates (sorted) on which something changed. Refuses: HB003 (DETAIL today)
+-- when skipping reaches past today + 366; data_exception for an empty or too long range.
+CREATE OR REPLACE FUNCTION habit.set_skips(p_user uuid, p_template uuid, p_from date, p_to date, p_skipped boolean,
+                                p_zone text DEFAULT NULL)
+    RETURNS TABLE (found boolean, today date, changed bigint, days date[])
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_today date;
+        v_changed bigint;
+        v_days date[];
+    BEGIN
+        IF p_from IS NULL OR p_to IS NULL OR p_skipped IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
+            RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
+        END IF;
+        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+        -- In id order, so two ranges over the same habits cannot deadlock.
+        PERFORM 1 FROM (SELECT t.id FROM public.habit_templates t
+                        WHERE t.user_id = p_user AND (p_template IS NULL OR t.id = p_template)
+                        ORDER BY t.id FOR NO KEY UPDATE) locked;
+        IF p_template IS NOT NULL AND NOT FOUND THEN
+            RETURN QUERY SELECT false, v_today, 0::bigint, '{}'::date[];
+            RETURN;
+        END IF;
+        IF p_skipped THEN
+            IF p_to > v_today + 366 AND NOT habit.backfilling() THEN
+                RAISE EXCEPTION 'skipping until % is after today (%) + 366 days', p_to, v_today
+                    USING ERRCODE = 'HB003', DETAIL = v_today::text;
+            END IF;
+            WITH inserted AS (
+                INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+                SELECT p_user, h.template_id, h.day
+                FROM habit.habit_days_at(p_user, p_from, p_to, v_today, p_zone) h
+                WHERE (p_template IS NULL OR h.template_id = p_template)
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                  WHERE c.user_id = p_user AND c.template_id = h.template_id AND c.completed_date = h.day)
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
+                                  WHERE s.user_id = p_user AND s.template_id = h.template_id AND s.skipped_date = h.day)
+                ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING
+                RETURNING skipped_date
+            )
+            SELECT count(*), coalesce(array_agg(DISTINCT i.skipped_date ORDER BY i.skipped_date), '{}')
+            INTO v_changed, v_days FROM inserted i;
+        ELSE
+            WITH deleted AS (
+                DELETE FROM public.habit_skips s
+                WHERE s.user_id = p_user AND (p_template IS NULL OR s.template_id = p_template)
+                  AND s.skipped_date BETWEEN p_from AND p_to
+                RETURNING s.skipped_date
+            )
+            SELECT count(*), coalesce(array_agg(DISTINCT d.skipped_date ORDER BY d.skipped_date), '{}')
+            INTO v_changed, v_days FROM deleted d;
+        END IF;
+        RETURN QUERY SELECT true, v_today, v_changed, v_days;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_skips(uuid, uuid, date, date, boolean, text) IS
+    'Skips (or unskips) every habit of a user, or one, on each on-day of a range of at most 366 days; done days stay done (sql/0010 section 10).';
+
+-- A habit is on a local date when it is active and its activation day (the local date of
+-- activated_at in the user's zone) is on or before that date. day.get lists these habits,
+-- week.counts counts them, completing needs it, admin.user_week shows it.
+CREATE OR REPLACE FUNCTION habit.is_on_day(is_active boolean, activated_at timestamptz, day date, zone text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$ SELECT is_active AND (habit.local_date(activated_at, zone) OPERATOR(pg_catalog.<=) day) $fn$;
+COMMENT ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text) IS
+    'Superseded by habit.habit_days_at (sql/0010): the pre-history rule, kept for old queries; the service no longer uses it.';
+
+-- Why a completion may not be set (completing) or cleared (not completing) on day, or NULL
+-- when it may: 'future_date' when day is after the user's today (either way), else
+-- 'habit_not_active' when completing a habit that is not on that day (habit.is_on_day).
+-- Removing a completion of a deactivated habit stays allowed. The values are the protocol's
+-- error reasons (docs/protocol.md); the worker maps them to its errors in one place.
+CREATE OR REPLACE FUNCTION habit.completion_refusal(completing boolean, day date, today date, on_day boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN (day OPERATOR(pg_catalog.>) today) THEN 'future_date'
+                WHEN completing AND NOT on_day THEN 'habit_not_active' END
+    $fn$;
+COMMENT ON FUNCTION habit.completion_refusal(boolean, date, date, boolean) IS
+    'Why a completion on day may not be set (completing) or cleared: future_date, habit_not_active, or NULL when it may.';

@@ -1,0 +1,190 @@
+-- Sync (issue 18). Every change of a user's synced rows gets a number from that user's
+-- change clock; deletions leave tombstones; pushes leave replay records.
+--
+--   habit.sync_clocks        one row per user: the last change number handed out (seq), the
+--                            transaction that holds it (xact), how far tombstones were pruned
+--   habit.next_change_seq    one number per (transaction, user), under the clock row's lock
+--   <table>.change_seq       the number of the change that last wrote the row (0: before 0012)
+--   habit.sync_tombstones    one row per deleted key, with the number of the deletion
+--   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
+--   habit.prune_sync         drops tombstones and replay records older than the retention
+--   habit.sync_reset         expires every cursor of a user (after writes that bypassed triggers)
+--
+-- Synced tables, with the kind and key a pull reports them by (docs/schema.md, "Sync"):
+--   profiles 'profile' ''              habit_templates 'habits'  id
+--   habit_periods 'periods' id         habit_completions 'completions' '<template_id>/<YYYY-MM-DD>'
+--   habit_skips 'skips' '<template_id>/<YYYY-MM-DD>'
+--   task_lists 'lists' id              tasks 'tasks' id
+-- Derived tables (streak ledger, weekly counts, row counts) are not synced: they follow from these.
+--
+-- Why no change is ever skipped: next_change_seq updates the user's clock row, and the row
+-- lock is held until the transaction ends. A transaction that got number n therefore ends
+-- before any other transaction gets n + 1 (the second one's upsert waits for the lock, then
+-- reads the committed n). A snapshot that shows the clock at S shows every change numbered
+-- ≤ S, and no change numbered ≤ S can commit later: a pull that reads the clock and the rows
+-- in one REPEATABLE READ snapshot can hand out "caught up to S" safely.
+--
+-- Like 0006 and 0010, the SECURITY DEFINER functions rely on the migrator (their owner)
+-- bypassing row-level security: a superuser, or Supabase's postgres (BYPASSRLS).
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- One number per (transaction, user). The first call of a transaction takes the clock row's
+-- lock with the upsert and keeps it to the end of the transaction (see the header); later
+-- calls of the same transaction only read the row (one index probe, no new row version). The
+-- notification is delivered at commit (and dropped on rollback); PostgreSQL folds identical
+-- payloads of one transaction.
+CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        number bigint;
+    BEGIN
+        SELECT c.seq INTO number FROM habit.sync_clocks c
+        WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
+        IF FOUND THEN
+            RETURN number;
+        END IF;
+        INSERT INTO habit.sync_clocks AS c (user_id, seq, xact) VALUES (p_user, 1, pg_current_xact_id())
+        ON CONFLICT (user_id) DO UPDATE
+            SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
+                xact = excluded.xact, updated_at = now()
+        RETURNING c.seq INTO number;
+        PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+        RETURN number;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.next_change_seq(uuid) IS
+    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with ''<user> <seq>''.';
+
+-- The key of a synced row, as the pull and the tombstones spell it. Polymorphic, so PL/pgSQL
+-- compiles it once per table row type and each branch reads only its own table's columns.
+-- to_char, not ::text, for dates: a date's text form follows the session's DateStyle.
+CREATE OR REPLACE FUNCTION habit.sync_key(kind text, r anyelement) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF kind = 'profile' THEN
+            RETURN '';
+        ELSIF kind = 'completions' THEN
+            RETURN r.template_id::text || '/' || to_char(r.completed_date, 'YYYY-MM-DD');
+        ELSIF kind = 'skips' THEN
+            RETURN r.template_id::text || '/' || to_char(r.skipped_date, 'YYYY-MM-DD');
+        END IF;
+        RETURN r.id::text;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_key(text, anyelement) IS
+    'The sync key of row r of kind: its id, ''<template_id>/<YYYY-MM-DD>'' for completions and skips, '''' for the profile.';
+
+-- BEFORE INSERT OR UPDATE, each synced table (TG_ARGV[0] = the kind): stamps the row with the
+-- transaction's change number. An UPDATE that changes nothing (a retried request) keeps its
+-- number, as it keeps updated_at. A row inserted (or moved) onto a deleted key takes the
+-- tombstone's place: a key is either live or tombstoned, never both.
+CREATE OR REPLACE FUNCTION habit.sync_stamp_row() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        new_key text;
+    BEGIN
+        IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
+            RETURN NEW;
+        END IF;
+        NEW.change_seq := habit.next_change_seq(NEW.user_id);
+        new_key := habit.sync_key(TG_ARGV[0], NEW);
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW.user_id = OLD.user_id AND new_key = habit.sync_key(TG_ARGV[0], OLD) THEN
+                RETURN NEW;
+            END IF;
+        END IF;
+        DELETE FROM habit.sync_tombstones t
+        WHERE t.user_id = NEW.user_id AND t.kind = TG_ARGV[0] AND t.key = new_key;
+        RETURN NEW;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_stamp_row() IS
+    'BEFORE INSERT OR UPDATE on the synced tables: change_seq := habit.next_change_seq(user_id), and removes the tombstone of the row''s key.';
+
+-- AFTER DELETE (and AFTER UPDATE that changes the key or the owner), each synced table: the
+-- old key gets a tombstone numbered by its owner's clock. Cascaded deletes (a habit's
+-- completions, skips and periods) fire it too.
+CREATE OR REPLACE FUNCTION habit.sync_record_deletion() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
+        VALUES (OLD.user_id, TG_ARGV[0], habit.sync_key(TG_ARGV[0], OLD), habit.next_change_seq(OLD.user_id))
+        ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
+        RETURN NULL;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_record_deletion() IS
+    'AFTER DELETE (or key-changing UPDATE) on the synced tables: a tombstone for the old key, numbered by habit.next_change_seq.';
+
+-- 5. Prune and reset ------------------------------------------------------------------------------
+-- Drops tombstones and replay records older than p_retention. A user's cursors below the
+-- largest pruned tombstone number expire (pruned_through), in the same transaction, so a
+-- pull's snapshot sees either the tombstones or the raised mark.
+CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE (tombstones bigint, mutations bigint)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        cutoff timestamptz;
+    BEGIN
+        IF p_retention IS NULL OR p_retention < interval '0' THEN
+            RAISE EXCEPTION 'retention must be a non-negative interval, got %', p_retention
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        cutoff := now() - p_retention;
+        WITH pruned AS (
+            DELETE FROM habit.sync_tombstones t WHERE t.deleted_at < cutoff RETURNING t.user_id, t.change_seq
+        ),
+        marks AS (
+            SELECT p.user_id, max(p.change_seq) AS through FROM pruned p GROUP BY p.user_id
+        ),
+        raised AS (
+            UPDATE habit.sync_clocks c SET pruned_through = m.through, updated_at = now()
+            FROM marks m
+            WHERE c.user_id = m.user_id AND c.pruned_through < m.through
+            RETURNING c.user_id
+        )
+        SELECT count(*) INTO tombstones FROM pruned;
+        DELETE FROM habit.sync_mutations m WHERE m.created_at < cutoff;
+        GET DIAGNOSTICS mutations = ROW_COUNT;
+        RETURN NEXT;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.prune_sync(interval) IS
+    'Deletes tombstones and replay records older than p_retention and raises each affected user''s pruned_through; returns the counts.';
+
+-- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
+-- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
+-- what changed. Takes a new number (so a fresh pull's cursor is valid) and marks everything
+-- before it pruned; subscribed devices are notified.
+CREATE OR REPLACE FUNCTION habit.sync_reset(p_user uuid) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        number bigint;
+    BEGIN
+        INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, pruned_through) VALUES (p_user, 1, pg_current_xact_id(), 1)
+        ON CONFLICT (user_id) DO UPDATE
+            SET seq = c.seq + 1, pruned_through = c.seq + 1, xact = excluded.xact, updated_at = now()
+        RETURNING c.seq INTO number;
+        PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+        RETURN number;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_reset(uuid) IS
+    'Expires every sync cursor of p_user (after bulk writes that bypassed the triggers); returns the user''s new change number.';

@@ -1,0 +1,308 @@
+-- Weekly completion counts: the batch's one definition (habit.weekly_counts_of), and the
+-- dirty set that lets `habit weekly-counts --store --incremental` recompute only what
+-- changed (issue 20).
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- 8. Callers in SQL use the one definition ---------------------------------------------------
+-- habit.weekly_counts (the batch), with the definitions of habit.habit_days_at, for every
+-- user at once (today from each user's zone at now(), as habit.habit_days has it):
+--   active_habit_days   habit-days on (habit.period_on_days)
+--   due_habit_days      of those, the due ones (habit.due_days, the schedule in force that day)
+--   skipped_habit_days  skipped habit-days on
+--   completion_rate     done ÷ (due − skipped), over due days only: completions on due days
+--                       divided by the due days not skipped (4 decimals; NULL when that is 0).
+--                       A completion on a day the schedule does not ask for counts in
+--                       `completions` but not in the rate, so the rate stays within [0, 1].
+-- Set-based, no call per user and no row per habit-day: each period's on-days minus the days
+-- a later-starting period of its habit is on (its schedule is in force there, as in
+-- habit_days_at). Daily segments are summed per (user, week) from one array of ranges per
+-- user, as before due; the others are cut into weeks and habit.due_days counts a piece's due
+-- days at once. Only times_per_week pieces are counted per day, since their target is met in
+-- the user's week (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests checks, for
+-- random histories, that it equals the sum of the per-user habit.habit_days_at answers.
+-- New columns, so the function is dropped and created again (the grants of 0003/0005 with
+-- it); still without a SET clause and schema-qualified (sql/0005), so that it stays inlinable.
+
+CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, week_start_day text, only_users uuid[])
+    RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
+                   active_habit_days bigint, due_habit_days bigint, skipped_habit_days bigint,
+                   completion_rate numeric)
+    LANGUAGE sql STABLE
+    AS $fn$
+    WITH bounds AS (
+        SELECT habit.week_start(from_day, habit.week_start_isodow(week_start_day)) AS first_week,
+               habit.week_start(to_day, habit.week_start_isodow(week_start_day)) AS last_week,
+               habit.week_start_isodow(week_start_day) AS start_isodow
+        WHERE from_day OPERATOR(pg_catalog.<=) to_day
+    ),
+    weeks AS (
+        SELECT (first_week OPERATOR(pg_catalog.+) (7 OPERATOR(pg_catalog.*) n)) AS week_start
+        FROM bounds, pg_catalog.generate_series(0, ((last_week OPERATOR(pg_catalog.-) first_week) OPERATOR(pg_catalog./) 7)) AS n
+    ),
+    users AS (
+        SELECT t.user_id FROM public.habit_templates t WHERE only_users IS NULL OR t.user_id OPERATOR(pg_catalog.=) ANY (only_users)
+        UNION
+        SELECT p.user_id FROM public.profiles p WHERE only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users)
+    ),
+    zones AS (
+        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz,
+               coalesce(habit.week_start_isodow(p.week_start), 1) AS week_isodow
+        FROM users u LEFT JOIN public.profiles p ON p.user_id OPERATOR(pg_catalog.=) u.user_id
+    ),
+    -- Per period, its on-days without those of later-starting periods of its habit, within the
+    -- run's weeks: disjoint ranges per habit, each with the schedule in force on it.
+    segments AS (
+        SELECT q.user_id, q.template_id, q.schedule, q.schedule OPERATOR(pg_catalog.->>) 'type' AS kind,
+               q.first_day, q.week_isodow, g.days
+        FROM (SELECT p.user_id, p.template_id, p.schedule, z.week_isodow, pg_catalog.lower(r.days) AS first_day,
+                     (pg_catalog.datemultirange(r.days)
+                      OPERATOR(pg_catalog.-) coalesce(pg_catalog.range_agg(r.days) OVER later, '{}'::pg_catalog.datemultirange))
+                     OPERATOR(pg_catalog.*) pg_catalog.datemultirange(pg_catalog.daterange(b.first_week, (b.last_week OPERATOR(pg_catalog.+) 7), '[)')) AS days
+              FROM public.habit_periods p
+              JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
+              CROSS JOIN bounds b
+              CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz))) AS r(days)
+              WHERE (only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users))
+                AND NOT pg_catalog.isempty(r.days)
+              WINDOW later AS (PARTITION BY p.template_id ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
+        CROSS JOIN LATERAL pg_catalog.unnest(q.days) AS g(days)
+    ),
+    -- Daily segments (most habits), gathered per user as an array of ranges: a week's
+    -- on-days and due days are the same, each range's days inside the week, summed per
+    -- (user, week) below without a row per segment and week.
+    daily_spans AS (
+        SELECT s.user_id, pg_catalog.array_agg(s.days) AS spans
+        FROM segments s WHERE s.kind OPERATOR(pg_catalog.=) 'daily' GROUP BY s.user_id
+    ),
+    -- Other schedules: a row per segment and week, due days by habit.due_days (per day for
+    -- times_per_week, whose target is met in the user's week).
+    scheduled_days AS (
+        SELECT x.user_id, x.week_start,
+               pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
+               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.<>) 'times_per_week'
+                                   THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
+                                   ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
+                                             (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
+                                         WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
+                                                   habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
+                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
+        FROM (SELECT s.user_id, s.template_id, s.schedule, s.kind, s.first_day, s.week_isodow, w.week_start,
+                     (s.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days
+              FROM segments s JOIN weeks w
+                ON s.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')
+              WHERE s.kind OPERATOR(pg_catalog.<>) 'daily') x
+        GROUP BY 1, 2
+    ),
+    -- Completion and skip rows, each with whether its day is due (the segment it lies in).
+    day_states AS (
+        SELECT e.user_id, e.day, e.done,
+               s.template_id IS NOT NULL AS on_day,
+               -- Off its habit's on-days (no segment) a row is never due.
+               CASE WHEN s.kind IS NULL THEN false
+                    WHEN s.kind OPERATOR(pg_catalog.=) 'daily' THEN true
+                    ELSE habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
+                             CASE WHEN s.kind OPERATOR(pg_catalog.=) 'times_per_week'
+                                  THEN habit.week_target_met_on(e.user_id, e.template_id, habit.week_start(e.day, s.week_isodow),
+                                                                (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END)
+                         OPERATOR(pg_catalog.>) 0 END AS due
+        FROM (SELECT c.user_id, c.template_id, c.completed_date AS day, true AS done FROM public.habit_completions c
+              UNION ALL
+              SELECT k.user_id, k.template_id, k.skipped_date, false FROM public.habit_skips k) e
+        CROSS JOIN bounds b
+        LEFT JOIN segments s ON s.template_id OPERATOR(pg_catalog.=) e.template_id AND s.user_id OPERATOR(pg_catalog.=) e.user_id
+                            AND s.days OPERATOR(pg_catalog.@>) e.day
+        WHERE e.day OPERATOR(pg_catalog.>=) b.first_week
+          AND e.day OPERATOR(pg_catalog.<) (b.last_week OPERATOR(pg_catalog.+) 7)
+          AND (only_users IS NULL OR e.user_id OPERATOR(pg_catalog.=) ANY (only_users))
+    ),
+    states AS (
+        SELECT d.user_id, habit.week_start(d.day, b.start_isodow) AS week_start,
+               pg_catalog.count(*) FILTER (WHERE d.done) AS completions,
+               pg_catalog.count(DISTINCT d.day) FILTER (WHERE d.done) AS days_with_completion,
+               pg_catalog.count(*) FILTER (WHERE d.done AND d.due) AS done_due,
+               pg_catalog.count(*) FILTER (WHERE NOT d.done AND d.on_day) AS skipped,
+               pg_catalog.count(*) FILTER (WHERE NOT d.done AND d.due) AS skipped_due
+        FROM day_states d, bounds b
+        GROUP BY 1, 2
+    )
+    SELECT z.user_id, w.week_start,
+           coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
+           (daily.days OPERATOR(pg_catalog.+) coalesce(o.active, 0))::bigint, (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0))::bigint,
+           coalesce(c.skipped, 0),
+           CASE WHEN (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0)) OPERATOR(pg_catalog.<=) 0 THEN NULL
+                ELSE pg_catalog.round((coalesce(c.done_due, 0)::numeric
+                                       OPERATOR(pg_catalog./) (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
+    FROM zones z CROSS JOIN weeks w
+    LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
+    LEFT JOIN daily_spans d ON d.user_id OPERATOR(pg_catalog.=) z.user_id
+    LEFT JOIN scheduled_days o ON o.user_id OPERATOR(pg_catalog.=) z.user_id AND o.week_start OPERATOR(pg_catalog.=) w.week_start
+    -- The daily habit-days of the week: the days of each daily range inside it.
+    CROSS JOIN LATERAL (
+        SELECT coalesce(pg_catalog.sum((pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days))), 0) AS days
+        FROM pg_catalog.unnest(d.spans) AS r(days)
+        CROSS JOIN LATERAL (SELECT (r.days OPERATOR(pg_catalog.*)
+                                    pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days) x
+    ) daily
+    ORDER BY z.user_id, w.week_start
+    $fn$;
+COMMENT ON FUNCTION habit.weekly_counts_of(date, date, text, uuid[]) IS
+    'habit.weekly_counts for the users of only_users (NULL: every user); the one definition of the weekly counts (sql/0010, sql/0015).';
+
+CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
+    RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
+                   active_habit_days bigint, due_habit_days bigint, skipped_habit_days bigint,
+                   completion_rate numeric)
+    LANGUAGE sql STABLE
+    AS $fn$
+    SELECT * FROM habit.weekly_counts_of(from_day, to_day, week_start_day,
+                                         CASE WHEN only_user IS NULL THEN NULL ELSE ARRAY[only_user] END)
+    $fn$;
+COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
+    'Per user and week in [from_day, to_day] (weeks from week_start_day): completions, days with a completion, habit-days on, due and skipped, and the completion rate done ÷ (due − skipped) over due days (sql/0010).';
+
+-- 0015: weekly counts that grow with changes (issue 20): `habit weekly-counts --store
+-- --incremental` recomputes only the (user, week) pairs whose counts may have changed since
+-- its last run, from a dirty set the database keeps itself, so that writes by the worker,
+-- psql, Supabase or an account deletion all count.
+--
+-- Why a trigger-maintained dirty set and not the sync change records (sql/0012): the change
+-- records stamp a row with a sequence number but do not say which days an update moved a row
+-- away from (a completion moved to another date, a period whose end moved), cascaded deletions
+-- of periods have no tombstones of their own, and "claim" would need a per-convention
+-- watermark over sequences that commit out of order. A row of days per change, deleted by
+-- the run that recomputes them, is exact and needs no watermark.
+--
+-- Marks are day ranges (not weeks) so that one mark serves both week conventions' runs
+-- and any --from/--to: a run maps the days to its weeks. They are recorded only for the
+-- conventions that have an incremental state (habit.weekly_counts_state), one mark per
+-- convention, so a database where nobody runs --incremental keeps no marks at all.
+
+-- 3. Marking --------------------------------------------------------------------------------
+-- Which days a changed row may change, generously (a mark only costs a recomputation):
+--   completion, skip on D   D − 6 … D + 6: its week in either convention, and every run week
+--                           overlapping the user's week of D, whose times_per_week target
+--                           (habit.week_target_met_on) the row may meet or unmeet.
+--   period                  from the UTC date of started_at − 2 (a local date is within a
+--                           day of the UTC date) to that of ended_at + 3 (period_on_days ends
+--                           at L + 2 at most), unbounded when open: its on-days and due days,
+--                           and those of the earlier periods it cuts (sql/0010 segments).
+--   habit inserted/deleted  the whole user: a user exists for the batch while they have a
+--                           habit or a profile, with a row for every week of the range.
+--   profile changed         the whole user: zone and week decide every local date and week.
+-- A habit's schedule and activity changes write its periods (sql/0010), which mark.
+-- TRUNCATE marks nothing (documented: run a full --store after one).
+CREATE OR REPLACE FUNCTION habit.weekly_counts_mark(p_marks jsonb) RETURNS void
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
+    SELECT s.week_starts_on, m.user_id, m.days
+    FROM habit.weekly_counts_state s
+    CROSS JOIN (SELECT DISTINCT c.user_id, c.days
+                FROM jsonb_to_recordset(p_marks) AS c(user_id uuid, days daterange)
+                WHERE c.user_id IS NOT NULL AND NOT isempty(c.days)) m
+    $fn$;
+
+-- One trigger function for every table. TG_ARGV[0]: the SQL expression, over a changed row
+-- r, of the days it may change; written by the CREATE TRIGGER statements below, never from
+-- input. The changed rows are those the event has: new, old, or both. The marking table is
+-- read first so that a database without incremental runs pays one lookup per statement.
+CREATE OR REPLACE FUNCTION habit.weekly_counts_after_rows() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        marks jsonb;
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM habit.weekly_counts_state) THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT DISTINCT r.user_id, %s AS days FROM (%s) r) x',
+                       TG_ARGV[0],
+                       CASE TG_OP WHEN 'INSERT' THEN 'SELECT * FROM new_rows'
+                                  WHEN 'DELETE' THEN 'SELECT * FROM old_rows'
+                                  ELSE 'SELECT * FROM old_rows UNION ALL SELECT * FROM new_rows' END) INTO marks;
+        IF marks IS NOT NULL THEN
+            PERFORM habit.weekly_counts_mark(marks);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+-- A profile update marks its user (old and new id) only when the zone or the week changed:
+-- touching its other columns costs nothing.
+CREATE OR REPLACE FUNCTION habit.weekly_counts_after_profiles_update() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        marks jsonb;
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM habit.weekly_counts_state) THEN
+            RETURN NULL;
+        END IF;
+        SELECT jsonb_agg(x) INTO marks FROM (
+            SELECT DISTINCT u.user_id, '(,)'::daterange AS days
+            FROM old_rows o
+            FULL JOIN new_rows n ON n.user_id = o.user_id
+            CROSS JOIN LATERAL (VALUES (o.user_id), (n.user_id)) AS u(user_id)
+            WHERE o.user_id IS NULL OR n.user_id IS NULL
+               OR o.timezone IS DISTINCT FROM n.timezone OR o.week_start IS DISTINCT FROM n.week_start) x;
+        IF marks IS NOT NULL THEN
+            PERFORM habit.weekly_counts_mark(marks);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+-- 4. The run's side ---------------------------------------------------------------------------
+-- Starts marking for a convention: waits for every writer in flight on the tables that mark
+-- (SHARE conflicts with their ROW EXCLUSIVE) so that none of them committed a change that
+-- its trigger did not mark because the state row did not exist yet; after this commits,
+-- every change is marked, and the first run (a full one) sees everything before. A function
+-- because LOCK in SHARE mode needs privileges the batch role does not have.
+CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF p_week_starts_on IS NULL OR p_week_starts_on NOT IN ('monday', 'sunday') THEN
+            RAISE EXCEPTION 'week_start must be monday or sunday' USING ERRCODE = '22023';
+        END IF;
+        IF EXISTS (SELECT 1 FROM habit.weekly_counts_state WHERE week_starts_on = p_week_starts_on) THEN
+            RETURN false;
+        END IF;
+        LOCK TABLE public.habit_completions, public.habit_skips, public.habit_periods, public.habit_templates, public.profiles IN SHARE MODE;
+        INSERT INTO habit.weekly_counts_state (week_starts_on) VALUES (p_week_starts_on) ON CONFLICT DO NOTHING;
+        RETURN true;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.weekly_counts_start_tracking(text) IS
+    'Starts recording dirty days for a week convention (waits for the writers in flight); false when it already was (sql/0015).';
+
+-- "Today" moved: a closed period's on-days end at least(U, today) (habit.period_on_days), so
+-- the users with a period ending near or after the last run get the days between the last
+-- run's local date and this one's marked, in their zone; users whose local date did not
+-- change get nothing. Open periods do not depend on today ([first, ∞)).
+CREATE OR REPLACE FUNCTION habit.weekly_counts_mark_days_passed(p_week_starts_on text, p_last_run timestamptz) RETURNS bigint
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    WITH marked AS (
+        INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
+        SELECT p_week_starts_on, u.user_id,
+               daterange(habit.local_date(p_last_run, u.tz) - 1, habit.local_date(now(), u.tz) + 2, '[)')
+        FROM (SELECT DISTINCT p.user_id, habit.user_time_zone(p.user_id, NULL) AS tz
+              FROM public.habit_periods p
+              WHERE p.ended_at IS NOT NULL AND p.ended_at > p_last_run - interval '3 days') u
+        WHERE habit.local_date(p_last_run, u.tz) <> habit.local_date(now(), u.tz)
+        RETURNING 1
+    )
+    SELECT count(*) FROM marked
+    $fn$;

@@ -1,0 +1,131 @@
+-- Who may do what: every privilege on our schemas, tables, views and functions, and the
+-- worker's role membership, in one place (docs/schema.md, "Roles"). Row-level security then
+-- decides which rows (sql/policies.sql).
+--
+-- Current-state file, applied last, again whenever it changes or a versioned migration ran
+-- (docs/schema.md, "Migrations"). Each object first loses every privilege of PUBLIC and of our
+-- roles, then gets exactly the ones listed here, whatever it had before: a privilege removed
+-- from this file is revoked on the next `habit migrate`, and a function or table added to
+-- habit or admin is usable by nobody but its owner until it is listed. On Supabase every new
+-- table in public gets ALL for anon, authenticated and service_role from ALTER DEFAULT
+-- PRIVILEGES of postgres and supabase_admin; those defaults are Supabase's, not ours to change,
+-- so each relation of ours is set explicitly here. Only our objects are named: public holds
+-- other people's tables, and auth and extensions are Supabase's where it runs (auth.uid()'s
+-- grants are made with it, in the baseline, only where it is created).
+--
+-- The roles (the baseline creates them; docs/schema.md, "Roles"):
+--   authenticated  a user's requests, under row-level security (the worker acts as it)
+--   service_role   Supabase's server-side role (bypasses row-level security)
+--   anon           nothing at all
+--   habit_worker   the worker's login role: acts only through SET LOCAL ROLE authenticated
+--   habit_batch    batch jobs: read habits and completions of every user, write the summaries
+--   habit_admin    people in psql: read-only, plus the admin schema and a few admin functions
+
+-- The worker logs in as habit_worker and becomes authenticated per transaction.
+GRANT authenticated TO habit_worker;
+
+-- Schemas ---------------------------------------------------------------------------------
+REVOKE ALL ON SCHEMA habit, admin FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
+GRANT USAGE ON SCHEMA habit TO authenticated, service_role, habit_batch, habit_admin, habit_worker;
+GRANT USAGE ON SCHEMA admin TO habit_admin;
+-- btree_gist's ~200 functions: nobody of ours uses the schema (the constraint finds the
+-- operator class by type). On Supabase the schema is Supabase's: only PUBLIC's USAGE goes.
+REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
+
+-- Tables and views --------------------------------------------------------------------------
+-- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
+REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
+    public.habit_skips, public.habit_streak_slots, public.habit_streak_state, public.weekly_completion_counts,
+    public.task_lists, public.tasks
+    FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
+REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
+    FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
+
+-- The apps' own rows: a user reads and writes them (row-level security: only their own).
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
+    public.habit_skips, public.task_lists, public.tasks TO authenticated, service_role;
+-- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak ledger) or the
+-- batch (weekly counts): users read.
+GRANT SELECT ON public.habit_periods, public.habit_streak_slots, public.habit_streak_state,
+    public.weekly_completion_counts TO authenticated, service_role;
+-- Batch jobs read what weekly counts read (never tasks or lists) and write the stored counts.
+GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
+    public.habit_skips, public.habit_streak_slots, public.habit_streak_state TO habit_batch;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit_batch;
+-- Admins read everything of ours.
+GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
+    public.habit_skips, public.habit_streak_slots, public.habit_streak_state, public.weekly_completion_counts,
+    public.task_lists, public.tasks TO habit_admin;
+GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
+
+-- habit: zone names for every role that computes a date; the migrations for system.health
+-- (habit.current_state_files: admins only, above).
+GRANT SELECT ON habit.time_zones TO authenticated, service_role, habit_worker, habit_batch;
+GRANT SELECT ON habit.schema_migrations TO service_role, habit_worker, habit_batch;
+-- Sync: a pull reads its clock and tombstones; a push claims and records its replay records.
+GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones TO authenticated, service_role;
+GRANT SELECT, INSERT, UPDATE ON habit.sync_mutations TO authenticated, service_role;
+-- Incremental weekly counts: the batch keeps its state and claims the dirty days.
+GRANT SELECT, UPDATE ON habit.weekly_counts_state TO habit_batch;
+GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
+-- habit.row_limits, habit.user_row_counts: admins read (above); changing a limit is an
+-- operator's UPDATE as the owner (docs/admin.md).
+
+-- Functions -----------------------------------------------------------------------------------
+-- None but the owner, then EXECUTE to the roles that call each. A trigger function needs no
+-- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
+-- nobody: habit.touch_updated_at, check_row_limit, count_*_row(s), open_first_period,
+-- follow_activity, check_completion, check_skip, rebuild_streak_slots, rebuild_streaks_from,
+-- streaks_after_*, next_change_seq, sync_key, sync_stamp_row, sync_record_deletion,
+-- import_refusal, weekly_counts_mark, weekly_counts_after_*.
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
+    FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
+
+-- Time zones, dates and weeks, and the rules of "on" and "due": whoever computes a day.
+GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
+    habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
+    habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
+    habit.due_days(jsonb, date, daterange, date), habit.week_target_met_on(uuid, uuid, date, integer),
+    habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
+    TO authenticated, service_role, habit_batch, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
+    habit.completion_refusal(boolean, date, date, boolean),
+    habit.backfilling(), habit.check_day(uuid, uuid, date, boolean)
+    TO authenticated, service_role, habit_admin;
+
+-- A user's writes (the worker, or an app through Supabase).
+GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_position(uuid, date),
+    habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer),
+    habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb),
+    habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
+    habit.set_schedule(uuid, jsonb),
+    habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
+    habit.import_account(uuid, jsonb, text)
+    TO authenticated, service_role;
+-- Account deletion checks who calls it (the user, or an admin).
+GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
+
+-- Streaks, rates and the calendar: reads.
+GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
+    habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
+    habit.habit_stats_fast(uuid, uuid[], date, date, text, integer), habit.habit_stats_slow(uuid, uuid, date),
+    habit.habit_stats_quick(uuid, uuid, date, jsonb), habit.streak_ledger_answers(public.habit_streak_state, jsonb, date),
+    habit.streak_base(uuid, uuid, date, integer), habit.streak_counts_before(uuid, uuid, date, integer),
+    habit.streak_rate(integer, integer), habit.habits_on(uuid, date, date, text),
+    habit.current_streak(uuid, uuid, date, jsonb), habit.current_streaks(uuid, date),
+    habit.stats_calendar(uuid, uuid, date, date), habit.streak_period_day(uuid, timestamptz, timestamptz)
+    TO authenticated, service_role, habit_batch, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.rebuild_all_streaks() TO habit_admin;
+
+-- Weekly counts: the batch, admins, and Supabase's server side.
+GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.weekly_counts_of(date, date, text, uuid[])
+    TO habit_batch, habit_admin, service_role;
+GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;
+
+-- Sync: the worker prunes on a schedule; admins prune and reset.
+GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.sync_reset(uuid) TO habit_admin;
+
+-- The admin schema.
+GRANT EXECUTE ON FUNCTION admin.inactive_users(integer), admin.user_week(uuid, date, text) TO habit_admin;
