@@ -4,7 +4,8 @@
 -- database (CatalogSnapshotTests compares them; scripts/catalog-snapshot --write rewrites
 -- it), so every change to the real schema shows in review.
 --
--- Run in one session, then read the result (scripts/catalog-snapshot, CatalogSnapshotTests):
+-- Run in one session, then read the result (scripts/catalog-snapshot, Tests/TestSupport/
+-- CatalogSnapshot.swift):
 --   SELECT dump FROM pg_temp.catalog_snapshot;
 --
 -- Independent of who owns the objects (a grant to the owner reads OWNER, no grantor) and of
@@ -176,4 +177,5 @@ entries (key, body) AS (
     FROM pg_default_acl d LEFT JOIN schemas s ON s.oid = d.defaclnamespace
     WHERE d.defaclnamespace = 0 OR s.oid IS NOT NULL
 )
-SELECT string_agg(e.key || E'\n  ' || e.body, E'\n' ORDER BY e.key COLLATE "C") || E'\n' AS dump FROM entries e;
+-- No final newline: psql prints one after the value.
+SELECT string_agg(e.key || E'\n  ' || e.body, E'\n' ORDER BY e.key COLLATE "C") AS dump FROM entries e;

@@ -1,0 +1,149 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// A database that earlier releases migrated with sql/0001 … sql/0016 (kept in
+/// Tests/Fixtures/legacy-sql-v16) is at the baseline: `habit migrate` takes it from there,
+/// and it ends with the catalog of a fresh database and every row it had.
+@Suite struct BaselineUpgradeTests {
+    static let alice = "00000000-0000-0000-0000-00000000000a"
+    static let bob = "00000000-0000-0000-0000-00000000000b"
+
+    let legacy = try! MigrationSource.loadVersioned(directory: TestDatabase.legacyMigrationsDirectory)
+
+    @Test func upgradesADatabaseMigratedByTheReplacedFiles() throws {
+        try TestDatabase.with(migrated: false) { database throws in
+            let connection = try database.connect()
+            // As earlier releases did: each file in a transaction, recorded with its name and
+            // SHA-256 in habit.schema_migrations.
+            try Migrator(migrations: legacy).migrate(connection)
+            let legacyRows = try Self.migrationRows(connection)
+            #expect(legacyRows.map(\.version) == Array(1...16))
+            #expect(legacyRows.map(\.name) == legacy.map(\.fileName))
+            try Self.fillEveryUserTable(connection)
+            let before = try Self.rows(connection)
+            let empty = try Self.userTables(connection).filter { before[$0]?.count == 0 }
+            #expect(empty.isEmpty, "user tables without rows: \(empty.sorted())")
+
+            let sql = try Migrator(directory: TestDatabase.migrationsDirectory)
+            let report = try sql.migrate(connection)
+            #expect(report.alreadyApplied == [16])
+            #expect(report.applied == sql.migrations.map(\.version).filter { $0 > 16 })
+            #expect(report.appliedFiles == sql.currentStateFiles.map(\.path))
+
+            let mismatch = CatalogSnapshot.mismatch(committed: try CatalogSnapshot.committed(), actual: try CatalogSnapshot.dump(database))
+            #expect(mismatch == nil, "\(mismatch ?? "")")
+            #expect(try Self.rows(connection) == before)
+            // The replaced files' rows stay: the history of what ran.
+            #expect(Array(try Self.migrationRows(connection).prefix(16)) == legacyRows)
+
+            let again = try sql.migrate(connection)
+            #expect(again.applied.isEmpty && again.appliedFiles.isEmpty)
+            #expect(try sql.status(connection).allSatisfy { !$0.pending })
+        }
+    }
+
+    /// Rows below the baseline without the baseline's: migrated part of the way by the
+    /// replaced files. The baseline cannot take it from there; an earlier release can.
+    @Test func refusesADatabaseOlderThanTheBaseline() throws {
+        try TestDatabase.with(migrated: false) { database throws in
+            let connection = try database.connect()
+            try Migrator(migrations: legacy.filter { $0.version <= 10 }).migrate(connection)
+            let sql = try Migrator(directory: TestDatabase.migrationsDirectory)
+            #expect(throws: MigrationError.predatesBaseline(databaseVersion: 10, baseline: 16)) { try sql.migrate(connection) }
+            #expect(try Migrator.schemaVersion(connection) == 10)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private struct MigrationRow: Equatable {
+        let version: Int
+        let name: String
+        let checksum: String
+    }
+
+    private static func migrationRows(_ connection: Connection) throws -> [MigrationRow] {
+        try connection.query("SELECT version, name, checksum FROM habit.schema_migrations ORDER BY version").map {
+            MigrationRow(version: try $0.decode(Int.self, at: 0), name: try $0.decode(String.self, at: 1), checksum: try $0.decode(String.self, at: 2))
+        }
+    }
+
+    private struct TableRows: Equatable {
+        let count: Int
+        let digest: String?
+    }
+
+    /// Every table of public and habit but the migrations' bookkeeping: its row count and an
+    /// md5 of its rows in text form.
+    private static func rows(_ connection: Connection) throws -> [String: TableRows] {
+        let tables = try connection.query("""
+            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname IN ('public', 'habit') AND c.relkind IN ('r', 'p')
+              AND c.relname NOT IN ('schema_migrations', 'current_state_files')
+            """).map { try $0.decode(String.self, at: 0) }
+        var result: [String: TableRows] = [:]
+        for table in tables {
+            let row = try connection.queryOne(Query(unsafeSQL: """
+                SELECT count(*), md5(string_agg(t::text, E'\\n' ORDER BY t::text)) FROM \(table) t
+                """))
+            result[table] = TableRows(count: try row.decode(Int.self, at: 0), digest: try row.decode(String?.self, at: 1))
+        }
+        return result
+    }
+
+    /// The tables of public and habit that hold users' rows (a user_id column).
+    private static func userTables(_ connection: Connection) throws -> Set<String> {
+        Set(try connection.query("""
+            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'user_id' AND NOT a.attisdropped
+            WHERE n.nspname IN ('public', 'habit') AND c.relkind IN ('r', 'p')
+            """).map { try $0.decode(String.self, at: 0) })
+    }
+
+    /// Rows in every user table, written as the apps and the worker write them (the tables'
+    /// triggers fill the derived ones): a profile in a non-UTC zone, habits with schedules and
+    /// several periods, completions, skips, lists, tasks, a sync mutation, stored and dirty
+    /// weekly counts, tombstones.
+    private static func fillEveryUserTable(_ connection: Connection) throws {
+        let alice = Self.alice, bob = Self.bob
+        try connection.executeScript(unsafeSQL: """
+            INSERT INTO public.profiles (user_id, timezone, week_start) VALUES ('\(alice)', 'Europe/Berlin', 'sunday');
+            INSERT INTO public.habit_templates (id, user_id, name, icon, color, activated_at, sort_order, schedule) VALUES
+                ('10000000-0000-0000-0000-000000000001', '\(alice)', 'Run', 'figure.run', '#FF8800', now() - interval '60 days', 1, '{"type":"daily"}'),
+                ('10000000-0000-0000-0000-000000000002', '\(alice)', 'Read', NULL, NULL, now() - interval '40 days', 2, '{"type":"weekdays","days":[1,3,5]}'),
+                ('10000000-0000-0000-0000-000000000003', '\(alice)', 'Gym', NULL, NULL, now() - interval '30 days', 3, '{"type":"times_per_week","times":3}'),
+                ('10000000-0000-0000-0000-000000000004', '\(bob)', 'Walk', NULL, NULL, now() - interval '20 days', NULL, '{"type":"every_n_days","n":2}');
+            """)
+        // Separate transactions: each change of schedule or activity closes a period at now().
+        try connection.execute("UPDATE public.habit_templates SET schedule = '{\"type\":\"daily\"}' WHERE id = '10000000-0000-0000-0000-000000000002'")
+        try connection.execute("UPDATE public.habit_templates SET is_active = false WHERE id = '10000000-0000-0000-0000-000000000003'")
+        try connection.executeScript(unsafeSQL: """
+            SELECT habit.weekly_counts_start_tracking('monday');
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+            SELECT '\(alice)', '10000000-0000-0000-0000-000000000001', d::date
+            FROM generate_series(habit.local_date(now(), 'Europe/Berlin') - 10, habit.local_date(now(), 'Europe/Berlin') - 1, interval '1 day') d;
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+            VALUES ('\(bob)', '10000000-0000-0000-0000-000000000004', habit.local_date(now(), 'UTC') - 2);
+            INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+            VALUES ('\(alice)', '10000000-0000-0000-0000-000000000001', habit.local_date(now(), 'Europe/Berlin') - 12);
+            DELETE FROM public.habit_completions
+            WHERE user_id = '\(alice)' AND completed_date = habit.local_date(now(), 'Europe/Berlin') - 5;
+            INSERT INTO public.task_lists (id, user_id, name) VALUES ('20000000-0000-0000-0000-000000000001', '\(alice)', 'Errands');
+            INSERT INTO public.tasks (id, user_id, title, list_id, state, scheduled_date, position, completed_at) VALUES
+                ('30000000-0000-0000-0000-000000000001', '\(alice)', 'Buy milk', '20000000-0000-0000-0000-000000000001', 'completed', current_date, 1, now()),
+                ('30000000-0000-0000-0000-000000000002', '\(alice)', 'Call mum', NULL, 'not_started', NULL, 1, NULL),
+                ('30000000-0000-0000-0000-000000000003', '\(bob)', 'Gone', NULL, 'active', NULL, 1, NULL);
+            DELETE FROM public.tasks WHERE id = '30000000-0000-0000-0000-000000000003';
+            INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id, outcome, change_seq)
+            VALUES ('\(alice)', 'device-1', 'mutation-1', '{"result": {"ok": true}}', 3);
+            INSERT INTO public.weekly_completion_counts (user_id, week_starts_on, week_start, completions, days_with_completion,
+                                                         active_habit_days, due_habit_days, skipped_habit_days, completion_rate)
+            SELECT user_id, 'monday', week_start, completions, days_with_completion, active_habit_days, due_habit_days,
+                   skipped_habit_days, completion_rate
+            FROM habit.weekly_counts(current_date - 28, current_date, 'monday');
+            """)
+    }
+}
