@@ -8,12 +8,13 @@
 -- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
 SET LOCAL check_function_bodies = off;
 
--- 0013: account import (issue 19). The one place the writes and rules of `account.import` and
--- `habit account import` live: habit.import_account takes a "habit-account" version 1
--- document (docs/protocol.md "Accounts", docs/account-format.schema.json) whose shape the
--- caller has already checked (types, formats, duplicate ids, references inside the document,
--- period order: the worker names the JSON path of each), checks what needs the database, and
--- writes it in the caller's transaction.
+-- Account import (issue 19) ----------------------------------------------------------------
+-- The one place the writes and rules of `account.import` and `habit account import` live:
+-- habit.import_account takes a "habit-account" version 1 document (docs/protocol.md
+-- "Accounts", docs/account-format.schema.json) whose shape the caller has already checked
+-- (types, formats, duplicate ids, references inside the document, period order: the worker
+-- names the JSON path of each), checks what needs the database, and writes it in the caller's
+-- transaction.
 --
 -- Refusals: SQLSTATE HB010 with COLUMN = the JSON path of the offending member (e.g.
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
@@ -22,28 +23,28 @@ SET LOCAL check_function_bodies = off;
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
---                     make it on (habit.period_on_days, the rule of sql/0010)
+--                     make it on (habit.period_on_days, functions/history.sql)
 --   done_and_skipped  the same habit and day both completed and skipped in the document
 --   invalid_timezone  a profile zone PostgreSQL does not know
--- Row limits (HB001, sql/0006) and the rules of sql/0010 (HB003-HB006) are still enforced by
--- the tables' triggers as for every writer; an error anywhere rolls back everything, so a
--- refused document writes nothing.
+-- Row limits (HB001, functions/rows.sql) and the day rules (HB003-HB006, functions/history.sql)
+-- are still enforced by the tables' triggers as for every writer; an error anywhere rolls back
+-- everything, so a refused document writes nothing.
 --
 -- Backfill: when the transaction has habit.backfill = 'on' (SET LOCAL), the date and activity
--- checks (future_date of completions and skips, habit_not_active) are lifted, as in sql/0010,
+-- checks (future_date of completions and skips, habit_not_active) are lifted, as for other writers,
 -- but only when the session's login role is habit_admin or a member (a superuser is); anyone
 -- else gets HB006. The login role, not current_user: this function runs as its owner, and the
 -- worker's login role (habit_worker) never is an admin.
 --
--- SECURITY DEFINER because periods are written only by privileged code (sql/0010): the
+-- SECURITY DEFINER because periods are written only by privileged code: the
 -- function acts for auth.uid() only (the caller's claims, set per transaction by the worker's
 -- UserScope as for every other method) and filters every statement by that user. Like the
--- triggers of 0006/0010, it relies on its owner (the migrator) bypassing row-level security.
+-- row-limit and period triggers, it relies on its owner (the migrator) bypassing row-level security.
 --
 -- Idempotent: every write compares first (UPDATE … WHERE the row differs; INSERT of the rows
 -- that do not exist: not ON CONFLICT, whose BEFORE INSERT triggers, the sync stamp among them,
--- fire even for the rows it then skips), so importing the same document twice writes nothing the second time: no
--- updated_at bump, no new sync change number.
+-- fire even for the rows it then skips), so importing the same document twice writes nothing
+-- the second time: no updated_at bump, no new sync change number.
 
 CREATE OR REPLACE FUNCTION habit.import_refusal(path text, reason text, message text, today date DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql
@@ -339,8 +340,9 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
 COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
     'Imports a checked "habit-account" v1 document for auth.uid() (merge or replace), writing only what differs; HB010 with COLUMN = JSON path and DETAIL = reason when refused (sql/0013).';
 
--- 0014: account deletion (issue 19). habit.delete_account is the one place that knows every
--- table a user owns; account.delete (the worker) and `habit account delete` (admins) call it.
+-- Account deletion (issue 19) --------------------------------------------------------------
+-- habit.delete_account is the one place that knows every table a user owns; account.delete
+-- (the worker) and `habit account delete` (admins) call it.
 --
 -- What it deletes, in one transaction, with the number of rows per table:
 --   public.profiles, public.habit_templates and what cascades from them (habit_periods,

@@ -34,7 +34,8 @@ SET LOCAL check_function_bodies = off;
 --            times_per_week, else the number of due days of the week: 'kept' when
 --            done ≥ max(0, target − skipped), else 'missed' (never excused nor neutral).
 -- The state is the day's or week's own: "the slot of R is not over" is the callers' business.
--- Built on habit.habit_days_at for the one habit (the one definition of on and due). p_today = 'infinity' gives the final states: a day is on when a period overlaps it.
+-- Built on habit.habit_days_at for the one habit (the one definition of on and due).
+-- p_today = 'infinity' gives the final states: a day is on when a period overlaps it.
 CREATE OR REPLACE FUNCTION habit.habit_slots(p_user uuid, p_template uuid, p_unit text, p_from date, p_to date, p_today date)
     RETURNS TABLE (slot date, state text)
     LANGUAGE plpgsql STABLE
@@ -82,7 +83,7 @@ CREATE OR REPLACE FUNCTION habit.streak_unit(schedule jsonb) RETURNS text
 COMMENT ON FUNCTION habit.streak_unit(jsonb) IS
     'The unit a habit''s streaks and rates count in, from its current schedule: weeks for times_per_week, else days (sql/0011).';
 
--- 2. The reference: one habit's stats at R by scanning its slots ------------------------------
+-- The reference: one habit's stats at R by scanning its slots ------------------------------
 -- p_template of p_user at R = p_date with today p_today. No row when the habit is not the
 -- user's (or not visible). Slots from the habit's first on-day to slot(R); slot(R) counts as
 -- neutral unless kept ("not over"); slots after it are ignored. Runs are the kept slots
@@ -172,7 +173,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats_scan(p_user uuid, p_template uuid, 
 COMMENT ON FUNCTION habit.habit_stats_scan(uuid, uuid, date, date) IS
     'One habit''s streaks, rates and totals at p_date (today p_today), computed by scanning its slots: the reference implementation (sql/0011).';
 
--- 3. The calendar ------------------------------------------------------------------------------
+-- The calendar ---------------------------------------------------------------------------------
 -- Per day of [p_from, p_to] (at most 366 days; else data_exception), over the user's habits
 -- (or p_template), counting the (habit, day) pairs on and due (habit.habit_days_at with the
 -- real today): due, done and skipped among them, and level = 0 when done = 0 or
@@ -205,6 +206,28 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
     $fn$;
 COMMENT ON FUNCTION habit.stats_calendar(uuid, uuid, date, date) IS
     'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, and a level 0–4 (sql/0011).';
+
+-- The ledger: slots materialized on write, with prefix counts ---------------------------------
+-- Reads must be index probes, not a scan of three years of days. Per habit, one row per OPEN
+-- slot (kept or missed; neutral and excused slots get no row: they change no count), in the
+-- habit's unit, with FINAL states (habit.habit_slots with p_today = 'infinity': a day is on
+-- when a period overlaps it, and a due day not done nor skipped is missed whatever the time),
+-- so rows never go stale as days pass. Each row (public.habit_streak_slots) carries the prefix
+-- counts up to and including it:
+--   kept_cum, open_cum     kept slots and open slots so far (rates over any window: two probes)
+--   run_pos, run_first     position of the slot in its run (0 when missed) and the run's first
+--                          slot (the current streak: one probe)
+--   best_len, best_first, best_last   the longest run so far, cut at this slot, the earliest
+--                          on ties (the longest streak: the same probe)
+-- Rows exist up to the habit's horizon (public.habit_streak_state): the latest of today and
+-- the habit's latest completion or skip when it was last maintained. Past the horizon there
+-- are no completions and no skips (they would have moved it), so the few slots there are
+-- scanned on read (habit.habit_slots with the real today).
+--
+-- Why a row per open slot rather than a row per run: with runs, the kept and missed counts of
+-- a window that starts inside a run need due − excused days by arithmetic over the periods and
+-- a per-skip due test; with prefix counts per slot they are two index probes. At 70 % done the
+-- runs are short anyway (a run per ~3 open slots), so runs would save only about 3× the rows.
 
 -- Recomputes the ledger of one habit from the slot of p_from on (NULL: all of it) up to its
 -- horizon. Locks the habit's state row first (INSERT … ON CONFLICT, then UPDATE): under READ
@@ -376,8 +399,8 @@ CREATE OR REPLACE FUNCTION habit.streak_period_day(p_user uuid, p_started timest
 
 -- One trigger function for completions, skips and periods. TG_ARGV[0]: the SQL expression,
 -- over a changed row r, of the earliest day it may change (r.completed_date, r.skipped_date,
--- or habit.streak_period_day for a period); written by the CREATE TRIGGER statements below,
--- never from input. The changed rows are those the event has: new, old, or both.
+-- or habit.streak_period_day for a period); written by the CREATE TRIGGER statements of
+-- sql/triggers, never from input. The changed rows are those the event has: new, old, or both.
 CREATE OR REPLACE FUNCTION habit.streaks_after_rows() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -470,7 +493,7 @@ CREATE OR REPLACE FUNCTION habit.rebuild_all_streaks() RETURNS bigint
 COMMENT ON FUNCTION habit.rebuild_all_streaks() IS
     'Rebuilds every habit''s streak ledger from scratch; returns the number of habits. habit_admin only (sql/0011).';
 
--- 5. Reads: the ledger's probes, the scan as the fallback -------------------------------------
+-- Reads: the ledger's probes, the scan as the fallback -------------------------------------
 -- Per habit, at R with slot(R) = R (days) or R's week: rR = the ledger row of slot(R) when it
 -- is kept; b = the last row before slot(R); base = rR, else b (a missed slot(R) is not over:
 -- neutral). Current streak = base's run, longest = base's best (runs are cut at slot(R) by

@@ -4,7 +4,7 @@
 --   habit.sync_clocks        one row per user: the last change number handed out (seq), the
 --                            transaction that holds it (xact), how far tombstones were pruned
 --   habit.next_change_seq    one number per (transaction, user), under the clock row's lock
---   <table>.change_seq       the number of the change that last wrote the row (0: before 0012)
+--   <table>.change_seq       the number of the change that last wrote the row (0: before sync)
 --   habit.sync_tombstones    one row per deleted key, with the number of the deletion
 --   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
 --   habit.prune_sync         drops tombstones and replay records older than the retention
@@ -24,8 +24,8 @@
 -- ≤ S, and no change numbered ≤ S can commit later: a pull that reads the clock and the rows
 -- in one REPEATABLE READ snapshot can hand out "caught up to S" safely.
 --
--- Like 0006 and 0010, the SECURITY DEFINER functions rely on the migrator (their owner)
--- bypassing row-level security: a superuser, or Supabase's postgres (BYPASSRLS).
+-- Like the row-limit and period triggers, the SECURITY DEFINER functions rely on the migrator
+-- (their owner) bypassing row-level security: a superuser, or Supabase's postgres (BYPASSRLS).
 --
 -- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
 -- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
@@ -130,7 +130,7 @@ CREATE OR REPLACE FUNCTION habit.sync_record_deletion() RETURNS trigger
 COMMENT ON FUNCTION habit.sync_record_deletion() IS
     'AFTER DELETE (or key-changing UPDATE) on the synced tables: a tombstone for the old key, numbered by habit.next_change_seq.';
 
--- 5. Prune and reset ------------------------------------------------------------------------------
+-- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
 -- largest pruned tombstone number expire (pruned_through), in the same transaction, so a
 -- pull's snapshot sees either the tombstones or the raised mark.

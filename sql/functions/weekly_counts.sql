@@ -9,9 +9,9 @@
 -- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
 SET LOCAL check_function_bodies = off;
 
--- 8. Callers in SQL use the one definition ---------------------------------------------------
--- habit.weekly_counts (the batch), with the definitions of habit.habit_days_at, for every
--- user at once (today from each user's zone at now(), as habit.habit_days has it):
+-- The one definition -------------------------------------------------------------------------
+-- habit.weekly_counts_of (the batch), with the definitions of habit.habit_days_at, for every
+-- user or a set of them at once (today from each user's zone at now(), as habit.habit_days has it):
 --   active_habit_days   habit-days on (habit.period_on_days)
 --   due_habit_days      of those, the due ones (habit.due_days, the schedule in force that day)
 --   skipped_habit_days  skipped habit-days on
@@ -24,11 +24,13 @@ SET LOCAL check_function_bodies = off;
 -- habit_days_at). Daily segments are summed per (user, week) from one array of ranges per
 -- user, as before due; the others are cut into weeks and habit.due_days counts a piece's due
 -- days at once. Only times_per_week pieces are counted per day, since their target is met in
--- the user's week (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests checks, for
--- random histories, that it equals the sum of the per-user habit.habit_days_at answers.
--- New columns, so the function is dropped and created again (the grants of 0003/0005 with
--- it); still without a SET clause and schema-qualified (sql/0005), so that it stays inlinable.
-
+-- the user's week (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests
+-- checks, for random histories, that it equals the sum of the per-user habit.habit_days_at
+-- answers. only_users NULL: every user (a user is one with a habit or a profile), else those
+-- (an incremental run recomputes its dirty users in one call).
+-- Inlined, like habit.weekly_counts below: no SET clause, and every name schema-qualified
+-- (functions/calendar.sql says how); inlined, the planner uses the user index for one user
+-- (docs/schema.md, "search_path": 1 ms against 800 ms).
 CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, week_start_day text, only_users uuid[])
     RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
                    active_habit_days bigint, due_habit_days bigint, skipped_habit_days bigint,
@@ -154,6 +156,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
 COMMENT ON FUNCTION habit.weekly_counts_of(date, date, text, uuid[]) IS
     'habit.weekly_counts for the users of only_users (NULL: every user); the one definition of the weekly counts (sql/0010, sql/0015).';
 
+-- The same for one user or all (`habit weekly-counts`, admins): habit.weekly_counts_of, inlined.
 CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
     RETURNS TABLE (user_id uuid, week_start date, completions bigint, days_with_completion bigint,
                    active_habit_days bigint, due_habit_days bigint, skipped_habit_days bigint,
@@ -166,12 +169,12 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_
 COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
     'Per user and week in [from_day, to_day] (weeks from week_start_day): completions, days with a completion, habit-days on, due and skipped, and the completion rate done ÷ (due − skipped) over due days (sql/0010).';
 
--- 0015: weekly counts that grow with changes (issue 20): `habit weekly-counts --store
--- --incremental` recomputes only the (user, week) pairs whose counts may have changed since
+-- Weekly counts that grow with changes (issue 20) ---------------------------------------------
+-- `habit weekly-counts --store --incremental` recomputes only the (user, week) pairs whose counts may have changed since
 -- its last run, from a dirty set the database keeps itself, so that writes by the worker,
 -- psql, Supabase or an account deletion all count.
 --
--- Why a trigger-maintained dirty set and not the sync change records (sql/0012): the change
+-- Why a trigger-maintained dirty set and not the sync change records (functions/sync.sql): the change
 -- records stamp a row with a sequence number but do not say which days an update moved a row
 -- away from (a completion moved to another date, a period whose end moved), cascaded deletions
 -- of periods have no tombstones of their own, and "claim" would need a per-convention
@@ -181,9 +184,9 @@ COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
 -- Marks are day ranges (not weeks) so that one mark serves both week conventions' runs
 -- and any --from/--to: a run maps the days to its weeks. They are recorded only for the
 -- conventions that have an incremental state (habit.weekly_counts_state), one mark per
--- convention, so a database where nobody runs --incremental keeps no marks at all.
+-- convention, so a database where nobody runs --incremental keeps no marks at all. The
+-- state and the dirty set: habit.weekly_counts_state, habit.weekly_counts_dirty.
 
--- 3. Marking --------------------------------------------------------------------------------
 -- Which days a changed row may change, generously (a mark only costs a recomputation):
 --   completion, skip on D   D − 6 … D + 6: its week in either convention, and every run week
 --                           overlapping the user's week of D, whose times_per_week target
@@ -191,12 +194,14 @@ COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
 --   period                  from the UTC date of started_at − 2 (a local date is within a
 --                           day of the UTC date) to that of ended_at + 3 (period_on_days ends
 --                           at L + 2 at most), unbounded when open: its on-days and due days,
---                           and those of the earlier periods it cuts (sql/0010 segments).
+--                           and those of the earlier periods it cuts (segments, above).
 --   habit inserted/deleted  the whole user: a user exists for the batch while they have a
 --                           habit or a profile, with a row for every week of the range.
 --   profile changed         the whole user: zone and week decide every local date and week.
--- A habit's schedule and activity changes write its periods (sql/0010), which mark.
--- TRUNCATE marks nothing (documented: run a full --store after one).
+-- A habit's schedule and activity changes write its periods (functions/history.sql), which
+-- mark. TRUNCATE marks nothing (documented: run a full --store after one). The triggers:
+-- sql/triggers/habit_completions.sql, habit_skips.sql, habit_periods.sql, habit_templates.sql,
+-- profiles.sql.
 CREATE OR REPLACE FUNCTION habit.weekly_counts_mark(p_marks jsonb) RETURNS void
     LANGUAGE sql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -210,8 +215,8 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_mark(p_marks jsonb) RETURNS void
     $fn$;
 
 -- One trigger function for every table. TG_ARGV[0]: the SQL expression, over a changed row
--- r, of the days it may change; written by the CREATE TRIGGER statements below, never from
--- input. The changed rows are those the event has: new, old, or both. The marking table is
+-- r, of the days it may change; written by the CREATE TRIGGER statements of sql/triggers,
+-- never from input. The changed rows are those the event has: new, old, or both. The marking table is
 -- read first so that a database without incremental runs pays one lookup per statement.
 CREATE OR REPLACE FUNCTION habit.weekly_counts_after_rows() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -261,7 +266,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_after_profiles_update() RETURNS t
     END
     $fn$;
 
--- 4. The run's side ---------------------------------------------------------------------------
+-- The run's side ------------------------------------------------------------------------------
 -- Starts marking for a convention: waits for every writer in flight on the tables that mark
 -- (SHARE conflicts with their ROW EXCLUSIVE) so that none of them committed a change that
 -- its trigger did not mark because the state row did not exist yet; after this commits,

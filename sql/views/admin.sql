@@ -39,6 +39,7 @@ FROM public.habit_completions c
 GROUP BY c.completed_date;
 COMMENT ON VIEW admin.daily_totals IS 'Completions and distinct users per calendar date.';
 
+-- Users without a completion in the last `days` days of their own zone, or ever.
 CREATE OR REPLACE FUNCTION admin.inactive_users(days integer) RETURNS SETOF admin.user_activity
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -49,6 +50,8 @@ CREATE OR REPLACE FUNCTION admin.inactive_users(days integer) RETURNS SETOF admi
     $fn$;
 COMMENT ON FUNCTION admin.inactive_users(integer) IS 'Users without a completion in the last `days` days of their own time zone (or ever).';
 
+-- A user's week at a glance. active_habits: the habits on that day (habit.habit_days, the one
+-- definition of "on"); the zone: habit.user_time_zone.
 CREATE OR REPLACE FUNCTION admin.user_week(target_user uuid, of_day date DEFAULT NULL, week_start_day text DEFAULT 'monday')
     RETURNS TABLE (day date, weekday text, active_habits bigint, completed bigint, completed_habits text)
     LANGUAGE sql STABLE
