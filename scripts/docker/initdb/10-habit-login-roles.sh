@@ -1,8 +1,9 @@
 #!/bin/bash
 # Run once by the postgres image when it initialises an empty data volume
 # (/docker-entrypoint-initdb.d): creates the service's login roles with the passwords from
-# the environment. `habit migrate` (migration 0001) then keeps them as they are and grants
-# them what they need; it creates only the roles that are missing.
+# the environment. `habit migrate` (the baseline, sql/migrations/0016_baseline.sql) then keeps
+# them as they are (sql/grants.sql grants them what they need); it creates only the roles that
+# are missing.
 #
 #   HABIT_WORKER_PASSWORD   habit_worker, the role `habit serve` logs in as (required)
 #   HABIT_BATCH_PASSWORD    habit_batch, for `habit weekly-counts` (optional)
