@@ -7,7 +7,7 @@ import PostgresClient
 /// (`SET LOCAL ROLE`, transaction-local), the read-only role of people working in psql, which
 /// reads every user's rows and writes nothing — a report needs no more. The connecting role
 /// must be a member of habit_admin (the embedded server's superuser is). The rules stay in
-/// the database: the calendar's counts and levels are habit.stats_calendar's (sql/0011),
+/// the database: the calendar's counts and levels are habit.stats_calendar's (sql/functions/streaks.sql),
 /// the weekly rates the batch job's stored weekly_completion_counts.
 public enum AdminReports {
     static let prelude: [Query] = ["SET LOCAL ROLE habit_admin"]

@@ -24,7 +24,7 @@ public struct Seeder {
     public func run(on connection: Connection) throws -> Report {
         try connection.withTransaction { connection in
             try connection.execute("SELECT setseed(\(randomSeed))")
-            // Completions of any dates, as an admin's backfill (sql/0010): the rules' date and
+            // Completions of any dates, as an admin's backfill (sql/functions/history.sql): the rules' date and
             // activity checks are lifted for this transaction (the seeding role is a superuser,
             // hence a member of habit_admin).
             try connection.execute("SELECT set_config('habit.backfill', 'on', true)")

@@ -3,7 +3,7 @@ import HabitStore
 import PostgresClient
 
 /// `habit weekly-counts`: weekly completion counts for every user (or one), computed by one
-/// set-based query in PostgreSQL (`habit.weekly_counts`, sql/0003) and streamed to the
+/// set-based query in PostgreSQL (`habit.weekly_counts`, sql/functions/weekly_counts.sql) and streamed to the
 /// output as it arrives — COPY for CSV and JSON, single-row mode for the table — so the
 /// job's memory does not grow with the number of users.
 public struct WeeklyCountsJob {

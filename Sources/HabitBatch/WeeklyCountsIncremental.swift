@@ -4,7 +4,7 @@ import PostgresClient
 
 /// `habit weekly-counts --store --incremental`: recomputes only the (user, week) pairs whose
 /// counts may have changed since the convention's last incremental run, from the dirty set
-/// the database keeps (habit.weekly_counts_dirty, sql/0015).
+/// the database keeps (habit.weekly_counts_dirty, sql/functions/weekly_counts.sql).
 extension WeeklyCountsJob {
     public struct IncrementalReport: Sendable, Equatable {
         /// Rows inserted or changed, and stored rows deleted (as `StoreReport`).

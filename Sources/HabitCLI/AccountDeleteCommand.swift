@@ -4,12 +4,12 @@ import HabitStore
 import PostgresClient
 
 extension AccountCommand {
-    /// `habit account delete --user ID --yes`: habit.delete_account (sql/0014) as habit_admin.
+    /// `habit account delete --user ID --yes`: habit.delete_account (sql/functions/accounts.sql) as habit_admin.
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete every row a user owns, in one transaction; prints the rows deleted per table.",
             discussion: """
-                Calls habit.delete_account (sql/0014) as the habit_admin role (SET LOCAL ROLE), so the \
+                Calls habit.delete_account (sql/functions/accounts.sql) as the habit_admin role (SET LOCAL ROLE), so the \
                 connecting role must be a member of habit_admin; without --database-url or DATABASE_URL \
                 the embedded server's superuser connects. Keeps the user's sync clock and the \
                 content-free tombstones of the deleted rows (other devices learn of the deletion on \

@@ -34,7 +34,7 @@ struct WeeklyCountsCommand: ParsableCommand {
 
             --store --incremental recomputes only the (user, week) pairs of [--from, --to] whose \
             counts may have changed since the last incremental run of the same --week-start: the \
-            database marks the days every write touches (sql/0015), whoever writes. The first \
+            database marks the days every write touches (sql/functions/weekly_counts.sql), whoever writes. The first \
             incremental run of a convention computes the whole range (and from then on the \
             database marks changes); later runs compute in full only the weeks of the range the \
             last one did not keep (a rolling range adds a week), and the dirty users' weeks in the \

@@ -28,7 +28,7 @@ public struct AccountDeletion: Sendable, Equatable {
     }
 }
 
-/// Account deletion: one SQL function (sql/0014, `habit.delete_account`), the single place that
+/// Account deletion: one SQL function (sql/functions/accounts.sql, `habit.delete_account`), the single place that
 /// knows every table a user owns; this only calls it.
 extension AccountRepository {
     /// Deletes everything `user` owns, as that user (role authenticated, the user's claims): one

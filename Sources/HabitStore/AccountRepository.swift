@@ -3,12 +3,12 @@ import PostgresClient
 
 /// A user's whole account as one document, "habit-account" version 1 (docs/protocol.md
 /// "Accounts"): exported in key order, a page at a time, and imported through
-/// `habit.import_account` (sql/0013), the one place the import's writes and rules live.
+/// `habit.import_account` (sql/functions/accounts.sql), the one place the import's writes and rules live.
 ///
 /// Export consistency: every page is read in one REPEATABLE READ snapshot, and the sections
 /// are walked in key order (habits, lists and tasks by id; completions and skips by habit and
 /// date). A walk of several transactions (`account.export` pages) is one consistent state
-/// because each page compares the user's sync clock (sql/0012: every write of the user takes a
+/// because each page compares the user's sync clock (sql/functions/sync.sql: every write of the user takes a
 /// new number) with the one the walk began at: a write in between makes the next page fail with
 /// `exportChanged`, and the client starts again. A snapshot cannot be shared across
 /// transactions on pooled connections, so this is the check. `exportAll` reads every page in

@@ -4,7 +4,7 @@ import PostgresClient
 public struct Profile: Sendable, Equatable {
     public var userID: UUID
     public var timeZone: String
-    /// The first day of the user's week (profiles.week_start, sql/0010): a times_per_week
+    /// The first day of the user's week (profiles.week_start): a times_per_week
     /// schedule counts completions in these weeks, and week.counts groups by it by default.
     public var weekStart: WeekStart
     public init(userID: UUID, timeZone: String, weekStart: WeekStart = .monday) {
@@ -92,7 +92,7 @@ public struct HabitChanges: Sendable {
     public var color: String??
     public var sortOrder: Int??
     /// A new schedule: while active, the open period ends now and one starts with it
-    /// (sql/0010's history trigger); while inactive, the next activation uses it.
+    /// (the history trigger, sql/triggers/habit_templates.sql); while inactive, the next activation uses it.
     public var schedule: HabitSchedule?
 
     public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil,
@@ -131,7 +131,7 @@ public struct DayView: Sendable, Equatable {
     /// Today in the user's time zone.
     public var today: CalendarDate
     public var isFuture: Bool { date > today }
-    /// The habits on `date` (`habit.habit_days_at`, sql/0010), in display order.
+    /// The habits on `date` (`habit.habit_days_at`, sql/functions/history.sql), in display order.
     public var habits: [Habit]
     /// Ids of `habits` done on `date`.
     public var completed: Set<UUID>
@@ -141,12 +141,12 @@ public struct DayView: Sendable, Equatable {
     /// times_per_week: the week's target was not met before `date`).
     public var due: Set<UUID> = []
     /// Only when asked for (day.get's `include: ["streaks"]`): each listed habit's current
-    /// streak at `date` (`habit.current_streaks`, sql/0011); nil otherwise.
+    /// streak at `date` (`habit.current_streaks`, sql/functions/streaks.sql); nil otherwise.
     public var currentStreaks: [UUID: CurrentStreak]? = nil
 }
 
 /// A habit's state on a day: done (a completion), skipped (a skip) or none. A day is at most
-/// one of done and skipped (sql/0010's triggers).
+/// one of done and skipped (the tables' triggers, sql/functions/history.sql).
 public enum DayState: String, Sendable, CaseIterable {
     case done, skipped, none
 }

@@ -8,11 +8,11 @@ import PostgresClient
 /// Each method of one statement is one round trip: BEGIN, the user's settings, the statement
 /// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
 /// locks the habit first and writes after reading (three round trips). The rules the
-/// statements apply live in the database (sql/0010: `habit.habit_days_at`, which habits are
+/// statements apply live in the database (sql/functions/history.sql: `habit.habit_days_at`, which habits are
 /// on a day and due, and `habit.set_day_state`/`habit.set_skips`, which raise the triggers'
-/// SQLSTATEs that `StoreError.mapping` maps; sql/0007: `habit.completion_refusal`,
+/// SQLSTATEs that `StoreError.mapping` maps; sql/functions/history.sql: `habit.completion_refusal`,
 /// `habit.next_habit_sort_order`); `refuse` maps refusals to errors. The completion and skip
-/// tables' triggers (sql/0010) keep the same rules for every other writer.
+/// tables' triggers (sql/functions/history.sql) keep the same rules for every other writer.
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {
@@ -68,7 +68,7 @@ public final class HabitRepository {
     /// Creates a habit. With `draft.id`, safe to retry: when the user already has a habit with
     /// that id and the same fields (schedule included), that habit is returned as it is now;
     /// other fields, or an id of another user's row, is `idConflict` (the rule is
-    /// `habit.create_habit`, sql/0009, with a schedule: sql/0010). The habit's first period
+    /// `habit.create_habit`, sql/functions/habits.sql). The habit's first period
     /// starts at `activatedAt` with the schedule (the insert's trigger).
     public func createHabit(user: UUID, _ draft: HabitDraft) throws -> Habit {
         let name = try Validation.habitName(draft.name)
@@ -90,7 +90,7 @@ public final class HabitRepository {
         let sortOrder = try changes.sortOrder.map { try $0.map { try Validation.sortOrder($0) } }
         let schedule = try changes.schedule.map { schedule throws(StoreError) in try schedule.validated() }
         // One statement for any combination of fields: a flag per optional field says
-        // whether to replace it (possibly with NULL). A new schedule fires sql/0010's history
+        // whether to replace it (possibly with NULL). A new schedule fires the history
         // trigger (the open period ends now, one starts with it); the same schedule does not.
         let rows = try scope.query(as: user, """
             UPDATE public.habit_templates SET
@@ -105,14 +105,16 @@ public final class HabitRepository {
         return try Habit(row: rows.found())
     }
 
-    /// Deactivates a habit: the trigger of sql/0010 closes its open period at now() and sets
-    /// deactivated_at (idempotent: deactivating twice changes nothing).
+    /// Deactivates a habit: its history trigger (sql/triggers/habit_templates.sql) closes its
+    /// open period at now() and sets deactivated_at (idempotent: deactivating twice changes
+    /// nothing).
     public func deactivateHabit(user: UUID, id: UUID) throws -> Habit {
         try setActive(user: user, id: id, active: false)
     }
 
-    /// Reactivates a habit: the trigger of sql/0010 opens a period at now(); `activated_at`
-    /// keeps the start of the first period, and the days between stay inactive.
+    /// Reactivates a habit: its history trigger (sql/triggers/habit_templates.sql) opens a
+    /// period at now(); `activated_at` keeps the start of the first period, and the days
+    /// between stay inactive.
     public func activateHabit(user: UUID, id: UUID) throws -> Habit {
         try setActive(user: user, id: id, active: true)
     }
@@ -127,7 +129,7 @@ public final class HabitRepository {
     }
 
     /// The habit's periods of activity, oldest first, each with its schedule
-    /// (public.habit_periods, written by sql/0010's triggers). One statement: the habit joined
+    /// (public.habit_periods, written by the triggers of habit_templates). One statement: the habit joined
     /// to its periods, so an unknown id (or another user's, which row-level security hides) is
     /// `notFound` while a habit that never was active has no periods.
     public func history(user: UUID, id: UUID) throws -> HabitHistory {
@@ -200,7 +202,7 @@ public final class HabitRepository {
 
     /// `day`'s statement, for running several requests in one round trip (`UserScope.queries`).
     /// Without `includeStreaks` the statement is exactly the one day.get always ran; with it,
-    /// the same statement joins `habit.current_streak(user, habit, date, schedule)` (sql/0011)
+    /// the same statement joins `habit.current_streak(user, habit, date, schedule)` (sql/functions/streaks.sql)
     /// on each habit: still one statement, one round trip. Streaks are the profile's (its zone
     /// and week), also under a `timeZone` override: each listed habit gets its streak at `date`.
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil,
@@ -284,7 +286,7 @@ public final class HabitRepository {
     }
 
     /// Sets `template`'s state on `date` to done, skipped or none, removing the other state in
-    /// the same transaction (one statement: `habit.set_day_state`, sql/0010 section 10, which
+    /// the same transaction (one statement: `habit.set_day_state`, sql/functions/history.sql, which
     /// locks the habit, checks the rules and writes). Idempotent. Refusals are the database's:
     /// HB003 (done after today, skipped or none after today + 366; `futureDate` with the
     /// today of `timeZone`, else the profile's), HB004 (done or skipped on a day the habit is
@@ -312,7 +314,7 @@ public final class HabitRepository {
 
     /// Skips (`skipped`) or unskips every habit of `user` — or only `template` — on each day
     /// of `from`…`to` (inclusive, at most 366 days), in one statement (`habit.set_skips`,
-    /// sql/0010 section 10). Skipping passes over done days (they stay done) and days a habit
+    /// sql/functions/history.sql). Skipping passes over done days (they stay done) and days a habit
     /// is not on; it refuses a range reaching past today + 366 (`futureDate`). Unskipping
     /// removes the skips of the range. Idempotent. `template` not the user's: `notFound`.
     public func setSkips(user: UUID, template: UUID?, from: CalendarDate, to: CalendarDate, skipped: Bool,
@@ -332,7 +334,7 @@ public final class HabitRepository {
         return SkipRangeChange(changed: try row.decode(Int.self, "changed"), days: try row.decode([CalendarDate].self, "days"))
     }
 
-    /// The most days `setSkips` takes at once (sql/0010's `habit.set_skips` has the same bound).
+    /// The most days `setSkips` takes at once (`habit.set_skips` has the same bound).
     public static let maxSkipRangeDays = 366
 
     /// Flips the completion of `template` on `date` and returns the new state; a skipped day

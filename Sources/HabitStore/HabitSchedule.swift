@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// When a habit is due (docs/protocol.md, "Schedules"; sql/0010 `habit.valid_schedule` is the
+/// When a habit is due (docs/protocol.md, "Schedules"; `habit.valid_schedule`, in the baseline, is the
 /// rule, a CHECK on `habit_templates.schedule` and `habit_periods.schedule`). Stored as jsonb:
 /// `{"type":"daily"}`, `{"type":"weekdays","days":[1,3,5]}`, `{"type":"every_n_days","n":2}`,
 /// `{"type":"times_per_week","times":3}`.

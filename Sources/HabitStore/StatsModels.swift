@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 // Streaks, rates and the calendar (issue 17): the values `habit.habit_stats`,
-// `habit.current_streaks` and `habit.stats_calendar` (sql/0011) return. The definitions are
+// `habit.current_streaks` and `habit.stats_calendar` (sql/functions/streaks.sql) return. The definitions are
 // the database's, written out in docs/protocol.md ("Streaks, rates and the calendar").
 
 /// What a habit's streaks and rates count in: days, or the user's weeks (a habit whose current

@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 // Streaks, rates and the calendar (issue 17). The definitions live in the database
-// (sql/0011: `habit.habit_stats`, `habit.current_streaks`, `habit.stats_calendar`); these
+// (sql/functions/streaks.sql: `habit.habit_stats`, `habit.current_streaks`, `habit.stats_calendar`); these
 // statements only call them, one statement per request, as the user (`UserScope`), like every
 // statement of `HabitRepository`. day.get's streaks are `dayStatement(includeStreaks:)`.
 extension HabitRepository {

@@ -18,9 +18,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The user already has `habit.row_limits`' most rows in `table` (SQLSTATE HB001).
     case limitExceeded(table: String)
     /// A create's client-supplied id is taken: the user's row with that id has other fields,
-    /// or the id is another user's row — deliberately the same error (SQLSTATE HB002, sql/0009).
+    /// or the id is another user's row — deliberately the same error (SQLSTATE HB002, sql/functions/habits.sql).
     case idConflict
-    /// A sync cursor this service did not write (sql/0012; docs/schema.md, "Sync").
+    /// A sync cursor this service did not write (sql/functions/sync.sql; docs/schema.md, "Sync").
     case invalidCursor
     /// A sync cursor that can no longer be continued: older than the retention, below what was
     /// pruned or reset, or ahead of the user's clock (a restored database). Pull from scratch.
@@ -28,7 +28,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The user's rows changed between two pages of an `account.export` walk: export again
     /// from the first page (`AccountRepository`).
     case exportChanged
-    /// `habit.import_account` (sql/0013) refused the document: `path` is the JSON path of the
+    /// `habit.import_account` (sql/functions/accounts.sql) refused the document: `path` is the JSON path of the
     /// member at fault (`document.completions[3].date`), `reason` one of its codes (SQLSTATE
     /// HB010's COLUMN and DETAIL); `today`, for future_date, the user's today (its HINT).
     case importRefused(path: String, reason: String, today: CalendarDate?)
@@ -121,7 +121,7 @@ extension StoreError {
         case .importRefused:
             return StoreError.importRefused(path: postgres.column ?? "document", reason: postgres.detail ?? "",
                                             today: postgres.hint.flatMap(CalendarDate.init(iso8601:)))
-        // The completion and skip rules of sql/0010, raised by the tables' triggers for every
+        // The completion and skip rules (sql/functions/history.sql), raised by the tables' triggers for every
         // writer. HB003's DETAIL is the user's today (a documented field, not message text).
         case .futureDate:
             if let detail = postgres.detail, let today = CalendarDate(iso8601: detail) {

@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 /// What a pull reports each synced row as, in the order of a page within one change number:
-/// the rank of the cursor's `(seq, rank, key)` (sql/0012, docs/schema.md "Sync").
+/// the rank of the cursor's `(seq, rank, key)` (sql/functions/sync.sql, docs/schema.md "Sync").
 public enum SyncKind: Int, CaseIterable, Sendable {
     case profile = 0, habits, periods, completions, skips, lists, tasks
 
@@ -33,7 +33,7 @@ public struct DayKey: Sendable, Hashable {
         self.date = date
     }
 
-    /// `<template_id>/<YYYY-MM-DD>` with the id lowercase, as sql/0012's habit.sync_key writes it.
+    /// `<template_id>/<YYYY-MM-DD>` with the id lowercase, as habit.sync_key writes it.
     var key: String { "\(templateID.lowercaseString)/\(date)" }
 
     init?(key: String) {

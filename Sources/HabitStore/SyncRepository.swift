@@ -1,7 +1,7 @@
 import Foundation
 import PostgresClient
 
-/// Pulls of a user's changes in the user's change order (sql/0012; docs/schema.md, "Sync").
+/// Pulls of a user's changes in the user's change order (sql/functions/sync.sql; docs/schema.md, "Sync").
 ///
 /// A page is the next `limit` items — rows and tombstones — after the cursor in
 /// `(change_seq, rank, key)` order, read in one REPEATABLE READ snapshot together with the

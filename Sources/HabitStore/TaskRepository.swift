@@ -14,7 +14,7 @@ import PostgresClient
 ///
 /// Each method of one statement is one round trip (`UserScope.query`/`execute`, like
 /// `HabitRepository`); the four state changes lock the task, decide in Swift, then write (three
-/// round trips, two for a no-op). Default positions are `habit.next_task_position` (sql/0007).
+/// round trips, two for a no-op). Default positions are `habit.next_task_position` (sql/functions/tasks.sql).
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class TaskRepository {
@@ -29,7 +29,7 @@ public final class TaskRepository {
 
     /// Creates a list. With `id`, safe to retry: the user's list with that id and the same
     /// name is returned; another name, or an id of another user's row, is `idConflict`
-    /// (`habit.create_list`, sql/0009).
+    /// (`habit.create_list`, sql/functions/tasks.sql).
     public func createList(user: UUID, name: String, id: UUID? = nil) throws -> TaskList {
         let name = try Validation.listName(name)
         return try TaskList(row: scope.query(as: user, """
@@ -69,7 +69,7 @@ public final class TaskRepository {
     /// Creates a not-started task. Without a position it goes after the last task with the
     /// same scheduled date (the inbox, when undated). A list of another user is `notFound`
     /// (the composite foreign key refuses it). With `draft.id`, safe to retry like
-    /// `createHabit` (`habit.create_task`, sql/0009): the same fields return the user's task
+    /// `createHabit` (`habit.create_task`, sql/functions/tasks.sql): the same fields return the user's task
     /// with that id as it is now, in whatever state; otherwise `idConflict`.
     public func createTask(user: UUID, _ draft: TaskDraft) throws -> TaskItem {
         let title = try Validation.taskTitle(draft.title)

@@ -8,7 +8,7 @@ import PostgresClient
 /// `account.delete {user_id, confirm}`: deletes every row the user owns, in one transaction, and
 /// answers the rows deleted per table. `confirm` must repeat `user_id`, so a client cannot
 /// delete an account by a stray call with only the user's id. The rules (which tables, what is
-/// kept, who may) are `habit.delete_account`'s (sql/0014; docs/schema.md, "What account
+/// kept, who may) are `habit.delete_account`'s (sql/functions/accounts.sql; docs/schema.md, "What account
 /// deletion keeps"). Retry-safe: a repeat deletes nothing and answers zeros. Not allowed in a
 /// sync.push (`SyncPush.refusedMethods`).
 enum AccountDelete: DatabaseMethod {

@@ -14,7 +14,7 @@ public enum AccountDocument {
     public static let format = "habit-account"
     public static let version = 1
 
-    /// Most rows of each kind one import takes (row limits, sql/0006, may refuse fewer):
+    /// Most rows of each kind one import takes (row limits, sql/functions/rows.sql, may refuse fewer):
     /// a 3-year daily user with 100 habits has ~110,000 completions.
     public static let maxRows: [(member: String, limit: Int)] = [
         ("habits", 10_000), ("completions", 500_000), ("skips", 500_000), ("lists", 10_000), ("tasks", 200_000),

@@ -5,7 +5,7 @@ import PostgresClient
 import LoopImport
 
 // account.export and account.import: the user's whole account as one "habit-account" document
-// (docs/protocol.md "Accounts"; AccountDocument; AccountRepository; sql/0013).
+// (docs/protocol.md "Accounts"; AccountDocument; AccountRepository; sql/functions/accounts.sql).
 
 // MARK: - account.export
 

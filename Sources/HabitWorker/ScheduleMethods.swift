@@ -4,7 +4,7 @@ import JSONRPC
 import PostgresClient
 
 // Schedules in params and results (docs/protocol.md, "Schedules"), and `habits.history`. The
-// shapes are sql/0010's `habit.valid_schedule`, the CHECK of every schedule column: the worker
+// shapes are the baseline's `habit.valid_schedule`, the CHECK of every schedule column: the worker
 // reads them here for a precise -32602 naming the member at fault; the CHECK stays the wall for
 // every other writer (and its 23514 maps to field `schedule`, `invalid_schedule`).
 

@@ -5,7 +5,7 @@ import PostgresClient
 
 // Streaks, rates and the calendar (issue 17): `habits.stats`, `stats.calendar`, and the
 // objects day.get's `include: ["streaks"]` adds. docs/protocol.md ("Streaks, rates and the
-// calendar") has the definitions; the database computes them (sql/0011).
+// calendar") has the definitions; the database computes them (sql/functions/streaks.sql).
 
 enum HabitsStats: SingleStatementMethod {
     static let name = "habits.stats"

@@ -8,7 +8,7 @@ import PostgresClient
 /// `sync.pull {user_id, cursor?, limit?}`: what changed of the user's rows after `cursor` (no
 /// cursor: the whole current state), at most `limit` rows and deletions per page, pages chained
 /// by `cursor` while `has_more`. Reads only: retry-safe. `SyncRepository` holds the rules
-/// (sql/0012, docs/schema.md "Sync"); a pull with nothing new is one index probe.
+/// (sql/functions/sync.sql, docs/schema.md "Sync"); a pull with nothing new is one index probe.
 enum SyncPull: DatabaseMethod {
     static let name = "sync.pull"
     static let retry = RetrySafety.always

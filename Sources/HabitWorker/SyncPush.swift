@@ -130,7 +130,7 @@ enum SyncPush: DatabaseMethod {
             } catch let error where isRecordable(error) {
                 outcome = .object(["error": encoded(ErrorMapping.rpcError(for: error))])
             }
-            // change_seq: the user's clock if this transaction moved it (sql/0012).
+            // change_seq: the user's clock if this transaction moved it (sql/functions/sync.sql).
             return try connection.queryOne("""
                 UPDATE habit.sync_mutations SET outcome = \(outcome.jsonString)::jsonb,
                     change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = \(user) AND c.xact = pg_current_xact_id())

@@ -208,7 +208,8 @@ enum ErrorMapping {
         }
     }
 
-    /// sql/0013's refusals, each as the error the same rule gets elsewhere, with `data.field`.
+    /// habit.import_account's refusals (sql/functions/accounts.sql), each as the error the same
+    /// rule gets elsewhere, with `data.field`.
     static func importRefusal(path: String, reason: String, today: CalendarDate?) -> RPCError {
         let field: (String, JSONValue) = ("field", .string(path))
         switch reason {

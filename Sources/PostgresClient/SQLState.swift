@@ -61,20 +61,21 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let cannotConnectNow: SQLState = "57P03"
     public static let idleSessionTimeout: SQLState = "57P05"
     // Class HB — the habit service's own (sql/, documented in docs/schema.md)
-    /// A user already has `habit.row_limits`' most rows in a table (sql/0006).
+    /// A user already has `habit.row_limits`' most rows in a table (sql/functions/rows.sql).
     public static let rowLimitExceeded: SQLState = "HB001"
-    /// A create's client-supplied id is another row's: other fields, or another user's (sql/0009).
+    /// A create's client-supplied id is another row's: other fields, or another user's (sql/functions/habits.sql).
     public static let idConflict: SQLState = "HB002"
     /// Completing after the user's today, or skipping more than 366 days ahead; DETAIL is the
-    /// user's today as YYYY-MM-DD (sql/0010).
+    /// user's today as YYYY-MM-DD (sql/functions/history.sql).
     public static let futureDate: SQLState = "HB003"
-    /// Completing or skipping a habit that is not on that day (sql/0010, habit.habit_days_at).
+    /// Completing or skipping a habit that is not on that day (sql/functions/history.sql, habit.habit_days_at).
     public static let habitNotActive: SQLState = "HB004"
-    /// A day both done and skipped (sql/0010).
+    /// A day both done and skipped (sql/functions/history.sql).
     public static let doneAndSkipped: SQLState = "HB005"
-    /// `habit.backfill` set by a role that is not habit_admin (sql/0010).
+    /// `habit.backfill` set by a role that is not habit_admin (sql/functions/history.sql).
     public static let backfillNotAllowed: SQLState = "HB006"
-    /// `habit.import_account` refused a document: COLUMN = the JSON path, DETAIL = the reason (sql/0013).
+    /// `habit.import_account` refused a document: COLUMN = the JSON path, DETAIL = the reason
+    /// (sql/functions/accounts.sql).
     public static let importRefused: SQLState = "HB010"
     // Class P0 — PL/pgSQL
     public static let raiseException: SQLState = "P0001"

@@ -11,7 +11,7 @@ import Testing
 enum AuthUIDDefinition: String, CaseIterable, CustomTestStringConvertible {
     /// Supabase's database init scripts: only the older per-claim setting.
     case initScripts
-    /// GoTrue's later one (also what sql/0001 creates when auth.uid() is missing): either.
+    /// GoTrue's later one (also what the baseline creates when auth.uid() is missing): either.
     case gotrue
 
     var testDescription: String { rawValue }

@@ -5,7 +5,8 @@ import TestSupport
 import Testing
 
 /// The database is the wall for every writer (PostgREST, psql, the worker, batch jobs):
-/// privileges and function search paths read from the catalog (sql/0005).
+/// privileges and function search paths read from the catalog (sql/grants.sql; the SET clauses
+/// of sql/functions).
 @Suite struct DatabaseWallTests {
     let migrator = try! Migrator(directory: TestDatabase.migrationsDirectory)
 

@@ -3,7 +3,7 @@ import PostgresClient
 
 // The model of issue 16's "Which habits a day shows" and "Schedules", in plain Swift with
 // Foundation's time-zone data and no database: the property test (HistoryPropertyTests)
-// compares habit.habit_days_at (sql/0010_history.sql) with it. Kept small enough to be read
+// compares habit.habit_days_at (sql/functions/history.sql) with it. Kept small enough to be read
 // against the issue's text line by line.
 
 /// A habit's schedule, as stored in `habit_periods.schedule`.
