@@ -35,7 +35,7 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- Tables and views --------------------------------------------------------------------------
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_slots, public.habit_streak_state, public.weekly_completion_counts,
+    public.habit_skips, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
     public.task_lists, public.tasks
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
@@ -44,17 +44,17 @@ REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
     public.habit_skips, public.task_lists, public.tasks TO authenticated, service_role;
--- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak ledger) or the
+-- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
-GRANT SELECT ON public.habit_periods, public.habit_streak_slots, public.habit_streak_state,
+GRANT SELECT ON public.habit_periods, public.habit_streak_runs, public.habit_streak_state,
     public.weekly_completion_counts TO authenticated, service_role;
 -- Batch jobs read what weekly counts read (never tasks or lists) and write the stored counts.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_slots, public.habit_streak_state TO habit_batch;
+    public.habit_skips, public.habit_streak_runs, public.habit_streak_state TO habit_batch;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit_batch;
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_slots, public.habit_streak_state, public.weekly_completion_counts,
+    public.habit_skips, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
     public.task_lists, public.tasks TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
@@ -74,10 +74,12 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- Functions -----------------------------------------------------------------------------------
 -- None but the owner, then EXECUTE to the roles that call each. A trigger function needs no
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
--- nobody: habit.touch_updated_at, check_row_limit, count_*_row(s), open_first_period,
--- follow_activity, check_completion, check_skip, rebuild_streak_slots, rebuild_streaks_from,
--- streaks_after_*, next_change_seq, sync_key, sync_stamp_row, sync_record_deletion,
--- import_refusal, weekly_counts_mark, weekly_counts_after_*.
+-- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
+-- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
+-- next_change_seq, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
+-- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
+-- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
+-- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 
@@ -90,7 +92,7 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
     TO authenticated, service_role, habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
     habit.completion_refusal(boolean, date, date, boolean),
-    habit.backfilling(), habit.check_day(uuid, uuid, date, boolean)
+    habit.backfilling(), habit.check_future(date, date, boolean)
     TO authenticated, service_role, habit_admin;
 
 -- A user's writes (the worker, or an app through Supabase).
@@ -100,21 +102,35 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
+    habit.toggle_day(uuid, uuid, date, text),
     habit.import_account(uuid, jsonb, text)
     TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
 
--- Streaks, rates and the calendar: reads.
+-- Streaks, rates and the calendar, and day.get's one-day path: reads, and the engine they
+-- run as their caller (row-level security applies).
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
-    habit.habit_stats_fast(uuid, uuid[], date, date, text, integer), habit.habit_stats_slow(uuid, uuid, date),
-    habit.habit_stats_quick(uuid, uuid, date, jsonb), habit.streak_ledger_answers(public.habit_streak_state, jsonb, date),
-    habit.streak_base(uuid, uuid, date, integer), habit.streak_counts_before(uuid, uuid, date, integer),
-    habit.streak_rate(integer, integer), habit.habits_on(uuid, date, date, text),
-    habit.current_streak(uuid, uuid, date, jsonb), habit.current_streaks(uuid, date),
-    habit.stats_calendar(uuid, uuid, date, date), habit.streak_period_day(uuid, timestamptz, timestamptz)
+    habit.habits_on(uuid, date, date, text), habit.day_habits(uuid, date, date, text, integer),
+    habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
+    habit.stats_calendar(uuid, uuid, date, date),
+    habit.streak_stats(uuid, uuid, date, date), habit.streak_window(habit.streak_habit, public.habit_streak_state, date, date),
+    habit.streak_state_answers(public.habit_streak_state, date, date), habit.streak_kept_between(uuid, uuid, date, date),
+    habit.streak_segments(uuid, uuid, text, date), habit.streak_habit(uuid, uuid),
+    habit.streak_habit_of(public.habit_streak_state), habit.streak_segment_due(habit.streak_segment, date, date),
+    habit.streak_quiet_due(habit.streak_habit, date, date), habit.streak_segment_at(habit.streak_habit, date),
+    habit.streak_next_quiet_due(habit.streak_habit, date), habit.streak_is_due(habit.streak_habit, habit.streak_segment, date),
+    habit.streak_days(habit.streak_habit, date, date, date, text, boolean),
+    habit.streak_slot_states(habit.streak_habit, date, date, date, text, boolean),
+    habit.streak_slot_state(habit.streak_habit, date), habit.streak_quiet_weeks(habit.streak_habit, date, date),
+    habit.streak_open(habit.streak_habit, date, date), habit.streak_first_missed(habit.streak_habit, date, date),
+    habit.streak_kept_before(habit.streak_habit, date), habit.streak_kept_after(habit.streak_habit, date),
+    habit.streak_kept_slots(habit.streak_habit),
+    habit.streak_gap_missed(habit.streak_habit, date, date, date[], text[]),
+    habit.streak_gap_first_missed(habit.streak_habit, date, date, date[], text[])
     TO authenticated, service_role, habit_batch, habit_admin;
+GRANT USAGE ON TYPE habit.streak_segment, habit.streak_habit TO authenticated, service_role, habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.rebuild_all_streaks() TO habit_admin;
 
 -- Weekly counts: the batch, admins, and Supabase's server side.

@@ -80,14 +80,14 @@ CREATE POLICY habit_skips_delete_own ON public.habit_skips FOR DELETE TO authent
 DROP POLICY IF EXISTS habit_skips_read_all ON public.habit_skips;
 CREATE POLICY habit_skips_read_all ON public.habit_skips FOR SELECT TO habit_batch, habit_admin USING (true);
 
--- public.habit_streak_slots, public.habit_streak_state: the streak ledger, written only by
+-- public.habit_streak_runs, public.habit_streak_state: the streak ledger, written only by
 -- its maintenance (SECURITY DEFINER); the users' roles only read.
-ALTER TABLE public.habit_streak_slots ENABLE ROW LEVEL SECURITY;
-ALTER TABLE public.habit_streak_slots FORCE ROW LEVEL SECURITY;
-DROP POLICY IF EXISTS habit_streak_slots_select_own ON public.habit_streak_slots;
-CREATE POLICY habit_streak_slots_select_own ON public.habit_streak_slots FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS habit_streak_slots_read_all ON public.habit_streak_slots;
-CREATE POLICY habit_streak_slots_read_all ON public.habit_streak_slots FOR SELECT TO habit_batch, habit_admin USING (true);
+ALTER TABLE public.habit_streak_runs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_streak_runs FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_streak_runs_select_own ON public.habit_streak_runs;
+CREATE POLICY habit_streak_runs_select_own ON public.habit_streak_runs FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
+DROP POLICY IF EXISTS habit_streak_runs_read_all ON public.habit_streak_runs;
+CREATE POLICY habit_streak_runs_read_all ON public.habit_streak_runs FOR SELECT TO habit_batch, habit_admin USING (true);
 ALTER TABLE public.habit_streak_state ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.habit_streak_state FORCE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS habit_streak_state_select_own ON public.habit_streak_state;

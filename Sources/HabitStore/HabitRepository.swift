@@ -194,62 +194,41 @@ public final class HabitRepository {
 
     /// Everything the daily view needs, in one statement: today in the user's zone and the
     /// habits on `date` with whether each is due, done and skipped and the schedule in force
-    /// that day (`habit.habit_days_at`); with `includeStreaks`, each one's current streak at
-    /// `date` as well (`habit.current_streaks`).
+    /// that day (`habit.day_habits`); with `includeStreaks`, each one's current streak at
+    /// `date` as well (`habit.current_streak`).
     public func day(user: UUID, date: CalendarDate, timeZone: String? = nil, includeStreaks: Bool = false) throws -> DayView {
         try scope.run(dayStatement(user: user, date: date, timeZone: timeZone, includeStreaks: includeStreaks))
     }
 
     /// `day`'s statement, for running several requests in one round trip (`UserScope.queries`).
-    /// Without `includeStreaks` the statement is exactly the one day.get always ran; with it,
-    /// the same statement joins `habit.current_streak(user, habit, date, schedule)` (sql/functions/streaks.sql)
-    /// on each habit: still one statement, one round trip. Streaks are the profile's (its zone
-    /// and week), also under a `timeZone` override: each listed habit gets its streak at `date`.
+    /// One pass: the profile read once (the request's zone, else the profile's; the week start),
+    /// today computed once, and the habits on `date` from the periods that contain it
+    /// (`habit.day_habits`: the one-day rule, inlined, no series). With `includeStreaks`, each
+    /// listed habit joins `habit.current_streak` (inlined: the habit's state row and one probe of
+    /// its runs). Streaks are the profile's (its zone and week), also under a `timeZone` override:
+    /// each listed habit gets its streak at `date`.
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil,
                              includeStreaks: Bool = false) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
-        let statement: Query = if !includeStreaks {
-            """
-            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
-            on_day AS (
-                SELECT d.template_id, d.due, d.done, d.skipped, d.schedule
-                FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
+        let statement: Query = """
+            WITH header AS MATERIALIZED (
+                SELECT habit.local_date(now(), coalesce(\(timeZone), p.timezone, 'UTC')) AS today,
+                       habit.local_date(now(), coalesce(p.timezone, 'UTC')) AS profile_today,
+                       coalesce(\(timeZone), p.timezone, 'UTC') AS tz,
+                       coalesce(habit.week_start_isodow(p.week_start), 1) AS wk, \(date)::date AS day
+                FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = \(user)
             )
-            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))
+            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))\(unsafeSQL: includeStreaks ? ", t.current_length, t.current_start" : "")
             FROM header LEFT JOIN LATERAL (
                 -- The schedule in force on that day, not the habit's current one.
-                SELECT on_day.due, on_day.done, on_day.skipped,
-                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "on_day.schedule"]))
-                FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
-                WHERE h.user_id = \(user)
+                SELECT d.due, d.done, d.skipped,
+                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"]))\(unsafeSQL: includeStreaks ? ", streak.current_length, streak.current_start" : "")
+                FROM habit.day_habits(\(user), header.day, header.today, header.tz, header.wk) d
+                JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = \(user)
+                \(unsafeSQL: includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """
-        } else {
-            // The statement above, plus each habit's streak (habit.current_streak: inlined, one
-            // probe of the habit's ledger in this plan) and its two columns after
-            // Habit.columns (so the habit still decodes from column 4).
-            """
-            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz),
-            header AS (SELECT habit.local_date(now(), zone.tz) AS today FROM zone),
-            on_day AS (
-                SELECT d.template_id, d.due, d.done, d.skipped, d.schedule
-                FROM header, habit.habit_days_at(\(user), \(date), \(date), header.today, \(timeZone)) d
-            )
-            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t.")),
-                   t.current_length, t.current_start
-            FROM header LEFT JOIN LATERAL (
-                SELECT on_day.due, on_day.done, on_day.skipped,
-                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "on_day.schedule"])),
-                       streak.current_length, streak.current_start
-                FROM public.habit_templates h JOIN on_day ON on_day.template_id = h.id
-                LEFT JOIN LATERAL habit.current_streak(\(user), h.id, \(date), h.schedule) streak ON true
-                WHERE h.user_id = \(user)
-            ) t ON true
-            ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
-            """
-        }
         return UserStatement(user: user, statement: statement) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
             // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
@@ -338,86 +317,14 @@ public final class HabitRepository {
     public static let maxSkipRangeDays = 366
 
     /// Flips the completion of `template` on `date` and returns the new state; a skipped day
-    /// becomes done (the skip removed). Toggles of
-    /// one habit are serialized by a row lock on the habit, so concurrent toggles each flip
-    /// once (none is lost, none fails on the unique key). Same rules as `setCompletion`, for
-    /// the direction the flip goes.
-    static let toggleAttempts = 5
-
+    /// becomes done (the skip removed). One statement (`habit.toggle_day`): it locks the habit,
+    /// so concurrent toggles of one habit each flip once (none is lost, none fails on the unique
+    /// key), then sets the day as `setCompletion` would. The rules are the database's: removing
+    /// refuses a date after today, completing meets the triggers' HB003/HB004.
     public func toggleCompletion(user: UUID, template: UUID, date: CalendarDate, timeZone: String? = nil) throws -> Bool {
         try Validation.timeZone(timeZone, using: connection)
-        return try scope.transaction(as: user) { connection in
-            // Statement 1 takes the lock and asks the rule both ways: removing (where whether
-            // the habit is on that day does not matter, hence `true`) and completing. The
-            // completion is read by statement 2, whose snapshot starts after the lock was
-            // granted and so sees the previous toggle.
-            let habit = try connection.queryOptional("""
-                WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz)
-                SELECT habit.local_date(now(), zone.tz) AS today,
-                       habit.completion_refusal(false, \(date), habit.local_date(now(), zone.tz), true) AS removing_refusal,
-                       habit.completion_refusal(true, \(date), habit.local_date(now(), zone.tz),
-                                                EXISTS (SELECT 1 FROM habit.habit_days_at(\(user), \(date), \(date), habit.local_date(now(), zone.tz), \(timeZone)) d
-                                                        WHERE d.template_id = t.id)) AS completing_refusal
-                FROM public.habit_templates t, zone
-                WHERE t.id = \(template) AND t.user_id = \(user)
-                FOR NO KEY UPDATE OF t
-                """)
-            guard let habit else { throw StoreError.notFound }
-            try Self.refuse(habit, "removing_refusal")
-            let mayComplete = try habit.decode(String?.self, "completing_refusal") == nil
-            // A concurrent setCompletion (which takes no lock) may commit a row this
-            // statement's snapshot cannot see: the insert then meets the conflict and does
-            // nothing. Each retry is a new statement with a newer snapshot that sees the row.
-            for _ in 0..<Self.toggleAttempts {
-                let row = try connection.queryOne("""
-                    WITH deleted AS (
-                        DELETE FROM public.habit_completions
-                        WHERE user_id = \(user) AND template_id = \(template) AND completed_date = \(date)
-                        RETURNING 1
-                    ),
-                    -- A skipped day toggles to done: toggling flips "done", and a day is never
-                    -- both, so the skip goes (under the habit's lock, which every writer's trigger
-                    -- takes). A done day has no skip: this deletes nothing then.
-                    unskipped AS (
-                        DELETE FROM public.habit_skips
-                        WHERE \(mayComplete) AND user_id = \(user) AND template_id = \(template) AND skipped_date = \(date)
-                        RETURNING 1
-                    ),
-                    inserted AS (
-                        INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                        SELECT \(user), \(template), \(date)
-                        WHERE \(mayComplete) AND NOT EXISTS (SELECT 1 FROM deleted)
-                          -- Reading all of unskipped (an InitPlan, run before the first row)
-                          -- finishes the skip's delete before this insert's trigger looks for a
-                          -- skip; the trigger's queries see the statement's earlier writes.
-                          AND (SELECT count(*) FROM unskipped) >= 0
-                        ON CONFLICT (user_id, template_id, completed_date) DO NOTHING
-                        RETURNING 1
-                    )
-                    SELECT EXISTS (SELECT 1 FROM deleted) AS removed, EXISTS (SELECT 1 FROM inserted) AS added
-                    """)
-                if try row.decode(Bool.self, "added") { return true }
-                if try row.decode(Bool.self, "removed") { return false }
-                try Self.refuse(habit, "completing_refusal")
-            }
-            throw PostgresError(kind: .server, message: "toggle kept conflicting with concurrent writes", sqlState: .serializationFailure)
-        }
-    }
-
-    /// Throws the error for the refusal `habit.completion_refusal` returned in `column` (with
-    /// the row's `today`), or returns when it is NULL. The reasons are the SQL function's; this
-    /// is the one place that turns them into errors.
-    private static func refuse(_ row: Row, _ column: String) throws {
-        switch try row.decode(String?.self, column) {
-        case nil:
-            return
-        case "future_date":
-            throw StoreError.futureDate(today: try row.decode(CalendarDate.self, "today"))
-        case "habit_not_active":
-            throw StoreError.habitNotActive
-        case let other?:
-            throw PostgresError(kind: .decoding, message: "unknown completion refusal \"\(other)\"")
-        }
+        let rows = try scope.query(as: user, "SELECT done FROM habit.toggle_day(\(user), \(template), \(date), \(timeZone))")
+        return try rows.found().decode(Bool.self, at: 0)
     }
 
     /// The seven days of the week containing `date` (weeks from `weekStart`, else the user's

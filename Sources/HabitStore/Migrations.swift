@@ -70,9 +70,10 @@ public enum MigrationSource {
     /// `sql/`, in the order they are applied, after the versioned migrations: functions
     /// (their bodies are not checked at creation, so their files apply in any order), views
     /// (which call functions; admin.sql's functions return a view's rows), triggers (which
-    /// name functions), policies (which call auth.uid()), and the grants last, once every
-    /// object they name exists.
-    public static let currentStateOrder = ["functions/", "views/", "triggers/", "policies.sql", "grants.sql"]
+    /// name functions), policies (which call auth.uid()), the grants, once every object they
+    /// name exists, and last the derived state brought up to date (derived.sql: habits whose
+    /// streaks a migration marked pending are rebuilt, with the functions in place).
+    public static let currentStateOrder = ["functions/", "views/", "triggers/", "policies.sql", "grants.sql", "derived.sql"]
 
     /// Where the migrations are, in this order: `explicit` (`--migrations-dir`),
     /// `$HABIT_MIGRATIONS_DIR`, `sql/` in the executable's own directory (an image that

@@ -104,12 +104,15 @@ public struct UserScope {
         // both spellings of the claims, so every auth.uid() Supabase has shipped sees this
         // request's user (its init scripts' reads only request.jwt.claim.sub; GoTrue's reads
         // either) and a session- or role-level request.jwt.claim.sub can never stand in for it,
-        // and the statement timeout.
+        // the statement timeout, and no JIT: the worker's statements read a few index entries
+        // per habit, and a plan for many habits can cost past jit_above_cost, whose compilation
+        // (tens to hundreds of ms) would dwarf them.
         return [
             """
             SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
                    set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
-                   set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true)
+                   set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true),
+                   set_config('jit', 'off', true)
             """,
         ]
     }

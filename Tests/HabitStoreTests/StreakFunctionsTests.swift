@@ -4,11 +4,13 @@ import PostgresClient
 import TestSupport
 import Testing
 
-/// sql/0011 (issue 17) at the SQL level: the ledger the triggers keep (habit_streak_slots)
-/// answers exactly as the reference scan (habit.habit_stats_scan), after random writes of
-/// every kind; the stored ledger equals one rebuilt from scratch; habit.habit_days_at for one
-/// habit equals habit.habit_days_at filtered; row-level security on the ledger. Seeded: a failure prints
-/// the seed, STREAK_SEED=<seed> replays it.
+/// Issue 17's streaks at the SQL level, on issue 29's runs: the runs the triggers keep
+/// (habit_streak_runs, habit_streak_state) answer exactly as the reference scan
+/// (habit.habit_stats_scan) after random writes of every kind, each its own statement (the
+/// incremental habit.streak_apply) or a bulk one (pending, rebuilt at commit); the stored runs
+/// equal runs rebuilt from scratch; habit.habit_days_at for one habit equals it filtered, and
+/// day.get's habit.day_habits equals it for one day; row-level security on the runs. Seeded: a
+/// failure prints the seed, STREAK_SEED=<seed> replays it.
 @Suite struct StreakFunctionsTests {
     static let user = UUID(uuidString: "00000000-0000-0000-0000-0000000000c1")!
     static let other = UUID(uuidString: "00000000-0000-0000-0000-0000000000c2")!
@@ -31,63 +33,39 @@ import Testing
     static let schedules = [#"{"type":"daily"}"#, #"{"type":"weekdays","days":[1,3,5]}"#, #"{"type":"every_n_days","n":3}"#,
                             #"{"type":"times_per_week","times":2}"#, #"{"type":"times_per_week","times":4}"#]
 
-    /// Mismatches between the ledger (its probes alone: habit_stats_quick; with the slots past
-    /// the horizon scanned: habit_stats_fast) and the scan, the stored and the rebuilt ledger,
-    /// and habit_days_at for one habit and filtered, for every habit of `user` and many R (past, today,
-    /// past the horizon).
+    /// Mismatches between the runs (the fast read: habit.streak_stats, habit.current_streak)
+    /// and the reference scan, the stored and the rebuilt runs and state, habit_days_at for one
+    /// habit and filtered, and habit.day_habits and habit_days_at for single days, for every
+    /// habit of `user` and many R (past, today, future).
     static func mismatches(_ c: Connection, user: UUID) throws -> [String] {
         var found = try c.query("""
             WITH params AS (
-                SELECT t.user_id, t.id, habit.user_time_zone(t.user_id, NULL) AS tz,
-                       habit.local_date(now(), habit.user_time_zone(t.user_id, NULL)) AS today,
-                       habit.user_week_start_isodow(t.user_id) AS wk
+                SELECT t.user_id, t.id, habit.local_date(now(), habit.user_time_zone(t.user_id, NULL)) AS today
                 FROM public.habit_templates t WHERE t.user_id = \(user)),
             rs AS (SELECT p.*, (p.today + g)::date AS r FROM params p, generate_series(-200, 20, 3) g
                    UNION SELECT p.*, (p.today + g)::date FROM params p, generate_series(-9, 9) g)
-            SELECT rs.id::text || ' at ' || rs.r::text || ': fast ' || coalesce(row(f.*)::text, 'none') || ' scan ' || coalesce(row(x.*)::text, 'none')
+            SELECT 'stats ' || rs.id::text || ' at ' || rs.r::text || ': runs ' || coalesce(row(f.*)::text, 'none') || ' scan ' || coalesce(row(x.*)::text, 'none')
             FROM rs
-            LEFT JOIN LATERAL habit.habit_stats_fast(rs.user_id, ARRAY[rs.id], rs.r, rs.today, rs.tz, rs.wk) f ON true
+            LEFT JOIN LATERAL habit.streak_stats(rs.user_id, rs.id, rs.r, rs.today) f ON true
             LEFT JOIN LATERAL habit.habit_stats_scan(rs.user_id, rs.id, rs.r, rs.today) x ON true
-            WHERE f.template_id IS NOT NULL AND NOT f.needs_scan
-              AND (f.template_id, f.unit, f.current_length, f.current_start, f.longest_length, f.longest_start, f.longest_end,
-                   f.rate_7, f.rate_30, f.rate_365, f.rate_all, f.total_done, f.last_done) IS DISTINCT FROM (x.*)
+            WHERE row(f.*) IS DISTINCT FROM row(x.*)
             ORDER BY 1 LIMIT 5
             """).map { try $0.decode(String.self, at: 0) }
-        // The quick read (probes when the ledger answers, else the slow path) equals the scan.
         found += try c.query("""
             WITH params AS (
-                SELECT t.user_id, t.id, t.schedule, habit.local_date(now(), habit.user_time_zone(t.user_id, NULL)) AS today
+                SELECT t.user_id, t.id, habit.local_date(now(), habit.user_time_zone(t.user_id, NULL)) AS today
                 FROM public.habit_templates t WHERE t.user_id = \(user)),
             rs AS (SELECT p.*, (p.today + g)::date AS r FROM params p, generate_series(-200, 20, 3) g
                    UNION SELECT p.*, (p.today + g)::date FROM params p, generate_series(-9, 9) g)
-            SELECT 'quick ' || rs.id::text || ' at ' || rs.r::text || ': ' || coalesce(row(q.*)::text, 'none') || ' scan ' || coalesce(row(x.*)::text, 'none')
+            SELECT 'current_streak ' || rs.id::text || ' at ' || rs.r::text || ': ' || coalesce(row(q.*)::text, 'none')
+                   || ' scan ' || coalesce(row(x.current_length, x.current_start)::text, 'none')
             FROM rs
-            LEFT JOIN LATERAL habit.habit_stats_quick(rs.user_id, rs.id, rs.r, rs.schedule) q ON true
+            LEFT JOIN LATERAL habit.current_streak(rs.user_id, rs.id, rs.r, rs.today) q ON true
             LEFT JOIN LATERAL habit.habit_stats_scan(rs.user_id, rs.id, rs.r, rs.today) x ON true
-            WHERE row(q.*) IS DISTINCT FROM row(x.*)
+            WHERE row(q.*) IS DISTINCT FROM row(x.current_length, x.current_start)
             ORDER BY 1 LIMIT 5
             """).map { try $0.decode(String.self, at: 0) }
-        // current_streaks (its own lean read: one probe per habit on at R, else the slow path) equals the scan's
-        // current streak of exactly the habits habit_days_at has on at R.
-        found += try c.query("""
-            WITH params AS (SELECT habit.local_date(now(), habit.user_time_zone(\(user), NULL)) AS today),
-            rs AS (SELECT (p.today + g)::date AS r, p.today FROM params p, generate_series(-60, 9, 3) g),
-            lean AS (SELECT rs.r, c.template_id, c.current_length, c.current_start
-                     FROM rs, habit.current_streaks(\(user), rs.r) c),
-            ref AS (SELECT rs.r, d.template_id, x.current_length, x.current_start
-                    FROM rs, habit.habit_days_at(\(user), rs.r, rs.r, rs.today) d, habit.habit_stats_scan(\(user), d.template_id, rs.r, rs.today) x)
-            SELECT 'current_streaks ' || coalesce(row(l.*)::text, 'none') || ' scan ' || coalesce(row(f.*)::text, 'none')
-                   || ' state ' || coalesce((SELECT row(st.*)::text FROM public.habit_streak_state st WHERE st.template_id = coalesce(l.template_id, f.template_id)), 'none')
-                   || ' last rows ' || coalesce((SELECT string_agg(row(s.slot, s.run_pos)::text, ' ' ORDER BY s.slot) FROM public.habit_streak_slots s
-                                                 WHERE s.template_id = coalesce(l.template_id, f.template_id) AND s.slot > coalesce(l.r, f.r) - 15), 'none')
-                   || ' days ' || coalesce((SELECT string_agg(row(d.day, d.due, d.done, d.skipped)::text, ' ' ORDER BY d.day)
-                                           FROM habit.habit_days_at(\(user), coalesce(l.r, f.r) - 12, coalesce(l.r, f.r), (SELECT today FROM params), NULL,
-                                                                              coalesce(l.template_id, f.template_id)) d), 'none')
-            FROM lean l FULL JOIN ref f ON f.r = l.r AND f.template_id = l.template_id
-            WHERE (l.current_length, l.current_start) IS DISTINCT FROM (f.current_length, f.current_start)
-            ORDER BY 1 LIMIT 5
-            """).map { try $0.decode(String.self, at: 0) }
-        // habit_stats (fast or scan) equals the scan for the habits on today.
+        // habit_stats (runs or scan) equals the scan for the habits on today.
         found += try c.query("""
             SELECT 'habit_stats ' || row(s.*)::text FROM habit.habit_stats(\(user)) s
             WHERE row(s.*) IS DISTINCT FROM (SELECT row(x.*) FROM habit.habit_stats_scan(\(user), s.template_id,
@@ -101,26 +79,47 @@ import Testing
                   (SELECT array_agg(row(d.*) ORDER BY d.day) FROM habit.habit_days_at(\(user), current_date - 220, current_date + 20, current_date) d
                    WHERE d.template_id = t.id)
             """).map { try $0.decode(String.self, at: 0) }
-        // The stored ledger is the one a rebuild from scratch makes.
-        // Kept aside, rebuilt, compared both ways (the differing rows are named).
-        try c.execute("DROP TABLE IF EXISTS pg_temp.stored_slots, pg_temp.stored_state")
-        try c.execute("CREATE TEMP TABLE stored_slots AS SELECT * FROM public.habit_streak_slots s WHERE s.user_id = \(user)")
-        try c.execute("CREATE TEMP TABLE stored_state AS SELECT * FROM public.habit_streak_state s WHERE s.user_id = \(user)")
-        try c.execute("SELECT habit.rebuild_streak_slots(t.user_id, t.id, NULL) FROM public.habit_templates t WHERE t.user_id = \(user)")
+        // day.get's one-day path answers as habit_days_at for each day.
         found += try c.query("""
-            (SELECT 'stored ledger differs from rebuilt: stored ' || row(x.*)::text FROM
-               (SELECT * FROM pg_temp.stored_slots EXCEPT SELECT * FROM public.habit_streak_slots s WHERE s.user_id = \(user)) x
+            WITH params AS (SELECT habit.user_time_zone(\(user), NULL) AS tz, habit.local_date(now(), habit.user_time_zone(\(user), NULL)) AS today,
+                                   habit.user_week_start_isodow(\(user)) AS wk),
+            days AS (SELECT (p.today + g)::date AS day, p.* FROM params p, generate_series(-220, 20, 7) g
+                     UNION SELECT (p.today + g)::date, p.* FROM params p, generate_series(-8, 8) g)
+            SELECT 'day_habits on ' || d.day::text FROM days d
+            WHERE (SELECT array_agg(row(h.template_id, h.due, h.done, h.skipped, h.schedule) ORDER BY h.template_id)
+                   FROM habit.day_habits(\(user), d.day, d.today, d.tz, d.wk) h)
+                  IS DISTINCT FROM
+                  (SELECT array_agg(row(a.template_id, a.due, a.done, a.skipped, a.schedule) ORDER BY a.template_id)
+                   FROM habit.habit_days_at(\(user), d.day, d.day, d.today) a)
+            ORDER BY 1 LIMIT 5
+            """).map { try $0.decode(String.self, at: 0) }
+        // The stored runs and state are the ones a rebuild from scratch makes.
+        // Kept aside, rebuilt, compared both ways (the differing rows are named).
+        try c.execute("DROP TABLE IF EXISTS pg_temp.stored_runs, pg_temp.stored_state")
+        try c.execute("CREATE TEMP TABLE stored_runs AS SELECT * FROM public.habit_streak_runs s WHERE s.user_id = \(user)")
+        try c.execute("""
+            CREATE TEMP TABLE stored_state AS
+            SELECT user_id, template_id, unit, wk, first_slot, closed_until, done_total, last_done, kept_total, missed_total, lead_missed, pending
+            FROM public.habit_streak_state s WHERE s.user_id = \(user)
+            """)
+        try c.execute("SELECT habit.streak_rebuild(t.user_id, t.id) FROM public.habit_templates t WHERE t.user_id = \(user)")
+        found += try c.query("""
+            (SELECT 'stored runs differ from rebuilt: stored ' || row(x.*)::text FROM
+               (SELECT * FROM pg_temp.stored_runs EXCEPT SELECT * FROM public.habit_streak_runs s WHERE s.user_id = \(user)) x
              ORDER BY 1 LIMIT 3)
             UNION ALL
-            (SELECT 'stored ledger differs from rebuilt: rebuilt ' || row(x.*)::text FROM
-               (SELECT * FROM public.habit_streak_slots s WHERE s.user_id = \(user) EXCEPT SELECT * FROM pg_temp.stored_slots) x
+            (SELECT 'stored runs differ from rebuilt: rebuilt ' || row(x.*)::text FROM
+               (SELECT * FROM public.habit_streak_runs s WHERE s.user_id = \(user) EXCEPT SELECT * FROM pg_temp.stored_runs) x
              ORDER BY 1 LIMIT 3)
             UNION ALL
             (SELECT 'stored state differs from rebuilt: stored ' || row(x.*)::text FROM
-               (SELECT * FROM pg_temp.stored_state EXCEPT SELECT * FROM public.habit_streak_state s WHERE s.user_id = \(user)) x)
+               (SELECT * FROM pg_temp.stored_state EXCEPT
+                SELECT user_id, template_id, unit, wk, first_slot, closed_until, done_total, last_done, kept_total, missed_total, lead_missed, pending
+                FROM public.habit_streak_state s WHERE s.user_id = \(user)) x)
             UNION ALL
             (SELECT 'stored state differs from rebuilt: rebuilt ' || row(x.*)::text FROM
-               (SELECT * FROM public.habit_streak_state s WHERE s.user_id = \(user) EXCEPT SELECT * FROM pg_temp.stored_state) x)
+               (SELECT user_id, template_id, unit, wk, first_slot, closed_until, done_total, last_done, kept_total, missed_total, lead_missed, pending
+                FROM public.habit_streak_state s WHERE s.user_id = \(user) EXCEPT SELECT * FROM pg_temp.stored_state) x)
             """).map { try $0.decode(String.self, at: 0) }
         return found
     }
@@ -205,10 +204,10 @@ import Testing
             """)
     }
 
-    /// After each random write (and at the end of bulk statements), the ledger answers as the scan.
+    /// After each random write (and at the end of bulk statements), the runs answer as the scan.
     /// STREAK_SEED=<seed> replays a seed; STREAK_ROUNDS=<n> runs n seeds from it (seed, seed + 1, …;
     /// default 1), each on a fresh database; STREAK_CHECK_EVERY=<k> compares after every k-th write (default 6).
-    @Test func ledgerEqualsScanAfterRandomWrites() throws {
+    @Test func runsEqualScanAfterRandomWrites() throws {
         let environment = ProcessInfo.processInfo.environment
         let first = environment["STREAK_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
         let rounds = environment["STREAK_ROUNDS"].flatMap(UInt64.init) ?? 1
@@ -218,7 +217,7 @@ import Testing
         }
     }
 
-    /// One seed of ledgerEqualsScanAfterRandomWrites; false after the first failure.
+    /// One seed of runsEqualScanAfterRandomWrites; false after the first failure.
     static func randomWritesAgree(seed: UInt64) throws -> Bool {
         var g = Generator(state: seed)
         var agreed = true
@@ -244,12 +243,12 @@ import Testing
 
     /// Two writers of one habit's streak under READ COMMITTED, on two connections (as psql
     /// would): the first completes a day and keeps its transaction open while the second
-    /// completes another day of the same habit and waits for it (the habit's lock, then the
-    /// ledger's state row); the first commits. Afterwards the ledger is the one a rebuild from
-    /// scratch makes and answers as the scan, and the streak counts both days. Either order:
+    /// completes another day of the same habit and waits for it (the habit's lock, which every
+    /// writer of its days takes); the first commits. Afterwards the runs are the ones a rebuild
+    /// from scratch makes and answer as the scan, and the streak counts both days. Either order:
     /// the backfill deep in the streak first, or the later day first.
     @Test(arguments: [true, false])
-    func concurrentWritersLeaveTheRebuiltLedger(backfillFirst: Bool) throws {
+    func concurrentWritersLeaveTheRebuiltRuns(backfillFirst: Bool) throws {
         try TestDatabase.with { database throws in
             let admin = try database.connect()
             try admin.execute("SET habit.backfill = 'on'")
@@ -293,11 +292,12 @@ import Testing
             let found = try Self.mismatches(admin, user: Self.user)
             #expect(found.isEmpty, "\(found)")
             #expect(try admin.queryOne("SELECT current_length FROM habit.habit_stats(\(Self.user), \(habit))").decode(Int.self, at: 0) == 90)
+            #expect(try admin.queryOne("SELECT count(*) FROM public.habit_streak_runs WHERE template_id = \(habit)").decode(Int.self, at: 0) == 1)
         }
     }
 
-    /// Users see only their own ledger and cannot write it; another user's habit gives no row.
-    @Test func ledgerIsTheOwnersOnly() throws {
+    /// Users see only their own runs and cannot write them; another user's habit gives no row.
+    @Test func runsAreTheOwnersOnly() throws {
         try TestDatabase.with { database throws in
             let admin = try database.connect()
             var g = Generator(state: 7)
@@ -306,17 +306,18 @@ import Testing
             try admin.execute("INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT \(Self.user), \(Self.habits[0]), current_date - n FROM generate_series(0, 5) n ON CONFLICT DO NOTHING")
             let c = try database.connect()
             try RuleFunctionsTests.asUser(Self.user, on: c) { c throws in
-                #expect(try c.queryOne("SELECT count(*) FROM public.habit_streak_slots").decode(Int.self, at: 0) > 0)
+                #expect(try c.queryOne("SELECT count(*) FROM public.habit_streak_runs").decode(Int.self, at: 0) > 0)
                 #expect(try c.query("SELECT * FROM habit.habit_stats(\(Self.user), \(Self.habits[0]))").count == 1)
             }
             try RuleFunctionsTests.asUser(Self.other, on: c) { c throws in
-                #expect(try c.queryOne("SELECT count(*) FROM public.habit_streak_slots").decode(Int.self, at: 0) == 0)
+                #expect(try c.queryOne("SELECT count(*) FROM public.habit_streak_runs").decode(Int.self, at: 0) == 0)
                 #expect(try c.queryOne("SELECT count(*) FROM public.habit_streak_state").decode(Int.self, at: 0) == 0)
                 #expect(try c.query("SELECT * FROM habit.habit_stats(\(Self.user), \(Self.habits[0]))").isEmpty)
                 #expect(try c.query("SELECT * FROM habit.habit_stats(\(Self.other), \(Self.habits[0]))").isEmpty)
             }
-            for statement in ["DELETE FROM public.habit_streak_slots", "UPDATE public.habit_streak_state SET done_days = 0",
-                              "SELECT habit.rebuild_streak_slots('\(Self.user)', '\(Self.habits[0])', NULL)",
+            for statement in ["DELETE FROM public.habit_streak_runs", "UPDATE public.habit_streak_state SET done_total = 0",
+                              "SELECT habit.streak_rebuild('\(Self.user)', '\(Self.habits[0])')",
+                              "SELECT habit.streak_apply(s, current_date, 'completion', true) FROM public.habit_streak_state s",
                               "SELECT habit.rebuild_all_streaks()"] {
                 let state = HistoryRulesTests.sqlState {
                     try RuleFunctionsTests.asUser(Self.user, on: c) { c throws in _ = try c.execute(Query(unsafeSQL: statement)) }

@@ -117,9 +117,14 @@ struct StreakModel: Sendable {
     }
 
     /// Weeks unit, for the user week starting `week`: neutral when the habit is on no day of
-    /// it; else kept when done ≥ max(0, target − skipped), counting only on-days, where target
-    /// is `times` of the schedule in force on the last on-day when that is times_per_week, else
-    /// the number of due days of the week; missed otherwise.
+    /// it or its target is 0; else kept when done ≥ target − skipped, counting only on-days,
+    /// where target is `times` of the schedule in force on the last on-day when that is
+    /// times_per_week, else the number of due days of the week; missed otherwise.
+    ///
+    /// A week whose target is 0 (on some days, none of them due: a partial week of a weekdays
+    /// period, a week between two days of every 10 days) asks for nothing, as a day that is not
+    /// due: it is neutral (issue 29). It used to be kept, which made a habit's kept weeks, and so
+    /// its runs, grow with the calendar instead of with its completions and skips.
     func weekState(_ habit: Int, _ week: CalendarDate) -> SlotState {
         let onDays = (0..<7).compactMap { habitDay(habit, week.adding(days: $0)) }
         guard let lastOnDay = onDays.last else { return .neutral }
@@ -127,7 +132,8 @@ struct StreakModel: Sendable {
         let skipped = onDays.filter(\.skipped).count
         let target: Int
         if case .timesPerWeek(let times) = lastOnDay.schedule { target = times } else { target = onDays.filter(\.due).count }
-        return done >= max(0, target - skipped) ? .kept : .missed
+        if target == 0 { return .neutral }
+        return done >= target - skipped ? .kept : .missed
     }
 
     /// The habit's slots from the first that can be non-neutral up to and including the slot

@@ -346,7 +346,7 @@ COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
 --
 -- What it deletes, in one transaction, with the number of rows per table:
 --   public.profiles, public.habit_templates and what cascades from them (habit_periods,
---   habit_completions, habit_skips, habit_streak_slots, habit_streak_state), public.task_lists,
+--   habit_completions, habit_skips, habit_streak_runs, habit_streak_state), public.task_lists,
 --   public.tasks, public.weekly_completion_counts (stored weekly counts), habit.user_row_counts
 --   (row-limit counters) and habit.sync_mutations (sync.push's replay records: their outcomes
 --   are content).
@@ -363,7 +363,7 @@ COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
 -- Who may call it: the user (role authenticated with request.jwt claims whose sub is p_user,
 -- as the worker runs every request), or a member of habit_admin or service_role (Supabase's
 -- server-side role, which bypasses row-level security anyway). SECURITY DEFINER because the
--- derived tables (periods, streak ledger, weekly counts, counters, replay records) are not
+-- derived tables (periods, streak runs, weekly counts, counters, replay records) are not
 -- writable by authenticated; the check therefore looks at the caller's role as the role
 -- setting (SET ROLE / set_config('role', …)) names it, or the login role when none is set:
 -- inside a SECURITY DEFINER function current_user is the owner, but the setting is the caller's.
@@ -372,8 +372,8 @@ COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
 -- Cost: the user's change clock row is locked first (FOR UPDATE), so a concurrent write of the
 -- same user (every synced write takes that lock) waits for the deletion, and the counts taken
 -- before the cascading DELETE are the rows it removes. Habits are deleted before their
--- completions, skips and periods (by the cascade), so the streak triggers find the habits gone
--- and rebuild nothing.
+-- completions, skips and periods (by the cascade), so their triggers find the habits gone and
+-- keep no streaks.
 
 CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     RETURNS TABLE (table_name text, deleted bigint)
@@ -383,7 +383,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     DECLARE
         acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
-        n_slots bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
+        n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
         n_counters bigint; n_mutations bigint;
     BEGIN
         IF p_user IS NULL THEN
@@ -400,7 +400,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_periods FROM public.habit_periods WHERE user_id = p_user;
         SELECT count(*) INTO n_completions FROM public.habit_completions WHERE user_id = p_user;
         SELECT count(*) INTO n_skips FROM public.habit_skips WHERE user_id = p_user;
-        SELECT count(*) INTO n_slots FROM public.habit_streak_slots WHERE user_id = p_user;
+        SELECT count(*) INTO n_runs FROM public.habit_streak_runs WHERE user_id = p_user;
         SELECT count(*) INTO n_state FROM public.habit_streak_state WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
@@ -408,8 +408,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         GET DIAGNOSTICS n_tasks = ROW_COUNT;
         DELETE FROM public.task_lists WHERE user_id = p_user;
         GET DIAGNOSTICS n_lists = ROW_COUNT;
-        -- After the habits: the profile's delete trigger rebuilds the streaks of the user's
-        -- habits when the zone was not UTC, and there are none left.
+        -- After the habits: the profile's delete trigger marks the user's habits for a rebuild,
+        -- and there are none left.
         DELETE FROM public.profiles WHERE user_id = p_user;
         GET DIAGNOSTICS n_profiles = ROW_COUNT;
         DELETE FROM public.weekly_completion_counts WHERE user_id = p_user;
@@ -426,7 +426,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
             ('public.habit_periods', n_periods),
             ('public.habit_completions', n_completions),
             ('public.habit_skips', n_skips),
-            ('public.habit_streak_slots', n_slots),
+            ('public.habit_streak_runs', n_runs),
             ('public.habit_streak_state', n_state),
             ('public.task_lists', n_lists),
             ('public.tasks', n_tasks),

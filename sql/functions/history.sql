@@ -7,10 +7,12 @@
 --   habit.habit_days_at      per habit and day of one user: on, due, schedule, done, skipped
 --   habit.habit_days         the same with today from the user's zone
 --   habit.set_schedule       change a habit's schedule (closes the open period, opens one)
---   habit.set_day_state, habit.set_skips   the worker's writers of a day's state
+--   habit.day_habits         one day's habits with due, done, skipped (day.get's one-day path)
+--   habit.check_day          the rules of a completion or skip, for every writer (the triggers)
+--   habit.set_day_state, habit.set_skips, habit.toggle_day   the worker's writers of a day's state
 --   HB003 future_date, HB004 habit_not_active, HB005 done_and_skipped, HB006 backfill_not_allowed
 --
--- Periods (public.habit_periods) are written only by the triggers of habit_templates
+-- Periods (public.habit_periods) are written only by the trigger of habit_templates
 -- (SECURITY DEFINER; sql/triggers/habit_templates.sql), never by the users' roles: writers
 -- that only know the seed's columns (is_active, through Supabase) keep history, and the
 -- seed's columns and the periods cannot disagree. This relies on the migrator (the functions'
@@ -24,88 +26,6 @@
 -- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
 SET LOCAL check_function_bodies = off;
 
--- The seed's columns write the periods -------------------------------------------------------
--- AFTER INSERT: an active habit opens its first period at activated_at; an inactive one
--- (inserted deactivated) gets its closed period [activated_at, deactivated_at) when that is
--- not empty.
-CREATE OR REPLACE FUNCTION habit.open_first_period() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    BEGIN
-        IF NEW.is_active OR NEW.deactivated_at > NEW.activated_at THEN
-            INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
-            VALUES (NEW.user_id, NEW.id, NEW.activated_at, CASE WHEN NOT NEW.is_active THEN NEW.deactivated_at END, NEW.schedule);
-        END IF;
-        RETURN NULL;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.open_first_period() IS
-    'AFTER INSERT on habit_templates: the habit''s first period [activated_at, deactivated_at), open when active.';
-
--- BEFORE UPDATE OF is_active, schedule: keeps periods and seed columns in step, at now()
--- (constant in a transaction).
---   is_active true → false  closes the open period at now(); deactivated_at := now(). A
---                           period that has not started yet (started_at ≥ now()) is removed
---                           instead: it never was active.
---   is_active false → true  opens a period at now() with the habit's schedule; deactivated_at
---                           := NULL. A period that ended at this very instant (closed earlier
---                           in the same transaction) with the same schedule is reopened
---                           instead, so no zero-length gap or period is made. activated_at
---                           keeps the start of the first period; when the habit has none
---                           (see above), it becomes now().
---   schedule changes, active: the open period ends at now() and one starts at now() with the
---                           new schedule; when the open period starts at now() or later, its
---                           schedule is replaced instead.
---   schedule changes, inactive: only the column (the next activation uses it).
--- Only these columns are watched: no period trigger writes habit_templates, so there is no
--- recursion.
-CREATE OR REPLACE FUNCTION habit.follow_activity() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        open_period public.habit_periods;
-    BEGIN
-        SELECT p.* INTO open_period FROM public.habit_periods p
-        WHERE p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
-
-        IF OLD.is_active AND NOT NEW.is_active THEN
-            IF FOUND THEN
-                IF open_period.started_at >= now() THEN
-                    DELETE FROM public.habit_periods p WHERE p.id = open_period.id;
-                ELSE
-                    UPDATE public.habit_periods p SET ended_at = now() WHERE p.id = open_period.id;
-                END IF;
-            END IF;
-            NEW.deactivated_at := now();
-        ELSIF NOT OLD.is_active AND NEW.is_active THEN
-            IF NOT FOUND THEN
-                UPDATE public.habit_periods p SET ended_at = NULL
-                WHERE p.template_id = OLD.id AND p.ended_at = now() AND p.schedule = NEW.schedule;
-                IF NOT FOUND THEN
-                    INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
-                    VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
-                END IF;
-            END IF;
-            IF NOT EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.template_id = OLD.id AND p.started_at < now()) THEN
-                NEW.activated_at := now();
-            END IF;
-            NEW.deactivated_at := NULL;
-        ELSIF NEW.is_active AND NEW.schedule IS DISTINCT FROM OLD.schedule AND FOUND THEN
-            IF open_period.started_at >= now() THEN
-                UPDATE public.habit_periods p SET schedule = NEW.schedule WHERE p.id = open_period.id;
-            ELSE
-                UPDATE public.habit_periods p SET ended_at = now() WHERE p.id = open_period.id;
-                INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
-                VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
-            END IF;
-        END IF;
-        RETURN NEW;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.follow_activity() IS
-    'BEFORE UPDATE OF is_active, schedule on habit_templates: closes/opens periods at now() and keeps activated_at/deactivated_at true (sql/0010).';
 
 -- A schedule change, for the worker and psql: the caller's habit (row-level security
 -- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
@@ -285,6 +205,41 @@ CREATE OR REPLACE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date,
 COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
     'habit.habit_days_at with today from the user''s zone at now().';
 
+-- The habits on one day, for day.get: the periods that contain the date (no series), the one
+-- starting last in force; due by its schedule (times_per_week: fewer than `times` completions
+-- earlier in the user's week, p_wk); done and skipped by one probe each. The same answer as
+-- habit.habit_days_at for one day. Inlined into the caller's statement.
+CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer)
+    RETURNS TABLE (template_id uuid, due boolean, done boolean, skipped boolean, schedule jsonb)
+    LANGUAGE sql STABLE
+    AS $fn$
+    SELECT o.template_id,
+           CASE WHEN (o.schedule OPERATOR(pg_catalog.->>) 'type') OPERATOR(pg_catalog.=) 'times_per_week'
+                THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
+                      WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
+                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
+                        AND c.completed_date OPERATOR(pg_catalog.<) p_date)
+                     OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
+                ELSE habit.due_days(o.schedule, o.first_day, pg_catalog.daterange(p_date, (p_date OPERATOR(pg_catalog.+) 1), '[)'), NULL)
+                     OPERATOR(pg_catalog.>) 0 END,
+           EXISTS (SELECT 1 FROM public.habit_completions c
+                   WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
+                     AND c.completed_date OPERATOR(pg_catalog.=) p_date),
+           EXISTS (SELECT 1 FROM public.habit_skips k
+                   WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
+                     AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
+           o.schedule
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, pg_catalog.lower(r.days) AS first_day
+          FROM public.habit_periods p
+          CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today)) AS r(days)
+          WHERE p.user_id OPERATOR(pg_catalog.=) p_user
+            AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp))
+            AND r.days OPERATOR(pg_catalog.@>) p_date
+          ORDER BY p.template_id, p.started_at DESC) o
+    $fn$;
+COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
+    'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
+
 -- The rules of completing and skipping, for every writer -------------------------------------
 --   HB003 future_date       done after the user's today, or skipped more than 366 days after it
 --                           (DETAIL: the user's today, YYYY-MM-DD)
@@ -316,88 +271,127 @@ CREATE OR REPLACE FUNCTION habit.backfilling() RETURNS boolean
 COMMENT ON FUNCTION habit.backfilling() IS
     'True when habit.backfill is on and the current role is habit_admin (or a member); raises HB006 when it is on for another role.';
 
--- Checks that acting_user's habit is on day (and, for done, that day is not after today).
-CREATE OR REPLACE FUNCTION habit.check_day(acting_user uuid, habit uuid, day date, skipping boolean) RETURNS void
-    LANGUAGE plpgsql STABLE
+-- For a completion or skip (p_kind) of p_day becoming present (an insert: the rules apply)
+-- or absent (a delete): locks the habit (FOR NO KEY UPDATE: every writer of its days takes it,
+-- so its runs are kept in turn and "never both done and skipped" is exact), reads the zone,
+-- the habit's streak state and whether weekly counts are tracked, and checks the day, in one
+-- statement. Returns the state when the runs are to be changed (not when the insert's key, or
+-- its id p_id, is taken: the row will not be written), and tracking. Nothing for a habit that
+-- is not the user's: the composite foreign key refuses the row. Whether the habit is on the
+-- day is read from its segments (habit_streak_state.segs) unless they are being rebuilt or a
+-- request's time-zone override (habit.request_time_zone, set by habit.set_day_state) asks
+-- for another zone too; an override can only make the checks stricter. Called by the
+-- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
+-- these rules.
+CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
+                                OUT st public.habit_streak_state, OUT tracking boolean)
+    LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        tz text;
-        today date;
+        rule record;
+        skipping boolean := p_kind = 'skip';
+        request_zone text;
+        backfill boolean;
+        on_day boolean := false;
+        s habit.streak_segment;
     BEGIN
-        IF habit.backfilling() THEN
+        SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking,
+               p_present AND CASE WHEN skipping
+                    THEN EXISTS (SELECT 1 FROM public.habit_completions c
+                                 WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+                    ELSE EXISTS (SELECT 1 FROM public.habit_skips k
+                                 WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day) END AS other_state,
+               p_present AND CASE WHEN skipping
+                    THEN EXISTS (SELECT 1 FROM public.habit_skips k
+                                 WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day)
+                    ELSE EXISTS (SELECT 1 FROM public.habit_completions c
+                                 WHERE (c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day) OR c.id = p_id) END AS taken
+        INTO rule
+        FROM public.habit_templates t
+        CROSS JOIN LATERAL (SELECT coalesce((SELECT p.timezone FROM public.profiles p WHERE p.user_id = p_user), 'UTC') AS tz) z
+        LEFT JOIN public.habit_streak_state x ON x.user_id = p_user AND x.template_id = p_template
+        WHERE t.id = p_template AND t.user_id = p_user
+        FOR NO KEY UPDATE OF t;
+        IF NOT FOUND THEN
             RETURN;
         END IF;
-        -- Not the user's habit (or not visible to the writer): the composite foreign key and
-        -- row-level security refuse it, as before this migration.
-        IF NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = habit AND t.user_id = acting_user) THEN
+        tracking := rule.tracking;
+        IF p_present THEN
+            backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
+            request_zone := nullif(current_setting('habit.request_time_zone', true), '');
+            IF NOT backfill THEN
+                IF request_zone IS NOT NULL AND request_zone <> rule.tz THEN
+                    -- The request's today first: its refusal names the today the request used.
+                    PERFORM habit.check_future(p_day, habit.local_date(now(), request_zone), skipping);
+                END IF;
+                PERFORM habit.check_future(p_day, rule.today, skipping);
+                IF rule.has_state AND NOT (rule.state).pending THEN
+                    -- On: in a segment, and before today unless the segment's period is open.
+                    FOREACH s IN ARRAY (rule.state).segs LOOP
+                        IF p_day >= s.lo AND p_day < s.hi AND (p_day < rule.today OR s.hi = 'infinity') THEN
+                            on_day := true;
+                            EXIT;
+                        END IF;
+                    END LOOP;
+                ELSE
+                    on_day := EXISTS (SELECT 1 FROM public.habit_periods p
+                                      WHERE p.user_id = p_user AND p.template_id = p_template
+                                        AND (p.ended_at IS NULL OR p.ended_at > (p_day::timestamp AT TIME ZONE rule.tz))
+                                        AND habit.period_on_days(p.started_at, p.ended_at, rule.tz, rule.today) @> p_day);
+                END IF;
+                IF on_day AND request_zone IS NOT NULL AND request_zone <> rule.tz THEN
+                    on_day := EXISTS (SELECT 1 FROM public.habit_periods p
+                                      WHERE p.user_id = p_user AND p.template_id = p_template
+                                        AND habit.period_on_days(p.started_at, p.ended_at, request_zone,
+                                                                 habit.local_date(now(), request_zone)) @> p_day);
+                END IF;
+                IF NOT on_day THEN
+                    RAISE EXCEPTION 'habit % is not on %', p_template, p_day USING ERRCODE = 'HB004';
+                END IF;
+            END IF;
+            IF rule.other_state THEN
+                RAISE EXCEPTION 'habit % is % on %; it cannot also be %', p_template, CASE WHEN skipping THEN 'done' ELSE 'skipped' END,
+                    p_day, CASE WHEN skipping THEN 'skipped' ELSE 'done' END USING ERRCODE = 'HB005';
+            END IF;
+            IF rule.taken THEN
+                RETURN;
+            END IF;
+        END IF;
+        IF NOT rule.has_state THEN
+            -- Made without its state (a bulk load with triggers off): counted from scratch at commit.
+            INSERT INTO public.habit_streak_state (user_id, template_id, unit, wk, pending) VALUES (p_user, p_template, 'days', 1, true)
+            ON CONFLICT DO NOTHING;
             RETURN;
         END IF;
-        tz := habit.user_time_zone(acting_user, NULL);
-        today := habit.local_date(now(), tz);
-        IF (NOT skipping AND day > today) OR (skipping AND day > today + 366) THEN
-            RAISE EXCEPTION '% on % is after %', CASE WHEN skipping THEN 'skipping more than 366 days ahead' ELSE 'completing' END,
-                day, CASE WHEN skipping THEN 'today + 366 days' ELSE 'today (' || today || ') in the user''s time zone' END
-                USING ERRCODE = 'HB003', DETAIL = today::text;
-        END IF;
-        -- On that day: habit.period_on_days of one of its periods (the rule habit_days_at
-        -- expands), for this one habit.
-        IF NOT EXISTS (SELECT 1 FROM public.habit_periods p
-                       WHERE p.user_id = acting_user AND p.template_id = habit
-                         AND habit.period_on_days(p.started_at, p.ended_at, tz, today) @> day) THEN
-            RAISE EXCEPTION 'habit % is not on %', habit, day USING ERRCODE = 'HB004';
-        END IF;
+        st := rule.state;
     END
     $fn$;
-COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, boolean) IS
-    'Raises HB003 (future) or HB004 (habit not on day) for a completion (skipping false) or a skip, unless backfilling.';
+COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
+    'Locks the habit and, for a completion or skip becoming present, raises HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
 
--- BEFORE INSERT OR UPDATE on habit_completions and habit_skips.
-CREATE OR REPLACE FUNCTION habit.check_completion() RETURNS trigger
-    LANGUAGE plpgsql
+-- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
+CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
-        PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, false);
-        -- The habit's row lock makes "not both" exact when a completion and a skip race (a
-        -- row lock lives in the row: bulk inserts take no shared lock-table entries).
-        PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
-        IF EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = NEW.user_id AND s.template_id = NEW.template_id
-                   AND s.skipped_date = NEW.completed_date) THEN
-            RAISE EXCEPTION 'habit % is skipped on %; it cannot also be done', NEW.template_id, NEW.completed_date
-                USING ERRCODE = 'HB005';
+        IF (NOT p_skipping AND p_day > p_today) OR (p_skipping AND p_day > p_today + 366) THEN
+            RAISE EXCEPTION '% on % is after %', CASE WHEN p_skipping THEN 'skipping' ELSE 'completing' END, p_day,
+                CASE WHEN p_skipping THEN 'today (' || p_today || ') + 366 days' ELSE 'today (' || p_today || ') in the user''s time zone' END
+                USING ERRCODE = 'HB003', DETAIL = p_today::text;
         END IF;
-        RETURN NEW;
     END
     $fn$;
-COMMENT ON FUNCTION habit.check_completion() IS 'BEFORE INSERT/UPDATE on habit_completions: HB003, HB004, HB005 (sql/0010).';
 
-CREATE OR REPLACE FUNCTION habit.check_skip() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    BEGIN
-        PERFORM habit.check_day(NEW.user_id, NEW.template_id, NEW.skipped_date, true);
-        -- The habit's row lock makes "not both" exact when a completion and a skip race (a
-        -- row lock lives in the row: bulk inserts take no shared lock-table entries).
-        PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
-        IF EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
-                   AND c.completed_date = NEW.skipped_date) THEN
-            RAISE EXCEPTION 'habit % is done on %; it cannot also be skipped', NEW.template_id, NEW.skipped_date
-                USING ERRCODE = 'HB005';
-        END IF;
-        RETURN NEW;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.check_skip() IS 'BEFORE INSERT/UPDATE on habit_skips: HB003, HB004, HB005 (sql/0010).';
 
 -- Day states: completions.set with state, skips.set_range ------------------------------------
 -- The worker's writers of a day's state, one statement each. Both are plpgsql SECURITY
--- INVOKER: row-level security and the tables' triggers (above) apply as to any writer, and
--- the triggers stay the one implementation of HB003/HB004/HB005 for other writers. These
--- functions check the same rules first with the zone of the request (p_zone, else the
--- profile's), so the worker's refusals name the today it used; a trigger can still refuse
--- with the profile's today (HB003's DETAIL says which).
+-- INVOKER: row-level security and the tables' triggers apply as to any writer, and the
+-- triggers are the one implementation of HB003/HB004/HB005 (habit.check_day). A request's
+-- zone (p_zone) reaches them through habit.request_time_zone and can only make them
+-- stricter; the refusal names the today that refused (HB003's DETAIL).
 --
 -- Both lock the habit rows they write (FOR NO KEY UPDATE, as the triggers do), then read:
 -- plpgsql takes a new snapshot per statement, so a write that waited for the lock sees the
@@ -405,15 +399,13 @@ COMMENT ON FUNCTION habit.check_skip() IS 'BEFORE INSERT/UPDATE on habit_skips: 
 -- the earlier (set_day_state) or leaves its completion alone (set_skips): never both a
 -- completion and a skip, and no HB005 between these functions.
 
--- Sets one habit's state on p_day: 'done' (a completion), 'skipped' (a skip) or 'none'
--- (neither), removing the other state in the same transaction. Idempotent. Returns one row
--- (today in the zone used, whether anything changed), or no row when p_template is not
--- p_user's habit (or not visible under row-level security). Refuses, unless backfilling:
---   HB003 (DETAIL today) done after today; skipped after today + 366; none after today + 366,
---         or after today when p_clear_ahead is false (completions.set's `completed: false`,
---         whose rule has always been "not after today");
---   HB004 done or skipped on a day the habit is not on (habit.period_on_days with p_zone).
---         'none' is allowed on any day (removing history of an inactive habit stays allowed).
+-- Sets one habit's state on p_day: 'done', 'skipped' or 'none', removing the other state.
+-- The rules are the tables' triggers' (habit.check_day: HB003-HB005, for every writer); this
+-- locks the habit first, so a later writer of the same day replaces an earlier one, and adds
+-- only the horizon of clearing: 'none' not after today + 366, or not after today when
+-- p_clear_ahead is false. p_zone, a request's override, makes the triggers' date check
+-- stricter (habit.request_time_zone). One row: the today of that horizon (NULL when not
+-- needed) and whether anything changed; no row when p_template is not p_user's habit.
 CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_day date, p_state text,
                                     p_zone text DEFAULT NULL, p_clear_ahead boolean DEFAULT true)
     RETURNS TABLE (today date, changed boolean)
@@ -422,46 +414,32 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
     AS $fn$
     DECLARE
         v_today date;
-        v_horizon date;
-        v_changed bigint := 0;
         v_count bigint;
+        v_changed bigint := 0;
     BEGIN
         IF p_state IS NULL OR p_state NOT IN ('done', 'skipped', 'none') THEN
-            RAISE EXCEPTION 'state must be done, skipped or none, not %', coalesce(p_state, 'NULL')
-                USING ERRCODE = 'data_exception';
+            RAISE EXCEPTION 'state must be done, skipped or none, not %', coalesce(p_state, 'NULL') USING ERRCODE = 'data_exception';
         END IF;
         PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
-        IF NOT habit.backfilling() THEN
-            v_horizon := v_today + CASE WHEN p_state = 'skipped' OR (p_state = 'none' AND p_clear_ahead) THEN 366 ELSE 0 END;
-            IF p_day > v_horizon THEN
-                RAISE EXCEPTION '% on % is after %', p_state, p_day,
-                    CASE WHEN p_state = 'done' OR NOT p_clear_ahead THEN 'today (' || v_today || ')'
-                         ELSE 'today (' || v_today || ') + 366 days' END
+        PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        IF p_state = 'none' AND NOT (coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling()) THEN
+            v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+            IF p_day > v_today + (CASE WHEN p_clear_ahead THEN 366 ELSE 0 END) THEN
+                RAISE EXCEPTION 'none on % is after %', p_day,
+                    CASE WHEN p_clear_ahead THEN 'today (' || v_today || ') + 366 days' ELSE 'today (' || v_today || ')' END
                     USING ERRCODE = 'HB003', DETAIL = v_today::text;
             END IF;
-            -- On that day: habit.period_on_days of one of this habit's periods (the rule
-            -- habit_days_at expands), in the request's zone.
-            IF p_state <> 'none' AND NOT EXISTS (
-                    SELECT 1 FROM public.habit_periods p
-                    WHERE p.user_id = p_user AND p.template_id = p_template
-                      AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, p_zone), v_today) @> p_day) THEN
-                RAISE EXCEPTION 'habit % is not on %', p_template, p_day USING ERRCODE = 'HB004';
-            END IF;
         END IF;
-
         IF p_state <> 'done' THEN
-            DELETE FROM public.habit_completions c
-            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+            DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;
         END IF;
         IF p_state <> 'skipped' THEN
-            DELETE FROM public.habit_skips s
-            WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+            DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;
         END IF;
@@ -486,7 +464,35 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
     END
     $fn$;
 COMMENT ON FUNCTION habit.set_day_state(uuid, uuid, date, text, text, boolean) IS
-    'Sets a habit''s state on a day (done, skipped, none), replacing the other; no row when the habit is not the user''s; HB003/HB004 (sql/0010 section 10).';
+    'Sets a habit''s state on a day (done, skipped or none), replacing the other; no row when the habit is not the user''s. The rules are the triggers''.';
+
+-- Flips whether p_template is done on p_day and returns the new state (true: done); no row
+-- when it is not p_user's habit. A skipped day becomes done. The habit is locked first, so
+-- concurrent flips of one habit each flip once. Removing keeps completions.set's horizon (not
+-- after today); completing meets the triggers' rules. One statement, one round trip.
+CREATE OR REPLACE FUNCTION habit.toggle_day(p_user uuid, p_template uuid, p_day date, p_zone text DEFAULT NULL)
+    RETURNS TABLE (done boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF EXISTS (SELECT 1 FROM public.habit_completions c
+                   WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day) THEN
+            PERFORM habit.set_day_state(p_user, p_template, p_day, 'none', p_zone, false);
+            RETURN QUERY SELECT false;
+        ELSE
+            PERFORM habit.set_day_state(p_user, p_template, p_day, 'done', p_zone, false);
+            RETURN QUERY SELECT true;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.toggle_day(uuid, uuid, date, text) IS
+    'Flips whether a habit is done on a day (a skipped day becomes done); returns the new state, no row when the habit is not the user''s.';
+
 
 -- Skips (p_skipped) or unskips every habit of p_user (or only p_template) on each day of
 -- [p_from, p_to] (at most 366 days). Skipping writes a skip on each day the habit is on

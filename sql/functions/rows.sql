@@ -1,11 +1,10 @@
--- What every writer's rows get, whoever writes them (the worker, apps through Supabase, psql):
--- updated_at kept true, and per-user row limits.
+-- Per-user row limits, for every writer (the worker, apps through Supabase, psql).
 --
 -- Row limits: a user may hold at most habit.row_limits.max_rows rows in each limited table.
 -- Counting rows on every insert would cost up to the limit's index entries per insert
 -- (100,000 for tasks), so each (user, table) has a counter (habit.user_row_counts), kept by
--- statement-level triggers over the statement's transition table: one counter update per user
--- and statement, however many rows a statement inserts (bulk imports, `habit dev seed`). The
+-- the tables' row-level AFTER triggers through habit.count_row; a bulk insert's rows past the
+-- 8th in one transaction are counted once, at commit (habit.user_row_counts_recount). The
 -- counter row is also what makes the limit exact under concurrency: two transactions
 -- inserting for one user take turns on it. An insert that takes a user past the limit fails
 -- with SQLSTATE HB001 (the worker answers limit_exceeded); rows a user already has are never
@@ -18,21 +17,6 @@
 
 -- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
 SET LOCAL check_function_bodies = off;
-
--- Keeps updated_at true whoever writes (worker, psql, batch). An UPDATE that changes
--- nothing (a retried request) leaves updated_at alone.
-CREATE OR REPLACE FUNCTION habit.touch_updated_at() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    BEGIN
-        IF NEW IS DISTINCT FROM OLD THEN
-            NEW.updated_at := now();
-        END IF;
-        RETURN NEW;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.touch_updated_at() IS 'BEFORE UPDATE trigger: sets updated_at to the transaction time when the row changes.';
 
 -- Raises HB001 when a counter is past its table's limit.
 CREATE OR REPLACE FUNCTION habit.check_row_limit(limited_table text, counted_user uuid, counted integer) RETURNS void
@@ -52,72 +36,67 @@ CREATE OR REPLACE FUNCTION habit.check_row_limit(limited_table text, counted_use
     $fn$;
 COMMENT ON FUNCTION habit.check_row_limit(text, uuid, integer) IS 'Raises SQLSTATE HB001 when counted is past the limit of limited_table.';
 
--- AFTER INSERT … FOR EACH STATEMENT, with the inserted rows as transition table inserted_rows.
--- SECURITY DEFINER: the counters are written for whoever inserts (authenticated has no
--- privilege on them).
-CREATE OR REPLACE FUNCTION habit.count_inserted_rows() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
+-- 3. Row limits -------------------------------------------------------------------------------------
+-- Counts one inserted (p_delta 1) or deleted (-1) row of p_table for p_user and enforces the
+-- limit on inserts (HB001). After 8 counts of one counter in one transaction (a bulk insert)
+-- the counter is marked pending and counted once at commit (user_row_counts_recount), which
+-- then enforces the limit: each update of a row in one transaction leaves a version the next
+-- one has to pass.
+CREATE OR REPLACE FUNCTION habit.count_row(p_user uuid, p_table text, p_delta integer) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        over record;
+        counter habit.user_row_counts;
     BEGIN
-        WITH added AS (
-            SELECT i.user_id, count(*)::integer AS n FROM inserted_rows i GROUP BY i.user_id
-        ), counted AS (
-            INSERT INTO habit.user_row_counts AS c (user_id, table_name, row_count)
-            SELECT a.user_id, TG_TABLE_NAME, a.n FROM added a
-            ON CONFLICT (user_id, table_name) DO UPDATE SET row_count = c.row_count + excluded.row_count
-            RETURNING c.user_id, c.row_count
-        )
-        SELECT counted.user_id, counted.row_count INTO over
-        FROM counted, habit.row_limits l
-        WHERE l.table_name = TG_TABLE_NAME AND counted.row_count > l.max_rows
-        LIMIT 1;
-        IF FOUND THEN
-            PERFORM habit.check_row_limit(TG_TABLE_NAME, over.user_id, over.row_count);
+        SELECT * INTO counter FROM habit.user_row_counts c WHERE c.user_id = p_user AND c.table_name = p_table FOR UPDATE;
+        IF NOT FOUND THEN
+            IF p_delta > 0 THEN
+                INSERT INTO habit.user_row_counts AS c (user_id, table_name, row_count, xact, xact_writes)
+                VALUES (p_user, p_table, p_delta, pg_current_xact_id(), 1)
+                ON CONFLICT (user_id, table_name) DO UPDATE SET row_count = c.row_count + excluded.row_count
+                RETURNING * INTO counter;
+                PERFORM habit.check_row_limit(p_table, p_user, counter.row_count);
+            END IF;
+        ELSIF counter.pending THEN
+            RETURN;
+        ELSIF counter.xact = pg_current_xact_id() AND counter.xact_writes >= 8 THEN
+            UPDATE habit.user_row_counts c SET pending = true WHERE c.user_id = p_user AND c.table_name = p_table;
+        ELSE
+            UPDATE habit.user_row_counts c
+            SET row_count = greatest(c.row_count + p_delta, 0), xact = pg_current_xact_id(),
+                xact_writes = CASE WHEN c.xact = pg_current_xact_id() THEN c.xact_writes + 1 ELSE 1 END
+            WHERE c.user_id = p_user AND c.table_name = p_table
+            RETURNING * INTO counter;
+            IF p_delta > 0 THEN
+                PERFORM habit.check_row_limit(p_table, p_user, counter.row_count);
+            END IF;
         END IF;
-        RETURN NULL;
     END
     $fn$;
-COMMENT ON FUNCTION habit.count_inserted_rows() IS 'Statement trigger: adds inserted rows to habit.user_row_counts and enforces habit.row_limits.';
 
--- AFTER DELETE … FOR EACH STATEMENT, with the deleted rows as deleted_rows (cascades included).
-CREATE OR REPLACE FUNCTION habit.count_deleted_rows() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    BEGIN
-        UPDATE habit.user_row_counts c SET row_count = greatest(c.row_count - d.n, 0)
-        FROM (SELECT r.user_id, count(*)::integer AS n FROM deleted_rows r GROUP BY r.user_id) d
-        WHERE c.user_id = d.user_id AND c.table_name = TG_TABLE_NAME;
-        RETURN NULL;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.count_deleted_rows() IS 'Statement trigger: subtracts deleted rows from habit.user_row_counts.';
-
--- AFTER UPDATE OF user_id … FOR EACH ROW, only when the owner changes (an admin moving a row;
--- row-level security keeps authenticated from doing it). Transition tables cannot be combined
--- with a column list, and a statement trigger on every UPDATE would cost every task change.
-CREATE OR REPLACE FUNCTION habit.count_moved_row() RETURNS trigger
+-- The deferred count of a pending counter (DEFERRABLE INITIALLY DEFERRED: at commit).
+CREATE OR REPLACE FUNCTION habit.user_row_counts_recount() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         counted integer;
     BEGIN
-        UPDATE habit.user_row_counts c SET row_count = greatest(c.row_count - 1, 0)
-        WHERE c.user_id = OLD.user_id AND c.table_name = TG_TABLE_NAME;
-        INSERT INTO habit.user_row_counts AS c (user_id, table_name, row_count) VALUES (NEW.user_id, TG_TABLE_NAME, 1)
-        ON CONFLICT (user_id, table_name) DO UPDATE SET row_count = c.row_count + 1
-        RETURNING c.row_count INTO counted;
-        PERFORM habit.check_row_limit(TG_TABLE_NAME, NEW.user_id, counted);
+        IF NOT EXISTS (SELECT 1 FROM habit.user_row_counts c
+                       WHERE c.user_id = NEW.user_id AND c.table_name = NEW.table_name AND c.pending) THEN
+            RETURN NULL;
+        END IF;
+        -- table_name is one of three (row_limits_table_name_check), quoted as an identifier.
+        EXECUTE format('SELECT count(*) FROM public.%I r WHERE r.user_id = $1', NEW.table_name) INTO counted USING NEW.user_id;
+        UPDATE habit.user_row_counts c SET row_count = counted, pending = false, xact_writes = 0
+        WHERE c.user_id = NEW.user_id AND c.table_name = NEW.table_name;
+        PERFORM habit.check_row_limit(NEW.table_name, NEW.user_id, counted);
         RETURN NULL;
     END
     $fn$;
-COMMENT ON FUNCTION habit.count_moved_row() IS 'Row trigger: moves a row''s count to its new owner and enforces habit.row_limits.';
 
--- TRUNCATE fires no row or DELETE trigger: forget the table's counters.
+-- TRUNCATE fires no row trigger: forget the table's counters (the one statement trigger).
 CREATE OR REPLACE FUNCTION habit.count_truncated_rows() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -127,4 +106,3 @@ CREATE OR REPLACE FUNCTION habit.count_truncated_rows() RETURNS trigger
         RETURN NULL;
     END
     $fn$;
-COMMENT ON FUNCTION habit.count_truncated_rows() IS 'Statement trigger: clears habit.user_row_counts of a truncated table.';

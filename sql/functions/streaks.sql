@@ -1,25 +1,37 @@
--- Streaks, rates and the calendar (issue 17). The definitions are those of docs/protocol.md
--- ("Streaks, rates and the calendar"); "on", "due", "done" and "skipped" are those of
--- habit.habit_days_at (functions/history.sql), with the real today of the user's zone.
+-- Streaks, rates and the calendar (issue 17), kept as runs (issue 29). The definitions are
+-- those of docs/protocol.md ("Streaks, rates and the calendar"); "on", "due", "done" and
+-- "skipped" are those of habit.habit_days_at (functions/history.sql).
 --
---   habit.habit_slots        one habit's slots (days, or the user's weeks) with their state:
---                            kept, excused, missed or neutral (the reference, by scanning)
---   habit.habit_stats_scan   one habit's streaks, rates and totals at R from its slots (the
---                            reference implementation)
+--   habit.habit_slots, habit.habit_stats_scan   the reference: a habit's slots by scanning its
+--                            days, and its stats from them (O(days); the property tests' judge,
+--                            and the reads' fallback in the rare cases the runs cannot answer)
+--   habit.stats_calendar     per day of a range: due, done, skipped and a level 0-4
+--   the engine               habit.streak_*: a habit's slots counted by arithmetic over its
+--                            segments, looking up its events only where they can matter
+--   habit.streak_rebuild     a habit's runs from its events (O(events))
+--   habit.streak_apply       the runs after one completion or skip changed (constant work)
+--   habit.streak_stats       one habit's streaks, rates and totals from its runs
 --   habit.habit_stats        streaks, rates and totals of one habit or of every habit on R
---   habit.current_streaks    only the current streak of every habit on R (day.get's include)
---   habit.stats_calendar     per day of a range: due, done, skipped and a level 0–4
+--   habit.current_streak(s)  the current streak (day.get's include)
+--
+-- What is stored (tables in sql/migrations/0018_lean_core.sql): per habit a state row
+-- (unit, week, segments, totals) and its runs, the maximal sequences of kept slots with no
+-- missed slot between, each with the misses of the gap after it and its first missed slot.
+-- Both grow with completions and skips (a kept slot holds one; a week whose target is 0 is
+-- neutral, docs/protocol.md), never with days: a habit created years back with nothing done
+-- has a state row and no run. A run's kept slots, or a gap's missed ones, over any part of
+-- it are counted without reading its days: due days by arithmetic per segment, less skipped
+-- ones (habit.streak_open). Maintenance is row-level (sql/triggers/habit_completions.sql),
+-- in the BEFORE trigger, where earlier rows of the statement are already in the table.
 --
 -- The reads are SECURITY INVOKER: the caller's role and claims apply, and with them
--- row-level security; every statement filters by the user. The ledger's maintenance
--- (habit.rebuild_streak_slots and the trigger functions) is SECURITY DEFINER: the ledger is
--- not writable by the users' roles.
+-- row-level security; every statement filters by the user. The maintenance is SECURITY
+-- DEFINER: the derived tables are not writable by the users' roles.
 --
 -- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
 -- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
 -- a DROP in a versioned migration first; so does removing a function.
 
--- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
 SET LOCAL check_function_bodies = off;
 
 -- One habit's slots in [p_from, p_to] with today p_today, in unit p_unit:
@@ -31,8 +43,9 @@ SET LOCAL check_function_bodies = off;
 --            where it reaches outside [p_from, p_to]. With on_days the week's days on which the
 --            habit is on, done and skipped the completions and skips dated on those days, and
 --            target the `times` of the schedule in force on the last on-day when that is
---            times_per_week, else the number of due days of the week: 'kept' when
---            done ≥ max(0, target − skipped), else 'missed' (never excused nor neutral).
+--            times_per_week, else the number of due days of the week: 'neutral' when
+--            target is 0 (nothing asked, as a day not due), 'kept' when
+--            done ≥ target − skipped, else 'missed' (never excused).
 -- The state is the day's or week's own: "the slot of R is not over" is the callers' business.
 -- Built on habit.habit_days_at for the one habit (the one definition of on and due).
 -- p_today = 'infinity' gives the final states: a day is on when a period overlaps it.
@@ -53,7 +66,7 @@ CREATE OR REPLACE FUNCTION habit.habit_slots(p_user uuid, p_template uuid, p_uni
         ELSIF p_unit = 'weeks' THEN
             RETURN QUERY
             SELECT w.week,
-                   CASE WHEN w.done >= greatest(0, w.target - w.skipped) THEN 'kept' ELSE 'missed' END
+                   CASE WHEN w.target = 0 THEN 'neutral' WHEN w.done >= w.target - w.skipped THEN 'kept' ELSE 'missed' END
             FROM (
                 SELECT habit.week_start(d.day, wk) AS week,
                        count(*) FILTER (WHERE d.done) AS done,
@@ -71,7 +84,7 @@ CREATE OR REPLACE FUNCTION habit.habit_slots(p_user uuid, p_template uuid, p_uni
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date) IS
-    'One habit''s slots (days, or the user''s weeks) in a range with their own state: kept, excused, missed, neutral; days not on have no row (sql/0011).';
+    'One habit''s slots (days, or the user''s weeks) in a range with their own state: kept, excused, missed, neutral; days not on have no row .';
 
 -- The unit of a habit: weeks when its current schedule is times_per_week, else days.
 -- Inlinable (no SET clause; the operators schema-qualified): the quick reads call it per habit.
@@ -81,7 +94,7 @@ CREATE OR REPLACE FUNCTION habit.streak_unit(schedule jsonb) RETURNS text
     SELECT CASE WHEN schedule OPERATOR(pg_catalog.->>) 'type' OPERATOR(pg_catalog.=) 'times_per_week' THEN 'weeks' ELSE 'days' END
     $fn$;
 COMMENT ON FUNCTION habit.streak_unit(jsonb) IS
-    'The unit a habit''s streaks and rates count in, from its current schedule: weeks for times_per_week, else days (sql/0011).';
+    'The unit a habit''s streaks and rates count in, from its current schedule: weeks for times_per_week, else days .';
 
 -- The reference: one habit's stats at R by scanning its slots ------------------------------
 -- p_template of p_user at R = p_date with today p_today. No row when the habit is not the
@@ -171,7 +184,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats_scan(p_user uuid, p_template uuid, 
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_stats_scan(uuid, uuid, date, date) IS
-    'One habit''s streaks, rates and totals at p_date (today p_today), computed by scanning its slots: the reference implementation (sql/0011).';
+    'One habit''s streaks, rates and totals at p_date (today p_today), computed by scanning its slots: the reference implementation .';
 
 -- The calendar ---------------------------------------------------------------------------------
 -- Per day of [p_from, p_to] (at most 366 days; else data_exception), over the user's habits
@@ -205,523 +218,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
     END
     $fn$;
 COMMENT ON FUNCTION habit.stats_calendar(uuid, uuid, date, date) IS
-    'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, and a level 0–4 (sql/0011).';
-
--- The ledger: slots materialized on write, with prefix counts ---------------------------------
--- Reads must be index probes, not a scan of three years of days. Per habit, one row per OPEN
--- slot (kept or missed; neutral and excused slots get no row: they change no count), in the
--- habit's unit, with FINAL states (habit.habit_slots with p_today = 'infinity': a day is on
--- when a period overlaps it, and a due day not done nor skipped is missed whatever the time),
--- so rows never go stale as days pass. Each row (public.habit_streak_slots) carries the prefix
--- counts up to and including it:
---   kept_cum, open_cum     kept slots and open slots so far (rates over any window: two probes)
---   run_pos, run_first     position of the slot in its run (0 when missed) and the run's first
---                          slot (the current streak: one probe)
---   best_len, best_first, best_last   the longest run so far, cut at this slot, the earliest
---                          on ties (the longest streak: the same probe)
--- Rows exist up to the habit's horizon (public.habit_streak_state): the latest of today and
--- the habit's latest completion or skip when it was last maintained. Past the horizon there
--- are no completions and no skips (they would have moved it), so the few slots there are
--- scanned on read (habit.habit_slots with the real today).
---
--- Why a row per open slot rather than a row per run: with runs, the kept and missed counts of
--- a window that starts inside a run need due − excused days by arithmetic over the periods and
--- a per-skip due test; with prefix counts per slot they are two index probes. At 70 % done the
--- runs are short anyway (a run per ~3 open slots), so runs would save only about 3× the rows.
-
--- Recomputes the ledger of one habit from the slot of p_from on (NULL: all of it) up to its
--- horizon. Locks the habit's state row first (INSERT … ON CONFLICT, then UPDATE): under READ
--- COMMITTED a concurrent maintenance of the same habit waits and the statements below see its
--- committed rows; under REPEATABLE READ the UPDATE raises 40001 instead of storing a ledger
--- computed from a stale snapshot. A habit that no longer exists (deleted in the same
--- statement) is passed over. The days unit restarts at the week start before p_from (a
--- times_per_week period's due days depend on the week's completions).
-CREATE OR REPLACE FUNCTION habit.rebuild_streak_slots(p_user uuid, p_template uuid, p_from date)
-    RETURNS void
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        v_unit text;
-        v_old_unit text;
-        v_old_horizon date;
-        v_tz text;
-        v_today date;
-        v_wk integer;
-        v_first date;
-        v_start date;
-        v_horizon date;
-        v_width integer;
-        v_last_done date;
-        v_done_days integer;
-        v_last_ended timestamptz;
-        prev public.habit_streak_slots;
-        rec record;
-        kept_cum integer := 0;
-        open_cum integer := 0;
-        run_pos integer := 0;
-        run_first date;
-        best_len integer := 0;
-        best_first date;
-        best_last date;
-        a_slot date[] := '{}';
-        a_kept integer[] := '{}';
-        a_open integer[] := '{}';
-        a_pos integer[] := '{}';
-        a_first date[] := '{}';
-        a_blen integer[] := '{}';
-        a_bfirst date[] := '{}';
-        a_blast date[] := '{}';
-    BEGIN
-        SELECT habit.streak_unit(t.schedule) INTO v_unit FROM public.habit_templates t
-        WHERE t.id = p_template AND t.user_id = p_user;
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
-        v_tz := habit.user_time_zone(p_user, NULL);
-        v_today := habit.local_date(now(), v_tz);
-        v_wk := habit.user_week_start_isodow(p_user);
-        INSERT INTO public.habit_streak_state AS s (template_id, user_id, unit, horizon, horizon_slot, done_days)
-        VALUES (p_template, p_user, v_unit, v_today, v_today, 0) ON CONFLICT (template_id) DO NOTHING;
-        IF FOUND THEN
-            -- No ledger yet: all of it.
-            p_from := NULL;
-        END IF;
-        SELECT s.unit, s.horizon INTO v_old_unit, v_old_horizon FROM public.habit_streak_state s WHERE s.template_id = p_template FOR UPDATE;
-        -- Locked: read what committed writers left (plpgsql takes a snapshot per statement).
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
-        IF v_old_unit <> v_unit THEN
-            p_from := NULL;
-        END IF;
-        SELECT min(lower(r.days)) FILTER (WHERE NOT isempty(r.days)), max(p.ended_at) INTO v_first, v_last_ended
-        FROM public.habit_periods p
-        CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, v_tz, 'infinity') AS r(days)
-        WHERE p.user_id = p_user AND p.template_id = p_template;
-        SELECT max(c.completed_date), count(*) INTO v_last_done, v_done_days
-        FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template;
-        v_horizon := greatest(v_today, v_last_done,
-            (SELECT max(k.skipped_date) FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = p_template));
-        -- The rows between the old and the new horizon change too: a write past the old horizon
-        -- (a skip ahead, a write days after the last one) adds the slots before it, a horizon
-        -- drawn back (a future skip undone) drops them.
-        IF p_from IS NOT NULL THEN
-            p_from := least(p_from, least(v_old_horizon, v_horizon) + 1);
-        END IF;
-        UPDATE public.habit_streak_state s
-        SET unit = v_unit, horizon = v_horizon,
-            horizon_slot = CASE WHEN v_unit = 'weeks' THEN habit.week_start(v_horizon, v_wk) ELSE v_horizon END,
-            done_days = v_done_days, last_done = v_last_done, last_ended = v_last_ended
-        WHERE s.template_id = p_template;
-
-        IF v_first IS NULL THEN
-            -- Never on: no slot at all.
-            DELETE FROM public.habit_streak_slots s WHERE s.user_id = p_user AND s.template_id = p_template;
-        ELSE
-            v_start := habit.week_start(greatest(coalesce(p_from, v_first), v_first), v_wk);
-            DELETE FROM public.habit_streak_slots s
-            WHERE s.user_id = p_user AND s.template_id = p_template AND (p_from IS NULL OR s.slot >= v_start);
-            v_width := CASE WHEN v_unit = 'weeks' THEN 7 ELSE 1 END;
-
-            SELECT s.* INTO prev FROM public.habit_streak_slots s
-            WHERE s.user_id = p_user AND s.template_id = p_template AND s.slot < v_start
-            ORDER BY s.slot DESC LIMIT 1;
-            IF FOUND THEN
-                kept_cum := prev.kept_cum; open_cum := prev.open_cum;
-                run_pos := prev.run_pos; run_first := prev.run_first;
-                best_len := prev.best_len; best_first := prev.best_first; best_last := prev.best_last;
-            END IF;
-
-            FOR rec IN SELECT s.slot, s.state FROM habit.habit_slots(p_user, p_template, v_unit, v_start, v_horizon, 'infinity') s
-                     WHERE s.slot >= v_start AND s.state IN ('kept', 'missed') ORDER BY s.slot LOOP
-                open_cum := open_cum + 1;
-                IF rec.state = 'kept' THEN
-                    kept_cum := kept_cum + 1;
-                    IF run_pos = 0 THEN
-                        run_first := rec.slot;
-                    END IF;
-                    run_pos := run_pos + 1;
-                    IF run_pos > best_len THEN
-                        best_len := run_pos; best_first := run_first; best_last := rec.slot + v_width - 1;
-                    END IF;
-                ELSE
-                    run_pos := 0; run_first := NULL;
-                END IF;
-                a_slot := a_slot || rec.slot; a_kept := a_kept || kept_cum; a_open := a_open || open_cum;
-                a_pos := a_pos || run_pos; a_first := a_first || run_first;
-                a_blen := a_blen || best_len; a_bfirst := a_bfirst || best_first; a_blast := a_blast || best_last;
-            END LOOP;
-            INSERT INTO public.habit_streak_slots (user_id, template_id, slot, kept_cum, open_cum, run_pos, run_first, best_len, best_first, best_last)
-            SELECT p_user, p_template, u.* FROM unnest(a_slot, a_kept, a_open, a_pos, a_first, a_blen, a_bfirst, a_blast) AS u;
-        END IF;
-        -- The ledger's last two rows' runs, kept on the state row: the current streak at R from
-        -- the horizon's slot on is read there, without a probe (habit.current_streak).
-        UPDATE public.habit_streak_state s
-        SET last_slot = t.slot, last_run_pos = t.run_pos, last_run_first = t.run_first,
-            prior_run_pos = t.prior_run_pos, prior_run_first = t.prior_run_first
-        FROM (SELECT max(x.slot) AS slot, (array_agg(x.run_pos ORDER BY x.slot DESC))[1] AS run_pos,
-                     (array_agg(x.run_first ORDER BY x.slot DESC))[1] AS run_first,
-                     (array_agg(x.run_pos ORDER BY x.slot DESC))[2] AS prior_run_pos,
-                     (array_agg(x.run_first ORDER BY x.slot DESC))[2] AS prior_run_first
-              FROM (SELECT l.slot, l.run_pos, l.run_first FROM public.habit_streak_slots l
-                    WHERE l.user_id = p_user AND l.template_id = p_template ORDER BY l.slot DESC LIMIT 2) x) t
-        WHERE s.template_id = p_template;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.rebuild_streak_slots(uuid, uuid, date) IS
-    'Recomputes one habit''s streak ledger (habit_streak_slots, habit_streak_state) from the slot of p_from (NULL: all) to its horizon; passes over a habit that no longer exists (sql/0011).';
-
--- Maintenance: statement-level AFTER triggers with transition tables, one rebuild per habit
--- and statement (a bulk load of millions of completions rebuilds each habit once), from the
--- earliest date the statement touched.
-CREATE OR REPLACE FUNCTION habit.rebuild_streaks_from(p_changes jsonb) RETURNS void
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    BEGIN
-        -- In template order, so two statements over the same habits cannot deadlock.
-        PERFORM habit.rebuild_streak_slots(c.user_id, c.template_id, c.day)
-        FROM jsonb_to_recordset(p_changes) AS c(user_id uuid, template_id uuid, day date)
-        ORDER BY c.template_id;
-    END
-    $fn$;
-
--- Periods: from the earliest local day a changed period (old or new) may change: its first
--- day, or the day before its end's local date (habit.period_on_days ends at L, L + 1 or L + 2).
-CREATE OR REPLACE FUNCTION habit.streak_period_day(p_user uuid, p_started timestamptz, p_ended timestamptz) RETURNS date
-    LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    SELECT least(habit.local_date(p_started, z.tz), habit.local_date(p_ended, z.tz) - 1)
-    FROM (SELECT habit.user_time_zone(p_user, NULL) AS tz) z
-    $fn$;
-
--- One trigger function for completions, skips and periods. TG_ARGV[0]: the SQL expression,
--- over a changed row r, of the earliest day it may change (r.completed_date, r.skipped_date,
--- or habit.streak_period_day for a period); written by the CREATE TRIGGER statements of
--- sql/triggers, never from input. The changed rows are those the event has: new, old, or both.
-CREATE OR REPLACE FUNCTION habit.streaks_after_rows() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        changes jsonb;
-    BEGIN
-        EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT r.user_id, r.template_id, min(%s) AS day FROM (%s) r GROUP BY 1, 2) x',
-                       TG_ARGV[0],
-                       CASE TG_OP WHEN 'INSERT' THEN 'SELECT * FROM new_rows'
-                                  WHEN 'DELETE' THEN 'SELECT * FROM old_rows'
-                                  ELSE 'SELECT * FROM old_rows UNION ALL SELECT * FROM new_rows' END) INTO changes;
-        IF changes IS NOT NULL THEN
-            PERFORM habit.rebuild_streaks_from(changes);
-        END IF;
-        RETURN NULL;
-    END
-    $fn$;
-
--- A habit's schedule decides its unit: a changed schedule rebuilds the habit (the periods'
--- trigger ran before the row changed, with the old unit).
-CREATE OR REPLACE FUNCTION habit.streaks_after_templates() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        changes jsonb;
-    BEGIN
-        SELECT jsonb_agg(x) INTO changes FROM (
-            SELECT n.user_id, n.id AS template_id, NULL::date AS day
-            FROM new_rows n JOIN old_rows o ON o.id = n.id
-            WHERE o.schedule IS DISTINCT FROM n.schedule OR o.user_id IS DISTINCT FROM n.user_id) x;
-        IF changes IS NOT NULL THEN
-            PERFORM habit.rebuild_streaks_from(changes);
-        END IF;
-        RETURN NULL;
-    END
-    $fn$;
-
--- The user's zone and week decide every local date and week: a changed (inserted, deleted)
--- profile rebuilds all the user's habits.
-CREATE OR REPLACE FUNCTION habit.streaks_after_profiles() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        changes jsonb;
-    BEGIN
-        IF TG_OP = 'INSERT' THEN
-            SELECT jsonb_agg(x) INTO changes FROM (
-                SELECT t.user_id, t.id AS template_id, NULL::date AS day
-                FROM new_rows n JOIN public.habit_templates t ON t.user_id = n.user_id
-                WHERE n.timezone <> 'UTC' OR n.week_start <> 'monday') x;
-        ELSIF TG_OP = 'DELETE' THEN
-            SELECT jsonb_agg(x) INTO changes FROM (
-                SELECT t.user_id, t.id AS template_id, NULL::date AS day
-                FROM old_rows o JOIN public.habit_templates t ON t.user_id = o.user_id
-                WHERE o.timezone <> 'UTC' OR o.week_start <> 'monday') x;
-        ELSE
-            SELECT jsonb_agg(x) INTO changes FROM (
-                SELECT t.user_id, t.id AS template_id, NULL::date AS day
-                FROM new_rows n JOIN old_rows o ON o.user_id = n.user_id
-                JOIN public.habit_templates t ON t.user_id IN (n.user_id, o.user_id)
-                WHERE n.timezone IS DISTINCT FROM o.timezone OR n.week_start IS DISTINCT FROM o.week_start
-                   OR n.user_id IS DISTINCT FROM o.user_id) x;
-        END IF;
-        IF changes IS NOT NULL THEN
-            PERFORM habit.rebuild_streaks_from(changes);
-        END IF;
-        RETURN NULL;
-    END
-    $fn$;
-
--- For admins (and after a bulk load with triggers disabled): every habit's ledger from scratch.
-CREATE OR REPLACE FUNCTION habit.rebuild_all_streaks() RETURNS bigint
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        n bigint;
-    BEGIN
-        IF NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') AND NOT pg_has_role(current_user, 'habit_admin', 'MEMBER') THEN
-            RAISE EXCEPTION 'habit.rebuild_all_streaks is only for habit_admin' USING ERRCODE = 'insufficient_privilege';
-        END IF;
-        SELECT count(*) INTO n FROM (SELECT habit.rebuild_streak_slots(t.user_id, t.id, NULL)
-                                     FROM public.habit_templates t ORDER BY t.id) x;
-        RETURN n;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.rebuild_all_streaks() IS
-    'Rebuilds every habit''s streak ledger from scratch; returns the number of habits. habit_admin only (sql/0011).';
-
--- Reads: the ledger's probes, the scan as the fallback -------------------------------------
--- Per habit, at R with slot(R) = R (days) or R's week: rR = the ledger row of slot(R) when it
--- is kept; b = the last row before slot(R); base = rR, else b (a missed slot(R) is not over:
--- neutral). Current streak = base's run, longest = base's best (runs are cut at slot(R) by
--- construction), kept and open slots of a window from a = the counts of base minus those of
--- the last row before slot(a). Past the horizon (no row; R later than the last write) the
--- slots up to slot(R) are scanned (habit.habit_slots with the real today): there are no
--- completions nor skips there, so each open one is missed; one that is kept (a week whose
--- target is 0) sends the habit to the scan. The scan (habit.habit_stats_scan) also answers
---   - a habit without a ledger, or whose ledger is in another unit (not maintained yet);
---   - a habit with a period closed so recently that its final on-days reach today or later
---     (the ledger's final states count today as on; the real today does not).
-CREATE OR REPLACE FUNCTION habit.habit_stats_fast(p_user uuid, p_templates uuid[], p_date date, p_today date,
-                                       p_zone text, p_week_isodow integer)
-    RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
-                   longest_length integer, longest_start date, longest_end date,
-                   rate_7 double precision, rate_30 double precision, rate_365 double precision,
-                   rate_all double precision, total_done integer, last_done date, needs_scan boolean)
-    LANGUAGE plpgsql STABLE
-    -- PL/pgSQL: the plan is kept per session (an SQL function would be planned at every call).
-    SET search_path = pg_catalog, pg_temp
-    SET jit = off
-    AS $fn$
-    BEGIN
-    RETURN QUERY
-    SELECT k.template_id, k.unit,
-           CASE WHEN g.missed_before_r > 0 OR base.run_pos IS NULL THEN 0 ELSE base.run_pos END,
-           CASE WHEN g.missed_before_r > 0 OR base.run_pos = 0 THEN NULL ELSE base.run_first END,
-           coalesce(base.best_len, 0), base.best_first, base.best_last,
-           (coalesce(base.kept_cum, 0) - coalesce(w7.kept_cum, 0))::double precision
-               / nullif(coalesce(base.open_cum, 0) - coalesce(w7.open_cum, 0) + g.missed_from_7, 0),
-           (coalesce(base.kept_cum, 0) - coalesce(w30.kept_cum, 0))::double precision
-               / nullif(coalesce(base.open_cum, 0) - coalesce(w30.open_cum, 0) + g.missed_from_30, 0),
-           (coalesce(base.kept_cum, 0) - coalesce(w365.kept_cum, 0))::double precision
-               / nullif(coalesce(base.open_cum, 0) - coalesce(w365.open_cum, 0) + g.missed_from_365, 0),
-           coalesce(base.kept_cum, 0)::double precision / nullif(coalesce(base.open_cum, 0) + g.missed_before_r, 0),
-           (k.done_days - (SELECT count(*) FROM public.habit_completions c
-                           WHERE c.user_id = p_user AND c.template_id = k.template_id AND c.completed_date > p_date))::integer,
-           (SELECT max(c.completed_date) FROM public.habit_completions c
-            WHERE c.user_id = p_user AND c.template_id = k.template_id AND c.completed_date <= p_date),
-           g.kept > 0
-    FROM (
-        SELECT st.template_id, st.unit, st.done_days, st.horizon,
-               CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date, p_week_isodow) ELSE p_date END AS slot_r,
-               CASE WHEN st.unit = 'weeks' THEN habit.week_start(st.horizon, p_week_isodow) ELSE st.horizon END AS slot_h,
-               CASE WHEN st.unit = 'weeks' THEN 7 ELSE 1 END AS width
-        FROM public.habit_streak_state st
-        WHERE st.user_id = p_user AND st.template_id = ANY (p_templates)
-    ) k
-    LEFT JOIN LATERAL (
-        -- base: the row of slot(R) when kept, else the last row before slot(R).
-        SELECT s.* FROM public.habit_streak_slots s
-        WHERE s.user_id = p_user AND s.template_id = k.template_id AND s.slot <= k.slot_r
-          AND (s.slot < k.slot_r OR s.run_pos > 0)
-        ORDER BY s.slot DESC LIMIT 1
-    ) base ON true
-    LEFT JOIN LATERAL (
-        SELECT s.kept_cum, s.open_cum FROM public.habit_streak_slots s
-        WHERE s.user_id = p_user AND s.template_id = k.template_id
-          AND s.slot < CASE WHEN k.unit = 'weeks' THEN habit.week_start(p_date - 6, p_week_isodow) ELSE p_date - 6 END
-        ORDER BY s.slot DESC LIMIT 1
-    ) w7 ON true
-    LEFT JOIN LATERAL (
-        SELECT s.kept_cum, s.open_cum FROM public.habit_streak_slots s
-        WHERE s.user_id = p_user AND s.template_id = k.template_id
-          AND s.slot < CASE WHEN k.unit = 'weeks' THEN habit.week_start(p_date - 29, p_week_isodow) ELSE p_date - 29 END
-        ORDER BY s.slot DESC LIMIT 1
-    ) w30 ON true
-    LEFT JOIN LATERAL (
-        SELECT s.kept_cum, s.open_cum FROM public.habit_streak_slots s
-        WHERE s.user_id = p_user AND s.template_id = k.template_id
-          AND s.slot < CASE WHEN k.unit = 'weeks' THEN habit.week_start(p_date - 364, p_week_isodow) ELSE p_date - 364 END
-        ORDER BY s.slot DESC LIMIT 1
-    ) w365 ON true
-    -- Past the horizon: scanned, only when R is past it.
-    CROSS JOIN LATERAL (
-        SELECT count(*) FILTER (WHERE x.state = 'missed' AND x.slot < k.slot_r) AS missed_before_r,
-               count(*) FILTER (WHERE x.state = 'missed' AND x.slot < k.slot_r
-                                  AND x.slot + k.width - 1 >= p_date - 6) AS missed_from_7,
-               count(*) FILTER (WHERE x.state = 'missed' AND x.slot < k.slot_r
-                                  AND x.slot + k.width - 1 >= p_date - 29) AS missed_from_30,
-               count(*) FILTER (WHERE x.state = 'missed' AND x.slot < k.slot_r
-                                  AND x.slot + k.width - 1 >= p_date - 364) AS missed_from_365,
-               count(*) FILTER (WHERE x.state = 'kept') AS kept
-        FROM (SELECT h.slot, h.state
-              FROM (SELECT 1 WHERE k.slot_r > k.slot_h OFFSET 0) past_horizon
-              CROSS JOIN LATERAL habit.habit_slots(p_user, k.template_id, k.unit, k.slot_h + k.width, k.slot_r, p_today) h
-              WHERE h.slot > k.slot_h AND h.slot <= k.slot_r) x
-    ) g
-    WHERE habit.streak_unit((SELECT t.schedule FROM public.habit_templates t WHERE t.id = k.template_id AND t.user_id = p_user)) = k.unit
-      AND NOT EXISTS (
-        SELECT 1 FROM public.habit_periods p
-        WHERE p.user_id = p_user AND p.template_id = k.template_id AND p.ended_at IS NOT NULL
-          AND p.ended_at > ((p_today - 3)::timestamp AT TIME ZONE p_zone)
-          AND upper(habit.period_on_days(p.started_at, p.ended_at, p_zone, 'infinity')) > p_today);
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.habit_stats_fast(uuid, uuid[], date, date, text, integer) IS
-    'The habits'' stats at p_date from its streak ledger (index probes); no row when the ledger cannot answer (then habit.habit_stats_scan does); needs_scan when a slot past the horizon is kept (sql/0011).';
-
--- One habit's stats at R by the ledger with the slots past its horizon scanned, else by the
--- scan (habit.habit_stats_fast, then habit.habit_stats_scan): the slow path of
--- habit.habit_stats_quick and habit.current_streak. No row when the habit is not the user's.
-CREATE OR REPLACE FUNCTION habit.habit_stats_slow(p_user uuid, p_template uuid, p_date date)
-    RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
-                   longest_length integer, longest_start date, longest_end date,
-                   rate_7 double precision, rate_30 double precision, rate_365 double precision,
-                   rate_all double precision, total_done integer, last_done date)
-    LANGUAGE plpgsql STABLE ROWS 1
-    SET search_path = pg_catalog, pg_temp
-    SET jit = off
-    AS $fn$
-    DECLARE
-        v_tz text := habit.user_time_zone(p_user, NULL);
-        v_today date := habit.local_date(now(), v_tz);
-    BEGIN
-        RETURN QUERY
-        SELECT f.template_id, f.unit, f.current_length, f.current_start, f.longest_length, f.longest_start, f.longest_end,
-               f.rate_7, f.rate_30, f.rate_365, f.rate_all, f.total_done, f.last_done
-        FROM habit.habit_stats_fast(p_user, ARRAY[p_template], p_date, v_today, v_tz, habit.user_week_start_isodow(p_user)) f
-        WHERE NOT f.needs_scan;
-        IF NOT FOUND THEN
-            RETURN QUERY SELECT * FROM habit.habit_stats_scan(p_user, p_template, p_date, v_today);
-        END IF;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.habit_stats_slow(uuid, uuid, date) IS
-    'One habit''s stats at p_date from its ledger with the slots past the horizon scanned, else by the scan: the slow path of the quick reads (sql/0011).';
-
--- Whether the ledger alone answers for a habit at R, with no slot to scan: it is in the unit
--- of the habit's current schedule; R is at most one slot past the horizon's slot for days (R's
--- own slot is then neutral: no completion past the horizon) and in the horizon's week for
--- weeks (a week past it may be kept, when its target is 0); and no period of the habit ended
--- in the last 5 days (the ledger's final states count a day on when a period overlaps it;
--- the real today does not for a period closed today or yesterday: the scan decides).
--- Inlinable (one expression, no SET clause, operators schema-qualified), like habit.due_days.
-CREATE OR REPLACE FUNCTION habit.streak_ledger_answers(st public.habit_streak_state, p_schedule jsonb, p_date date) RETURNS boolean
-    LANGUAGE sql STABLE PARALLEL SAFE
-    AS $fn$
-    SELECT st.unit OPERATOR(pg_catalog.=) habit.streak_unit(p_schedule)
-       AND p_date OPERATOR(pg_catalog.<=) (st.horizon_slot OPERATOR(pg_catalog.+) CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 6 ELSE 1 END)
-       AND (st.last_ended IS NULL OR st.last_ended OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '5 days'))
-    $fn$;
-COMMENT ON FUNCTION habit.streak_ledger_answers(public.habit_streak_state, jsonb, date) IS
-    'Whether a habit''s ledger answers its stats at p_date by probes alone (unit current, R by the horizon, no period ended in the last 5 days) (sql/0011).';
-
--- The base of R's stats: the habit's ledger row of slot(R) when kept, else the last one before
--- slot(R) (slot(R) not over: neutral); p_width = 1 (days) or 7 (weeks). Slots are days or
--- first days of the user's weeks, so slot ≤ slot(R) ⟺ slot ≤ R and slot < slot(R) ⟺
--- slot ≤ R − width: no week arithmetic. One backward index probe; inlinable.
-CREATE OR REPLACE FUNCTION habit.streak_base(p_user uuid, p_template uuid, p_date date, p_width integer)
-    RETURNS SETOF public.habit_streak_slots
-    LANGUAGE sql STABLE ROWS 1
-    AS $fn$
-    SELECT s.* FROM public.habit_streak_slots s
-    WHERE s.user_id OPERATOR(pg_catalog.=) p_user AND s.template_id OPERATOR(pg_catalog.=) p_template
-      AND s.slot OPERATOR(pg_catalog.<=) p_date
-      AND (s.slot OPERATOR(pg_catalog.<=) (p_date OPERATOR(pg_catalog.-) p_width) OR s.run_pos OPERATOR(pg_catalog.>) 0)
-    ORDER BY s.slot DESC LIMIT 1
-    $fn$;
-COMMENT ON FUNCTION habit.streak_base(uuid, uuid, date, integer) IS
-    'The ledger row R''s stats start from: slot(R)''s when kept, else the last before slot(R) (sql/0011).';
-
--- The counts before a window starting at p_first: the last ledger row whose slot ends before
--- p_first (slot < slot(p_first) ⟺ slot ≤ p_first − width, as above). Inlinable.
-CREATE OR REPLACE FUNCTION habit.streak_counts_before(p_user uuid, p_template uuid, p_first date, p_width integer)
-    RETURNS TABLE (kept_cum integer, open_cum integer)
-    LANGUAGE sql STABLE ROWS 1
-    AS $fn$
-    SELECT s.kept_cum, s.open_cum FROM public.habit_streak_slots s
-    WHERE s.user_id OPERATOR(pg_catalog.=) p_user AND s.template_id OPERATOR(pg_catalog.=) p_template
-      AND s.slot OPERATOR(pg_catalog.<=) (p_first OPERATOR(pg_catalog.-) p_width)
-    ORDER BY s.slot DESC LIMIT 1
-    $fn$;
-
--- A rate: kept ÷ open slots, NULL when none is open. Inlinable (NULLIF would look "=" up by
--- the caller's search_path).
-CREATE OR REPLACE FUNCTION habit.streak_rate(kept integer, open integer) RETURNS double precision
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $fn$
-    SELECT CASE WHEN open OPERATOR(pg_catalog.=) 0 THEN NULL
-                ELSE pg_catalog.float8(kept) OPERATOR(pg_catalog./) pg_catalog.float8(open) END
-    $fn$;
-
--- One habit's stats at R with p_schedule its current schedule: by probes of its ledger when
--- habit.streak_ledger_answers (the state row, the base and three window probes; total_done
--- and last_done from the state unless R is before the latest completion), else
--- habit.habit_stats_slow. Exactly one row for a habit of the user. Inlinable into the caller.
-CREATE OR REPLACE FUNCTION habit.habit_stats_quick(p_user uuid, p_template uuid, p_date date, p_schedule jsonb)
-    RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
-                   longest_length integer, longest_start date, longest_end date,
-                   rate_7 double precision, rate_30 double precision, rate_365 double precision,
-                   rate_all double precision, total_done integer, last_done date)
-    LANGUAGE sql STABLE ROWS 1
-    AS $fn$
-    SELECT p_template, st.unit,
-           pg_catalog.int4(coalesce(b.run_pos, 0)), b.run_first, pg_catalog.int4(coalesce(b.best_len, 0)), b.best_first, b.best_last,
-           habit.streak_rate(coalesce(b.kept_cum, 0) OPERATOR(pg_catalog.-) coalesce(w7.kept_cum, 0),
-                             coalesce(b.open_cum, 0) OPERATOR(pg_catalog.-) coalesce(w7.open_cum, 0)),
-           habit.streak_rate(coalesce(b.kept_cum, 0) OPERATOR(pg_catalog.-) coalesce(w30.kept_cum, 0),
-                             coalesce(b.open_cum, 0) OPERATOR(pg_catalog.-) coalesce(w30.open_cum, 0)),
-           habit.streak_rate(coalesce(b.kept_cum, 0) OPERATOR(pg_catalog.-) coalesce(w365.kept_cum, 0),
-                             coalesce(b.open_cum, 0) OPERATOR(pg_catalog.-) coalesce(w365.open_cum, 0)),
-           habit.streak_rate(coalesce(b.kept_cum, 0), coalesce(b.open_cum, 0)),
-           CASE WHEN st.last_done IS NULL OR st.last_done OPERATOR(pg_catalog.<=) p_date THEN st.done_days
-                ELSE st.done_days OPERATOR(pg_catalog.-) pg_catalog.int4((SELECT pg_catalog.count(*) FROM public.habit_completions c
-                     WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
-                       AND c.completed_date OPERATOR(pg_catalog.>) p_date)) END,
-           CASE WHEN st.last_done IS NULL OR st.last_done OPERATOR(pg_catalog.<=) p_date THEN st.last_done
-                ELSE (SELECT pg_catalog.max(c.completed_date) FROM public.habit_completions c
-                      WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
-                        AND c.completed_date OPERATOR(pg_catalog.<=) p_date) END
-    FROM public.habit_streak_state st
-    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 7 ELSE 1 END AS width) u
-    LEFT JOIN LATERAL habit.streak_base(p_user, p_template, p_date, u.width) b ON true
-    LEFT JOIN LATERAL habit.streak_counts_before(p_user, p_template, p_date OPERATOR(pg_catalog.-) 6, u.width) w7 ON true
-    LEFT JOIN LATERAL habit.streak_counts_before(p_user, p_template, p_date OPERATOR(pg_catalog.-) 29, u.width) w30 ON true
-    LEFT JOIN LATERAL habit.streak_counts_before(p_user, p_template, p_date OPERATOR(pg_catalog.-) 364, u.width) w365 ON true
-    WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
-      AND habit.streak_ledger_answers(st, p_schedule, p_date)
-    UNION ALL
-    SELECT x.* FROM (SELECT 1 WHERE NOT EXISTS (
-            SELECT 1 FROM public.habit_streak_state st
-            WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
-              AND habit.streak_ledger_answers(st, p_schedule, p_date)) OFFSET 0) slow
-    CROSS JOIN LATERAL habit.habit_stats_slow(p_user, p_template, p_date) x
-    $fn$;
-COMMENT ON FUNCTION habit.habit_stats_quick(uuid, uuid, date, jsonb) IS
-    'One habit''s stats at p_date (p_schedule: its current schedule) by probes of its ledger, else habit.habit_stats_slow (sql/0011).';
+    'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, and a level 0–4 .';
 
 -- The habits of p_user on at R (habit.period_on_days, in zone p_zone with today p_today): the
 -- rule habit.habit_days_at expands, for one day and without due, done or skipped. A closed
@@ -737,18 +234,1051 @@ CREATE OR REPLACE FUNCTION habit.habits_on(p_user uuid, p_date date, p_today dat
     GROUP BY p.template_id
     $fn$;
 COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text) IS
-    'The habits of a user on at a date (habit.period_on_days): habit.habit_days_at''s habits of one day (sql/0011).';
+    'The habits of a user on at a date (habit.period_on_days): habit.habit_days_at''s habits of one day.';
 
--- p_template NULL: every habit on at R (habit.habits_on, like day.get), ordered as day.get
--- orders them (sort_order NULLS LAST, created_at, id); given: that habit whatever its state
--- (no row: not the user's, or unknown). p_date NULL: today in the user's zone.
+
+-- The engine: counting slots by arithmetic over a habit's segments, looking up
+-- events (completions, skips) only where they can matter. Definitions: docs/protocol.md
+-- "Streaks, rates and the calendar". A slot is open when it is kept or missed (neither
+-- neutral nor excused); inside a run every open slot is kept, inside a gap every one missed.
+-- These run as their caller: the writers (habit.streak_rebuild, habit.streak_apply) are
+-- SECURITY DEFINER, the reads run with the caller's rights and row-level security.
+
+-- The habit's segments with today p_today ('infinity' for the final on-days: a closed period
+-- overlapping a day makes it on, as it will once that day is past).
+CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p_tz text, p_today date)
+    RETURNS habit.streak_segment[]
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        RETURN (
+            SELECT coalesce(array_agg(ROW(lower(g.d), coalesce(upper(g.d), 'infinity'::date), q.schedule, q.first_day)::habit.streak_segment
+                                      ORDER BY lower(g.d)), '{}')
+            FROM (SELECT p.schedule, lower(r.days) AS first_day,
+                         datemultirange(r.days) - coalesce(range_agg(r.days) OVER later, '{}'::datemultirange) AS days
+                  FROM public.habit_periods p
+                  CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today)) r(days)
+                  WHERE p.user_id = p_user AND p.template_id = p_template AND NOT isempty(r.days)
+                  WINDOW later AS (ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
+            CROSS JOIN LATERAL unnest(q.days) g(d));
+    END
+    $fn$;
+
+-- The habit as the engine reads it, from its periods, schedule and profile (a rebuild, a new
+-- habit); NULL when it is not the user's.
+CREATE OR REPLACE FUNCTION habit.streak_habit(p_user uuid, p_template uuid) RETURNS habit.streak_habit
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        h habit.streak_habit;
+    BEGIN
+        SELECT p_user, p_template, habit.streak_unit(t.schedule), coalesce(habit.week_start_isodow(pr.week_start), 1),
+               habit.streak_segments(p_user, p_template, coalesce(pr.timezone, 'UTC'), 'infinity'), false, NULL::date,
+               (SELECT count(*)::integer FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = p_template)
+        INTO h
+        FROM public.habit_templates t LEFT JOIN public.profiles pr ON pr.user_id = p_user
+        WHERE t.id = p_template AND t.user_id = p_user;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        h.has_tpw := EXISTS (SELECT 1 FROM unnest(h.segs) s WHERE (s.schedule ->> 'type') = 'times_per_week');
+        IF cardinality(h.segs) > 0 THEN
+            h.first_slot := CASE WHEN h.unit = 'weeks' THEN habit.week_start((h.segs[1]).lo, h.wk) ELSE (h.segs[1]).lo END;
+        END IF;
+        RETURN h;
+    END
+    $fn$;
+
+-- The habit as its state row keeps it (no lookup).
+CREATE OR REPLACE FUNCTION habit.streak_habit_of(st public.habit_streak_state) RETURNS habit.streak_habit
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT ROW(st.user_id, st.template_id, st.unit, st.wk, st.segs, st.has_tpw, st.first_slot, st.skips_total)::habit.streak_habit
+    $fn$;
+
+-- Days of segment s in [x, y] its schedule asks for when no completion interferes (a
+-- times_per_week day counts: it is due until the week's target is met); 0 for no segment
+-- (GREATEST and LEAST pass over NULLs). Inlined.
+CREATE OR REPLACE FUNCTION habit.streak_segment_due(s habit.streak_segment, x date, y date) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN s.lo IS NOT NULL AND GREATEST(x, s.lo) OPERATOR(pg_catalog.<) LEAST((y OPERATOR(pg_catalog.+) 1), s.hi)
+                THEN habit.due_days(s.schedule, s.first_day,
+                                    pg_catalog.daterange(GREATEST(x, s.lo), LEAST((y OPERATOR(pg_catalog.+) 1), s.hi), '[)'), NULL)
+                ELSE 0 END
+    $fn$;
+
+-- The same over all segments: the days of [x, y] due when no completion interferes.
+CREATE OR REPLACE FUNCTION habit.streak_quiet_due(h habit.streak_habit, x date, y date) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        n integer := 0;
+        s habit.streak_segment;
+    BEGIN
+        IF x > y THEN
+            RETURN 0;
+        END IF;
+        FOREACH s IN ARRAY h.segs LOOP
+            CONTINUE WHEN s.hi <= x OR s.lo > y;
+            n := n + habit.streak_segment_due(s, x, y);
+        END LOOP;
+        RETURN n;
+    END
+    $fn$;
+
+-- The segment holding day d (NULL: the habit is not on d).
+CREATE OR REPLACE FUNCTION habit.streak_segment_at(h habit.streak_habit, d date) RETURNS habit.streak_segment
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        s habit.streak_segment;
+    BEGIN
+        FOREACH s IN ARRAY h.segs LOOP
+            IF d >= s.lo AND d < s.hi THEN
+                RETURN s;
+            END IF;
+        END LOOP;
+        RETURN NULL;
+    END
+    $fn$;
+
+-- The first day ≥ x due when no completion interferes (NULL: none).
+CREATE OR REPLACE FUNCTION habit.streak_next_quiet_due(h habit.streak_habit, x date) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        s habit.streak_segment;
+        a date;
+        c date;
+        best date;
+        k integer;
+        n integer;
+    BEGIN
+        FOREACH s IN ARRAY h.segs LOOP
+            CONTINUE WHEN s.hi <= x OR (best IS NOT NULL AND s.lo >= best);
+            a := greatest(x, s.lo);
+            c := NULL;
+            IF (s.schedule ->> 'type') = 'every_n_days' THEN
+                n := (s.schedule ->> 'n')::integer;
+                c := a + (n - (a - s.first_day) % n) % n;
+            ELSIF (s.schedule ->> 'type') = 'weekdays' THEN
+                FOR k IN 0 .. 6 LOOP
+                    IF (s.schedule -> 'days') @> to_jsonb(extract(isodow FROM a + k)::integer) THEN
+                        c := a + k;
+                        EXIT;
+                    END IF;
+                END LOOP;
+            ELSE
+                c := a;
+            END IF;
+            IF c < s.hi AND (best IS NULL OR c < best) THEN
+                best := c;
+            END IF;
+        END LOOP;
+        RETURN best;
+    END
+    $fn$;
+
+-- Whether day d, inside segment s, is due: times_per_week while fewer than `times` of the
+-- habit's completions lie in d's week before d (habit.due_days' rule).
+CREATE OR REPLACE FUNCTION habit.streak_is_due(h habit.streak_habit, s habit.streak_segment, d date) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF s.lo IS NULL THEN
+            RETURN false;
+        ELSIF (s.schedule ->> 'type') = 'times_per_week' THEN
+            RETURN (SELECT count(*) FROM public.habit_completions c
+                    WHERE c.user_id = h.user_id AND c.template_id = h.template_id
+                      AND c.completed_date >= habit.week_start(d, h.wk) AND c.completed_date < d) < (s.schedule ->> 'times')::integer;
+        END IF;
+        RETURN habit.streak_segment_due(s, d, d) > 0;
+    END
+    $fn$;
+
+-- The habit's on-days in [x, y] with the schedule in force, due, done and skipped, as they
+-- are once one pending change is made: the completion (p_kind 'completion') or skip ('skip')
+-- of p_day present or not (p_present; p_kind NULL: no change). A row-level BEFORE trigger
+-- keeps the runs before its row is written, so the change it is about is not in the table.
+CREATE OR REPLACE FUNCTION habit.streak_days(h habit.streak_habit, x date, y date, p_day date, p_kind text, p_present boolean)
+    RETURNS TABLE (day date, schedule jsonb, due boolean, done boolean, skipped boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    #variable_conflict use_column
+    BEGIN
+        RETURN QUERY
+        SELECT o.d, (o.s).schedule,
+               CASE WHEN ((o.s).schedule ->> 'type') = 'times_per_week'
+                    THEN (SELECT count(*) FROM public.habit_completions c
+                          WHERE c.user_id = h.user_id AND c.template_id = h.template_id
+                            AND c.completed_date >= habit.week_start(o.d, h.wk) AND c.completed_date < o.d
+                            AND c.completed_date IS DISTINCT FROM CASE WHEN p_kind = 'completion' THEN p_day END)
+                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= habit.week_start(o.d, h.wk) AND p_day < o.d
+                                THEN 1 ELSE 0 END
+                         < ((o.s).schedule ->> 'times')::integer
+                    ELSE habit.streak_segment_due(o.s, o.d, o.d) > 0 END,
+               CASE WHEN p_kind = 'completion' AND o.d = p_day THEN p_present
+                    ELSE EXISTS (SELECT 1 FROM public.habit_completions c
+                                 WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date = o.d) END,
+               CASE WHEN p_kind = 'skip' AND o.d = p_day THEN p_present
+                    ELSE h.skips > 0 AND EXISTS (SELECT 1 FROM public.habit_skips k
+                                                 WHERE k.user_id = h.user_id AND k.template_id = h.template_id AND k.skipped_date = o.d) END
+        FROM (SELECT x + g AS d, s FROM generate_series(0, y - x) g JOIN unnest(h.segs) s ON x + g >= s.lo AND x + g < s.hi) o
+        ORDER BY o.d;
+    END
+    $fn$;
+
+-- The states of the slots of [w1, w2] (days, or the one week w1) once the pending change is
+-- made (p_kind NULL: as they are). A week: neutral when on no day or its target is 0; kept
+-- when done ≥ target − skipped; missed otherwise.
+CREATE OR REPLACE FUNCTION habit.streak_slot_states(h habit.streak_habit, w1 date, w2 date, p_day date, p_kind text, p_present boolean)
+    RETURNS TABLE (slot date, state text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    #variable_conflict use_column
+    BEGIN
+        IF h.unit = 'weeks' THEN
+            RETURN QUERY
+            SELECT w1, CASE WHEN t.target = 0 THEN 'neutral' WHEN t.done >= t.target - t.skipped THEN 'kept' ELSE 'missed' END
+            FROM (SELECT CASE WHEN ((array_agg(f.schedule ORDER BY f.day DESC))[1] ->> 'type') = 'times_per_week'
+                              THEN ((array_agg(f.schedule ORDER BY f.day DESC))[1] ->> 'times')::integer
+                              ELSE (count(*) FILTER (WHERE f.due))::integer END AS target,
+                         count(*) FILTER (WHERE f.done) AS done, count(*) FILTER (WHERE f.skipped) AS skipped
+                  FROM habit.streak_days(h, w1, w1 + 6, p_day, p_kind, p_present) f) t;
+        ELSE
+            RETURN QUERY
+            SELECT w1 + g, coalesce(d.state, 'neutral')
+            FROM generate_series(0, w2 - w1) g
+            LEFT JOIN (SELECT f.day, CASE WHEN NOT f.due THEN 'neutral' WHEN f.done THEN 'kept' WHEN f.skipped THEN 'excused' ELSE 'missed' END AS state
+                       FROM habit.streak_days(h, w1, w2, p_day, p_kind, p_present) f) d ON d.day = w1 + g
+            ORDER BY 1;
+        END IF;
+    END
+    $fn$;
+
+-- One slot's state as the tables are.
+CREATE OR REPLACE FUNCTION habit.streak_slot_state(h habit.streak_habit, slot date) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        s habit.streak_segment;
+    BEGIN
+        IF h.unit = 'days' THEN
+            s := habit.streak_segment_at(h, slot);
+            IF s IS NULL THEN
+                RETURN 'neutral';
+            ELSIF NOT habit.streak_is_due(h, s, slot) THEN
+                RETURN 'neutral';
+            ELSIF EXISTS (SELECT 1 FROM public.habit_completions c
+                          WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date = slot) THEN
+                RETURN 'kept';
+            ELSIF h.skips > 0 AND EXISTS (SELECT 1 FROM public.habit_skips k
+                                          WHERE k.user_id = h.user_id AND k.template_id = h.template_id AND k.skipped_date = slot) THEN
+                RETURN 'excused';
+            END IF;
+            RETURN 'missed';
+        END IF;
+        RETURN (SELECT x.state FROM habit.streak_slot_states(h, slot, slot, NULL, NULL, NULL) x);
+    END
+    $fn$;
+
+-- Weeks in [x, y] (first days) holding a day some segment's schedule asks for when no
+-- completion interferes: per segment its whole weeks by arithmetic, and the weeks a segment
+-- covers only in part (at most two per segment, shared by neighbours) one by one.
+CREATE OR REPLACE FUNCTION habit.streak_quiet_weeks(h habit.streak_habit, x date, y date) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        total integer := 0;
+        s habit.streak_segment;
+        lo date; hi date; wlo date; whi date; first_whole date; last_whole date;
+        edges date[] := '{}';
+        e date;
+    BEGIN
+        IF x > y THEN
+            RETURN 0;
+        END IF;
+        FOREACH s IN ARRAY h.segs LOOP
+            lo := greatest(s.lo, x);
+            hi := least(s.hi, y + 7);
+            CONTINUE WHEN lo >= hi;
+            wlo := habit.week_start(lo, h.wk);
+            whi := habit.week_start(hi - 1, h.wk);
+            first_whole := CASE WHEN lo = wlo THEN wlo ELSE wlo + 7 END;
+            last_whole := CASE WHEN hi - 1 = whi + 6 THEN whi ELSE whi - 7 END;
+            IF lo > wlo AND NOT wlo = ANY (edges) THEN edges := edges || wlo; END IF;
+            IF hi - 1 < whi + 6 AND NOT whi = ANY (edges) THEN edges := edges || whi; END IF;
+            IF first_whole <= last_whole THEN
+                -- Every 7 days hold a due day except for every_n_days with n > 7, whose due days
+                -- then lie in distinct weeks (n = 7: either way).
+                total := total + CASE WHEN (s.schedule ->> 'type') = 'every_n_days' AND (s.schedule ->> 'n')::integer >= 7
+                                      THEN habit.streak_segment_due(s, first_whole, last_whole + 6)
+                                      ELSE (last_whole - first_whole) / 7 + 1 END;
+            END IF;
+        END LOOP;
+        FOREACH e IN ARRAY edges LOOP
+            IF habit.streak_quiet_due(h, e, e + 6) > 0 THEN
+                total := total + 1;
+            END IF;
+        END LOOP;
+        RETURN total;
+    END
+    $fn$;
+
+-- Open slots (kept or missed: neither neutral nor excused) in [x, y]: a run's length, or a
+-- gap's misses, over any part of it. Days: the due days (arithmetic per segment, less the
+-- times_per_week days after the week's target) less the skipped due days. Weeks: the weeks
+-- holding a day due when no completion interferes (a week whose target is above 0 holds one)
+-- less the weeks with events whose state is neutral. Looks up only events in [x, y].
+CREATE OR REPLACE FUNCTION habit.streak_open(h habit.streak_habit, x date, y date) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        n integer;
+    BEGIN
+        IF x > y OR h.first_slot IS NULL THEN
+            RETURN 0;
+        END IF;
+        IF h.unit = 'weeks' THEN
+            n := habit.streak_quiet_weeks(h, x, y);
+            IF n > 0 THEN
+                n := n - (SELECT count(*)::integer
+                          FROM (SELECT DISTINCT habit.week_start(e.d, h.wk) AS w
+                                FROM (SELECT c.completed_date AS d FROM public.habit_completions c
+                                      WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date BETWEEN x AND y + 6
+                                      UNION ALL
+                                      SELECT k.skipped_date FROM public.habit_skips k
+                                      WHERE h.skips > 0 AND k.user_id = h.user_id AND k.template_id = h.template_id
+                                        AND k.skipped_date BETWEEN x AND y + 6) e) ew
+                          WHERE habit.streak_quiet_due(h, ew.w, ew.w + 6) > 0 AND habit.streak_slot_state(h, ew.w) = 'neutral');
+            END IF;
+            RETURN n;
+        END IF;
+        n := habit.streak_quiet_due(h, x, y);
+        IF n = 0 THEN
+            RETURN 0;
+        END IF;
+        IF h.has_tpw THEN
+            -- Times_per_week days after the week's target is met are not due.
+            n := n - (SELECT count(*)::integer
+                      FROM (SELECT DISTINCT habit.week_start(c.completed_date, h.wk) AS w FROM public.habit_completions c
+                            WHERE c.user_id = h.user_id AND c.template_id = h.template_id
+                              AND c.completed_date >= habit.week_start(x, h.wk) AND c.completed_date <= y) wk
+                      CROSS JOIN generate_series(0, 6) k
+                      JOIN unnest(h.segs) s ON wk.w + k >= s.lo AND wk.w + k < s.hi AND (s.schedule ->> 'type') = 'times_per_week'
+                      WHERE wk.w + k BETWEEN x AND y AND NOT habit.streak_is_due(h, s, wk.w + k));
+        END IF;
+        IF h.skips > 0 THEN
+            n := n - (SELECT count(*)::integer FROM public.habit_skips k
+                      WHERE k.user_id = h.user_id AND k.template_id = h.template_id AND k.skipped_date BETWEEN x AND y
+                        AND habit.streak_is_due(h, habit.streak_segment_at(h, k.skipped_date), k.skipped_date) IS TRUE);
+        END IF;
+        RETURN n;
+    END
+    $fn$;
+
+-- The first missed slot in [x, limit_slot), provided no kept slot lies in [x, it); NULL when
+-- a kept slot or limit_slot comes first, or nothing is ever missed. The candidates are the
+-- days due when no completion interferes (their weeks); each one passed over is an event (a
+-- skip, a met target), so the loop is bounded by the events after x.
+CREATE OR REPLACE FUNCTION habit.streak_first_missed(h habit.streak_habit, x date, limit_slot date) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        candidate date;
+        state text;
+    BEGIN
+        IF h.first_slot IS NULL THEN
+            RETURN NULL;
+        END IF;
+        LOOP
+            candidate := habit.streak_next_quiet_due(h, x);
+            IF candidate IS NULL THEN
+                RETURN NULL;
+            END IF;
+            IF h.unit = 'weeks' THEN
+                candidate := habit.week_start(candidate, h.wk);
+            END IF;
+            IF candidate >= limit_slot THEN
+                RETURN NULL;
+            END IF;
+            IF h.unit = 'days' AND NOT h.has_tpw AND h.skips = 0 THEN
+                -- Due, and (in a gap) not done: missed.
+                RETURN candidate;
+            END IF;
+            state := habit.streak_slot_state(h, candidate);
+            IF state = 'missed' THEN
+                RETURN candidate;
+            ELSIF state = 'kept' THEN
+                RETURN NULL;
+            END IF;
+            x := candidate + CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+        END LOOP;
+    END
+    $fn$;
+
+-- The last kept slot before x / the first after x (NULL: none), walking the habit's events.
+CREATE OR REPLACE FUNCTION habit.streak_kept_before(h habit.streak_habit, x date) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        d date;
+    BEGIN
+        LOOP
+            IF h.unit = 'weeks' THEN
+                SELECT max(e.d) INTO d FROM (
+                    (SELECT c.completed_date AS d FROM public.habit_completions c
+                     WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date < x
+                     ORDER BY c.completed_date DESC LIMIT 1)
+                    UNION ALL
+                    (SELECT k.skipped_date FROM public.habit_skips k
+                     WHERE h.skips > 0 AND k.user_id = h.user_id AND k.template_id = h.template_id AND k.skipped_date < x
+                     ORDER BY k.skipped_date DESC LIMIT 1)) e;
+                EXIT WHEN d IS NULL;
+                d := habit.week_start(d, h.wk);
+            ELSE
+                SELECT c.completed_date INTO d FROM public.habit_completions c
+                WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date < x
+                ORDER BY c.completed_date DESC LIMIT 1;
+                EXIT WHEN NOT FOUND;
+            END IF;
+            IF habit.streak_slot_state(h, d) = 'kept' THEN
+                RETURN d;
+            END IF;
+            x := d;
+        END LOOP;
+        RETURN NULL;
+    END
+    $fn$;
+
+CREATE OR REPLACE FUNCTION habit.streak_kept_after(h habit.streak_habit, x date) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        d date;
+        step integer := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+    BEGIN
+        LOOP
+            IF h.unit = 'weeks' THEN
+                SELECT min(e.d) INTO d FROM (
+                    (SELECT c.completed_date AS d FROM public.habit_completions c
+                     WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date >= x + step
+                     ORDER BY c.completed_date LIMIT 1)
+                    UNION ALL
+                    (SELECT k.skipped_date FROM public.habit_skips k
+                     WHERE h.skips > 0 AND k.user_id = h.user_id AND k.template_id = h.template_id AND k.skipped_date >= x + step
+                     ORDER BY k.skipped_date LIMIT 1)) e;
+                EXIT WHEN d IS NULL;
+                d := habit.week_start(d, h.wk);
+            ELSE
+                SELECT c.completed_date INTO d FROM public.habit_completions c
+                WHERE c.user_id = h.user_id AND c.template_id = h.template_id AND c.completed_date > x
+                ORDER BY c.completed_date LIMIT 1;
+                EXIT WHEN NOT FOUND;
+            END IF;
+            IF habit.streak_slot_state(h, d) = 'kept' THEN
+                RETURN d;
+            END IF;
+            x := d;
+        END LOOP;
+        RETURN NULL;
+    END
+    $fn$;
+
+-- The kept slots of a habit, oldest first: completions on due days, or kept weeks.
+CREATE OR REPLACE FUNCTION habit.streak_kept_slots(h habit.streak_habit) RETURNS SETOF date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF h.unit = 'days' THEN
+            RETURN QUERY
+            SELECT c.d FROM (
+                SELECT c.completed_date AS d,
+                       row_number() OVER (PARTITION BY habit.week_start(c.completed_date, h.wk) ORDER BY c.completed_date) AS nth
+                FROM public.habit_completions c
+                WHERE c.user_id = h.user_id AND c.template_id = h.template_id) c
+            JOIN unnest(h.segs) s ON c.d >= s.lo AND c.d < s.hi
+            WHERE CASE WHEN (s.schedule ->> 'type') = 'times_per_week' THEN c.nth <= (s.schedule ->> 'times')::integer
+                       ELSE habit.streak_segment_due(s, c.d, c.d) > 0 END
+            ORDER BY 1;
+        ELSE
+            RETURN QUERY
+            SELECT ew.w FROM (
+                SELECT DISTINCT habit.week_start(e.d, h.wk) AS w
+                FROM (SELECT c.completed_date AS d FROM public.habit_completions c
+                      WHERE c.user_id = h.user_id AND c.template_id = h.template_id
+                      UNION ALL
+                      SELECT k.skipped_date FROM public.habit_skips k
+                      WHERE k.user_id = h.user_id AND k.template_id = h.template_id) e) ew
+            WHERE habit.streak_slot_state(h, ew.w) = 'kept'
+            ORDER BY 1;
+        END IF;
+    END
+    $fn$;
+
+-- Keeping the runs. A rebuild recomputes one habit from its events
+-- (O(events)); an apply changes the runs around one written day in constant work.
+
+-- One habit's runs and state from scratch: its kept slots in order, the open slots of the gap
+-- between each two (no kept slot lies there, so they are all missed), runs split where a gap
+-- holds a missed slot. The state row is created when missing. A habit that no longer exists
+-- is passed over.
+CREATE OR REPLACE FUNCTION habit.streak_rebuild(p_user uuid, p_template uuid) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        h habit.streak_habit;
+        step integer;
+        k date;
+        prev date;
+        gap integer;
+        run_first date;
+        run_kept integer;
+        lead integer;
+        v_kept integer := 0;
+        v_missed integer := 0;
+        firsts date[] := '{}'; lasts date[] := '{}'; kepts integer[] := '{}'; misses integer[] := '{}'; nexts date[] := '{}';
+    BEGIN
+        -- Writers of the habit's completions and skips hold this lock (their BEFORE triggers):
+        -- the events read below are the committed ones, and none changes until commit.
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        h := habit.streak_habit(p_user, p_template);
+        step := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+        FOR k IN SELECT s FROM habit.streak_kept_slots(h) s LOOP
+            IF prev IS NULL THEN
+                lead := habit.streak_open(h, h.first_slot, k - step);
+                v_missed := lead;
+                run_first := k;
+                run_kept := 0;
+            ELSE
+                gap := CASE WHEN k - prev = step THEN 0 ELSE habit.streak_open(h, prev + step, k - step) END;
+                IF gap > 0 THEN
+                    firsts := firsts || run_first; lasts := lasts || prev; kepts := kepts || run_kept;
+                    misses := misses || gap; nexts := nexts || habit.streak_first_missed(h, prev + step, k);
+                    v_missed := v_missed + gap;
+                    run_first := k;
+                    run_kept := 0;
+                END IF;
+            END IF;
+            run_kept := run_kept + 1;
+            v_kept := v_kept + 1;
+            prev := k;
+        END LOOP;
+        IF prev IS NOT NULL THEN
+            firsts := firsts || run_first; lasts := lasts || prev; kepts := kepts || run_kept;
+            misses := misses || NULL::integer; nexts := nexts || habit.streak_first_missed(h, prev + step, 'infinity');
+        END IF;
+
+        DELETE FROM public.habit_streak_runs r WHERE r.user_id = p_user AND r.template_id = p_template;
+        INSERT INTO public.habit_streak_runs (user_id, template_id, first_slot, last_slot, kept, missed_after, next_missed)
+        SELECT p_user, p_template, u.* FROM unnest(firsts, lasts, kepts, misses, nexts) AS u;
+        INSERT INTO public.habit_streak_state AS st (user_id, template_id, unit, wk, segs, has_tpw, first_slot, closed_until,
+                                                     done_total, last_done, skips_total, kept_total, missed_total, lead_missed, pending)
+        SELECT p_user, p_template, h.unit, h.wk, h.segs, h.has_tpw, h.first_slot,
+               (SELECT max(s.hi) FROM unnest(h.segs) s WHERE s.hi < 'infinity'),
+               d.n, d.last, h.skips, v_kept, v_missed, lead, false
+        FROM (SELECT count(*)::integer AS n, max(c.completed_date) AS last FROM public.habit_completions c
+              WHERE c.user_id = p_user AND c.template_id = p_template) d
+        ON CONFLICT (user_id, template_id) DO UPDATE
+        SET unit = excluded.unit, wk = excluded.wk, segs = excluded.segs, has_tpw = excluded.has_tpw,
+            first_slot = excluded.first_slot, closed_until = excluded.closed_until, done_total = excluded.done_total,
+            last_done = excluded.last_done, skips_total = excluded.skips_total, kept_total = excluded.kept_total,
+            missed_total = excluded.missed_total, lead_missed = excluded.lead_missed, pending = false;
+    END
+    $fn$;
+
+-- The runs once one completion or skip changes, called by the row-level BEFORE trigger of
+-- its table before the row is written (so earlier rows of the same statement are applied
+-- already, and the change itself is passed: the p_kind 'completion' or 'skip' of p_day
+-- becomes present or not, p_present), with the habit locked and its state st read by
+-- habit.check_day. The slots whose state may change are recomputed: the day, or its week when
+-- a times_per_week segment makes later days of the week depend on it, or the week in the
+-- weeks unit. The runs touching them (the one before, the one after, those inside) are
+-- replaced by runs composed from the parts outside, which keep their counts, and the new
+-- states: constant work, plus the events of a run part cut off or of a gap beside the change.
+-- After 8 changes of one habit in one transaction (a bulk
+-- load) the habit is marked pending instead and rebuilt once at commit: each update of a row
+-- in one transaction leaves a version the next one has to pass.
+CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_day date, p_kind text, p_present boolean) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        p_user uuid := st.user_id;
+        p_template uuid := st.template_id;
+        h habit.streak_habit;
+        step integer;
+        s habit.streak_segment;
+        w1 date; w2 date;
+        a public.habit_streak_runs;
+        b public.habit_streak_runs;
+        rec record;
+        w_slots date[] := '{}';
+        w_states text[] := '{}';
+        firsts date[] := '{}'; lasts date[] := '{}'; kepts integer[] := '{}';
+        cur_first date; cur_last date; cur_kept integer;
+        r_first date; r_kept integer; r_open boolean;
+        misses integer[] := '{}'; nexts date[] := '{}';
+        n integer; i integer;
+        new_kept integer := 0; new_missed integer := 0;
+        new_lead integer;
+        done_change integer := CASE WHEN p_kind = 'completion' THEN CASE WHEN p_present THEN 1 ELSE -1 END ELSE 0 END;
+        skip_change integer := CASE WHEN p_kind = 'skip' THEN CASE WHEN p_present THEN 1 ELSE -1 END ELSE 0 END;
+    BEGIN
+        IF st.pending THEN
+            RETURN;
+        ELSIF st.xact = pg_current_xact_id() AND st.xact_writes >= 8 THEN
+            UPDATE public.habit_streak_state x SET pending = true WHERE x.user_id = p_user AND x.template_id = p_template;
+            RETURN;
+        END IF;
+        h := habit.streak_habit_of(st);
+        step := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+
+        -- The window and its slots' new states.
+        IF h.unit = 'weeks' OR h.has_tpw THEN
+            w1 := habit.week_start(p_day, h.wk);
+            w2 := w1 + CASE WHEN h.unit = 'weeks' THEN 0 ELSE 6 END;
+            FOR rec IN SELECT * FROM habit.streak_slot_states(h, w1, w2, p_day, p_kind, p_present) LOOP
+                w_slots := w_slots || rec.slot;
+                w_states := w_states || rec.state;
+            END LOOP;
+        ELSE
+            -- One day: no other row of the day can differ (a day is never both done and
+            -- skipped), so its state is the change's.
+            w1 := p_day;
+            w2 := p_day;
+            s := habit.streak_segment_at(h, p_day);
+            w_slots := ARRAY[p_day];
+            w_states := ARRAY[CASE WHEN s IS NULL OR habit.streak_segment_due(s, p_day, p_day) = 0 THEN 'neutral'
+                                   WHEN NOT p_present THEN 'missed'
+                                   WHEN p_kind = 'completion' THEN 'kept' ELSE 'excused' END];
+        END IF;
+
+        -- The runs around: a, the last starting before the window; b, the one reaching past it.
+        FOR rec IN
+            (SELECT 'a' AS which, r.* FROM public.habit_streak_runs r
+             WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot < w1 ORDER BY r.first_slot DESC LIMIT 1)
+            UNION ALL
+            (SELECT 'b', r.* FROM public.habit_streak_runs r
+             WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot <= w2 ORDER BY r.first_slot DESC LIMIT 1)
+            UNION ALL
+            (SELECT 'c', r.* FROM public.habit_streak_runs r
+             WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot > w2 ORDER BY r.first_slot LIMIT 1)
+        LOOP
+            IF rec.which = 'a' THEN
+                a := ROW(rec.user_id, rec.template_id, rec.first_slot, rec.last_slot, rec.kept, rec.missed_after, rec.next_missed);
+            ELSIF rec.which = 'b' AND rec.last_slot > w2 THEN
+                b := ROW(rec.user_id, rec.template_id, rec.first_slot, rec.last_slot, rec.kept, rec.missed_after, rec.next_missed);
+            ELSIF rec.which = 'c' AND b.first_slot IS NULL THEN
+                b := ROW(rec.user_id, rec.template_id, rec.first_slot, rec.last_slot, rec.kept, rec.missed_after, rec.next_missed);
+            END IF;
+        END LOOP;
+
+        -- The left part: the run before the window, or its part before w1.
+        IF a.first_slot IS NOT NULL THEN
+            cur_first := a.first_slot;
+            IF a.last_slot >= w1 THEN
+                cur_kept := habit.streak_open(h, a.first_slot, w1 - step);
+                cur_last := habit.streak_kept_before(h, w1);
+            ELSE
+                cur_kept := a.kept;
+                cur_last := a.last_slot;
+                IF a.next_missed IS NOT NULL AND a.next_missed < w1 THEN
+                    -- A missed slot between it and the window: it stays a run of its own.
+                    firsts := firsts || cur_first; lasts := lasts || cur_last; kepts := kepts || cur_kept;
+                    cur_first := NULL;
+                END IF;
+            END IF;
+        END IF;
+        -- The window's slots, in order.
+        FOR i IN 1 .. cardinality(w_slots) LOOP
+            IF w_states[i] = 'kept' THEN
+                IF cur_first IS NULL THEN
+                    cur_first := w_slots[i];
+                    cur_kept := 0;
+                END IF;
+                cur_kept := cur_kept + 1;
+                cur_last := w_slots[i];
+            ELSIF w_states[i] = 'missed' AND cur_first IS NOT NULL THEN
+                firsts := firsts || cur_first; lasts := lasts || cur_last; kepts := kepts || cur_kept;
+                cur_first := NULL;
+            END IF;
+        END LOOP;
+        -- The right part: the run after the window, or its part after w2.
+        IF b.first_slot IS NOT NULL THEN
+            IF b.first_slot <= w2 THEN
+                r_first := habit.streak_kept_after(h, w2);
+                r_kept := habit.streak_open(h, w2 + step, b.last_slot);
+                r_open := true;
+            ELSE
+                r_first := b.first_slot;
+                r_kept := b.kept;
+                r_open := habit.streak_open(h, w2 + step, b.first_slot - step) = 0;
+            END IF;
+            IF cur_first IS NOT NULL AND r_open THEN
+                cur_kept := cur_kept + r_kept;
+                cur_last := b.last_slot;
+            ELSE
+                IF cur_first IS NOT NULL THEN
+                    firsts := firsts || cur_first; lasts := lasts || cur_last; kepts := kepts || cur_kept;
+                END IF;
+                cur_first := r_first; cur_last := b.last_slot; cur_kept := r_kept;
+            END IF;
+        END IF;
+        IF cur_first IS NOT NULL THEN
+            firsts := firsts || cur_first; lasts := lasts || cur_last; kepts := kepts || cur_kept;
+        END IF;
+
+        -- The gaps after the composed runs (and before the first, when it is the habit's first):
+        -- their missed slots and first missed slot, the window's part from its new states.
+        n := cardinality(firsts);
+        FOR i IN 1 .. n LOOP
+            IF i < n THEN
+                misses := misses || habit.streak_gap_missed(h, lasts[i] + step, firsts[i + 1] - step, w_slots, w_states);
+                nexts := nexts || habit.streak_gap_first_missed(h, lasts[i] + step, firsts[i + 1], w_slots, w_states);
+            ELSIF b.first_slot IS NOT NULL THEN
+                misses := misses || b.missed_after;
+                nexts := nexts || b.next_missed;
+            ELSE
+                misses := misses || NULL::integer;
+                nexts := nexts || habit.streak_gap_first_missed(h, lasts[i] + step, 'infinity', w_slots, w_states);
+            END IF;
+            new_kept := new_kept + kepts[i];
+            new_missed := new_missed + coalesce(misses[i], 0);
+        END LOOP;
+        IF a.first_slot IS NULL AND n > 0 THEN
+            new_lead := habit.streak_gap_missed(h, h.first_slot, firsts[1] - step, w_slots, w_states);
+            new_missed := new_missed + new_lead;
+        END IF;
+
+        -- Replace the runs from a (or the window) through b (or the window), and the totals, in one statement.
+        WITH gone AS (
+            DELETE FROM public.habit_streak_runs r
+            WHERE r.user_id = p_user AND r.template_id = p_template
+              AND r.first_slot >= coalesce(a.first_slot, w1) AND r.first_slot <= coalesce(b.first_slot, w2)
+            RETURNING r.kept, r.missed_after
+        ), made AS (
+            INSERT INTO public.habit_streak_runs (user_id, template_id, first_slot, last_slot, kept, missed_after, next_missed)
+            SELECT p_user, p_template, u.* FROM unnest(firsts, lasts, kepts, misses, nexts) AS u
+        )
+        UPDATE public.habit_streak_state x
+        SET kept_total = x.kept_total + new_kept - (SELECT coalesce(sum(g.kept), 0) FROM gone g),
+            missed_total = x.missed_total + new_missed - (SELECT coalesce(sum(g.missed_after), 0) FROM gone g)
+                           - CASE WHEN a.first_slot IS NULL THEN coalesce(x.lead_missed, 0) ELSE 0 END,
+            lead_missed = CASE WHEN a.first_slot IS NULL THEN new_lead ELSE x.lead_missed END,
+            done_total = x.done_total + done_change,
+            last_done = CASE WHEN done_change > 0 THEN greatest(x.last_done, p_day)
+                             WHEN done_change < 0 AND x.last_done = p_day
+                             THEN (SELECT max(c.completed_date) FROM public.habit_completions c
+                                   WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date < p_day)
+                             ELSE x.last_done END,
+            skips_total = x.skips_total + skip_change,
+            xact = pg_current_xact_id(),
+            xact_writes = CASE WHEN x.xact = pg_current_xact_id() THEN x.xact_writes + 1 ELSE 1 END
+        WHERE x.user_id = p_user AND x.template_id = p_template;
+    END
+    $fn$;
+
+-- Missed slots of a gap [x, y] (no kept slot in it), the window's slots (p_slots) taking the
+-- new states p_states: counted outside the window, taken from the states inside.
+CREATE OR REPLACE FUNCTION habit.streak_gap_missed(h habit.streak_habit, x date, y date, p_slots date[], p_states text[]) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        step integer := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+        n integer := 0;
+        i integer;
+    BEGIN
+        IF x > y THEN
+            RETURN 0;
+        END IF;
+        FOR i IN 1 .. cardinality(p_slots) LOOP
+            IF p_slots[i] BETWEEN x AND y AND p_states[i] = 'missed' THEN
+                n := n + 1;
+            END IF;
+        END LOOP;
+        RETURN n + habit.streak_open(h, x, least(y, p_slots[1] - step))
+                 + habit.streak_open(h, greatest(x, p_slots[cardinality(p_slots)] + step), y);
+    END
+    $fn$;
+
+-- The first missed slot of a gap from x, before limit_slot, the window's slots taking their new states.
+CREATE OR REPLACE FUNCTION habit.streak_gap_first_missed(h habit.streak_habit, x date, limit_slot date, p_slots date[], p_states text[]) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        step integer := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+        found date;
+        i integer;
+    BEGIN
+        IF x < p_slots[1] THEN
+            found := habit.streak_first_missed(h, x, least(limit_slot, p_slots[1]));
+            IF found IS NOT NULL THEN
+                RETURN found;
+            END IF;
+        END IF;
+        FOR i IN 1 .. cardinality(p_slots) LOOP
+            IF p_slots[i] >= x AND p_slots[i] < limit_slot AND p_states[i] = 'missed' THEN
+                RETURN p_slots[i];
+            END IF;
+        END LOOP;
+        IF limit_slot > p_slots[cardinality(p_slots)] + step THEN
+            RETURN habit.streak_first_missed(h, greatest(x, p_slots[cardinality(p_slots)] + step), limit_slot);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+-- Reads: streaks, rates and totals from the runs; the reference scan where the runs cannot
+-- answer (a habit pending its rebuild in the writer's own transaction, or one whose periods
+-- closed so lately that days from today on are on for the runs but not yet for the day).
+
+-- Whether the stored runs answer at p_date (p_today: the user's today): not pending, and no
+-- day from today on that only a closed period makes on (the runs count a closed period's last
+-- day as on; the day does once it is past) lies in a slot up to R's.
+CREATE OR REPLACE FUNCTION habit.streak_state_answers(st public.habit_streak_state, p_date date, p_today date) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT NOT st.pending
+       AND (st.closed_until IS NULL OR st.closed_until OPERATOR(pg_catalog.<=) p_today
+            OR CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks'
+                    THEN habit.week_start(p_date, st.wk) OPERATOR(pg_catalog.<) habit.week_start(p_today, st.wk)
+                    ELSE p_date OPERATOR(pg_catalog.<) p_today END)
+    $fn$;
+
+-- Kept slots of a habit in [x, y] when no missed slot lies there (part of a run).
+CREATE OR REPLACE FUNCTION habit.streak_kept_between(p_user uuid, p_template uuid, x date, y date) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    #variable_conflict use_column
+    BEGIN
+        RETURN (
+    SELECT habit.streak_open(habit.streak_habit_of(st), x, y)
+    FROM public.habit_streak_state st WHERE st.user_id = p_user AND st.template_id = p_template);
+    END
+    $fn$;
+
+-- One habit's current streak at p_date from its runs (day.get's include: inlined into its
+-- statement): the run with the last start up to R's slot, whole when a missed slot comes only
+-- at or after R's slot (its stored next_missed), cut at R when R lies inside it; else 0.
+-- The reference scan when the runs cannot answer.
+CREATE OR REPLACE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_date date, p_today date)
+    RETURNS TABLE (current_length integer, current_start date)
+    LANGUAGE sql STABLE ROWS 1
+    AS $fn$
+    SELECT CASE WHEN q.first_slot IS NULL THEN 0
+                WHEN q.last_slot OPERATOR(pg_catalog.=) sl.b THEN q.kept
+                WHEN q.last_slot OPERATOR(pg_catalog.>) sl.b THEN habit.streak_kept_between(p_user, p_template, q.first_slot, sl.b)
+                WHEN q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) sl.b THEN q.kept
+                ELSE 0 END,
+           CASE WHEN q.last_slot OPERATOR(pg_catalog.>=) sl.b OR q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) sl.b
+                THEN q.first_slot END
+    FROM public.habit_streak_state st
+    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN habit.week_start(p_date, st.wk) ELSE p_date END AS b) sl
+    LEFT JOIN LATERAL (
+        SELECT r.first_slot, r.last_slot, r.kept, r.next_missed FROM public.habit_streak_runs r
+        WHERE r.user_id OPERATOR(pg_catalog.=) p_user AND r.template_id OPERATOR(pg_catalog.=) p_template
+          AND r.first_slot OPERATOR(pg_catalog.<=) sl.b
+        ORDER BY r.first_slot DESC LIMIT 1) q ON true
+    WHERE st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
+      AND habit.streak_state_answers(st, p_date, p_today)
+    UNION ALL
+    SELECT x.current_length, x.current_start
+    FROM (SELECT 1 WHERE NOT EXISTS (
+              SELECT 1 FROM public.habit_streak_state st
+              WHERE st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
+                AND habit.streak_state_answers(st, p_date, p_today)) OFFSET 0) slow
+    CROSS JOIN LATERAL habit.habit_stats_scan(p_user, p_template, p_date, p_today) x
+    $fn$;
+
+-- Kept and missed slots of a window [a, b] of slots, b's slot "not over" (counted only when
+-- kept): the runs overlapping it whole, and the parts of a run or gap cut by a or b counted
+-- (habit.streak_open). h: the habit; st: its state.
+CREATE OR REPLACE FUNCTION habit.streak_window(h habit.streak_habit, st public.habit_streak_state, a date, b date,
+                                    OUT kept integer, OUT missed integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        step integer := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
+        r public.habit_streak_runs;
+        gap_start date;       -- the first slot of the gap before the next run
+        gap_missed integer;   -- that gap's misses when known whole (NULL: count them)
+    BEGIN
+        kept := 0;
+        missed := 0;
+        IF h.first_slot IS NULL OR a > b THEN
+            RETURN;
+        END IF;
+        a := greatest(a, h.first_slot);
+        -- The run before the window, or the lead gap.
+        SELECT * INTO r FROM public.habit_streak_runs x
+        WHERE x.user_id = h.user_id AND x.template_id = h.template_id AND x.first_slot < a
+        ORDER BY x.first_slot DESC LIMIT 1;
+        IF r.first_slot IS NULL THEN
+            gap_start := h.first_slot;
+            gap_missed := st.lead_missed;
+        ELSE
+            IF r.last_slot >= a THEN
+                kept := kept + CASE WHEN r.last_slot <= b THEN habit.streak_open(h, a, r.last_slot) ELSE habit.streak_open(h, a, b) END;
+            END IF;
+            gap_start := r.last_slot + step;
+            gap_missed := r.missed_after;
+        END IF;
+        FOR r IN SELECT * FROM public.habit_streak_runs x
+                 WHERE x.user_id = h.user_id AND x.template_id = h.template_id AND x.first_slot >= a AND x.first_slot <= b
+                 ORDER BY x.first_slot LOOP
+            -- The gap before r: whole inside the window, or cut by a.
+            IF gap_start >= a AND gap_missed IS NOT NULL THEN
+                missed := missed + gap_missed;
+            ELSE
+                missed := missed + habit.streak_open(h, greatest(gap_start, a), r.first_slot - step);
+            END IF;
+            kept := kept + CASE WHEN r.last_slot <= b THEN r.kept ELSE habit.streak_open(h, r.first_slot, b) END;
+            gap_start := r.last_slot + step;
+            gap_missed := r.missed_after;
+        END LOOP;
+        -- The gap reaching b (b's own slot excluded: not over, and never kept in a gap).
+        IF gap_start <= b - step THEN
+            missed := missed + habit.streak_open(h, greatest(gap_start, a), b - step);
+        END IF;
+    END
+    $fn$;
+
+-- One habit's streaks, rates and totals at p_date from its runs (today p_today), or the
+-- reference scan when the runs cannot answer. No row when the habit is not the user's.
+CREATE OR REPLACE FUNCTION habit.streak_stats(p_user uuid, p_template uuid, p_date date, p_today date)
+    RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
+                   longest_length integer, longest_start date, longest_end date,
+                   rate_7 double precision, rate_30 double precision, rate_365 double precision,
+                   rate_all double precision, total_done integer, last_done date)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        st public.habit_streak_state;
+        h habit.streak_habit;
+        step integer;
+        b date;
+        q public.habit_streak_runs;
+        best public.habit_streak_runs;
+        cur_len integer := 0;
+        cur_start date;
+        long_len integer := 0;
+        long_start date;
+        long_end date;
+        k7 integer; m7 integer; k30 integer; m30 integer; k365 integer; m365 integer; kall integer; mall integer;
+        v_total integer;
+        v_last date;
+    BEGIN
+        SELECT * INTO st FROM public.habit_streak_state s WHERE s.user_id = p_user AND s.template_id = p_template;
+        IF NOT FOUND OR NOT habit.streak_state_answers(st, p_date, p_today) THEN
+            RETURN QUERY SELECT * FROM habit.habit_stats_scan(p_user, p_template, p_date, p_today);
+            RETURN;
+        END IF;
+        h := habit.streak_habit_of(st);
+        step := CASE WHEN st.unit = 'weeks' THEN 7 ELSE 1 END;
+        b := CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date, st.wk) ELSE p_date END;
+
+        -- Current: the run starting last up to b.
+        SELECT * INTO q FROM public.habit_streak_runs r
+        WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot <= b ORDER BY r.first_slot DESC LIMIT 1;
+        IF q.first_slot IS NOT NULL THEN
+            IF q.last_slot >= b THEN
+                cur_len := CASE WHEN q.last_slot = b THEN q.kept ELSE habit.streak_open(h, q.first_slot, b) END;
+                cur_start := q.first_slot;
+            ELSIF q.next_missed IS NULL OR q.next_missed >= b THEN
+                cur_len := q.kept;
+                cur_start := q.first_slot;
+            END IF;
+        END IF;
+        -- Longest: the longest run ending by b (the earliest on ties), or the run cut at b.
+        SELECT * INTO best FROM public.habit_streak_runs r
+        WHERE r.user_id = p_user AND r.template_id = p_template AND r.last_slot <= b
+        ORDER BY r.kept DESC, r.first_slot LIMIT 1;
+        IF best.first_slot IS NOT NULL THEN
+            long_len := best.kept; long_start := best.first_slot; long_end := best.last_slot + step - 1;
+        END IF;
+        IF q.last_slot > b THEN
+            -- Cut at b: its kept slots up to b (cur_len), ending at the last of them.
+            IF cur_len > long_len THEN
+                long_len := cur_len;
+                long_start := q.first_slot;
+                long_end := CASE WHEN habit.streak_slot_state(h, b) = 'kept' THEN b ELSE habit.streak_kept_before(h, b) END + step - 1;
+            END IF;
+        END IF;
+
+        -- Rates: the slots overlapping [R − N + 1, R].
+        SELECT w.kept, w.missed INTO k7, m7
+        FROM habit.streak_window(h, st, CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date - 6, st.wk) ELSE p_date - 6 END, b) w;
+        SELECT w.kept, w.missed INTO k30, m30
+        FROM habit.streak_window(h, st, CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date - 29, st.wk) ELSE p_date - 29 END, b) w;
+        SELECT w.kept, w.missed INTO k365, m365
+        FROM habit.streak_window(h, st, CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date - 364, st.wk) ELSE p_date - 364 END, b) w;
+        -- All: from the totals when R is at or past the last run's end.
+        SELECT * INTO q FROM public.habit_streak_runs r
+        WHERE r.user_id = p_user AND r.template_id = p_template ORDER BY r.first_slot DESC LIMIT 1;
+        IF h.first_slot IS NULL OR b < h.first_slot THEN
+            kall := 0; mall := 0;
+        ELSIF q.first_slot IS NULL THEN
+            kall := 0; mall := habit.streak_open(h, h.first_slot, b - step);
+        ELSIF q.last_slot <= b THEN
+            kall := st.kept_total; mall := st.missed_total + habit.streak_open(h, q.last_slot + step, b - step);
+        ELSE
+            -- R before the last run's end (a past date): counted from the start.
+            SELECT w.kept, w.missed INTO kall, mall FROM habit.streak_window(h, st, h.first_slot, b) w;
+        END IF;
+
+        IF st.last_done IS NULL OR st.last_done <= p_date THEN
+            v_total := st.done_total;
+            v_last := st.last_done;
+        ELSE
+            SELECT st.done_total - count(*)::integer INTO v_total FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date > p_date;
+            SELECT max(c.completed_date) INTO v_last FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date <= p_date;
+        END IF;
+
+        RETURN QUERY SELECT p_template, st.unit, cur_len, cur_start, long_len, long_start, long_end,
+            k7::double precision / nullif(k7 + m7, 0),
+            k30::double precision / nullif(k30 + m30, 0),
+            k365::double precision / nullif(k365 + m365, 0),
+            kall::double precision / nullif(kall + mall, 0),
+            v_total, v_last;
+    END
+    $fn$;
+
+-- habit_stats: p_template NULL: every habit on at R (habit.habits_on, like day.get), in
+-- day.get's order; given: that habit whatever its state (no row: not the user's).
 CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAULT NULL, p_date date DEFAULT NULL)
     RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
                    longest_length integer, longest_start date, longest_end date,
                    rate_7 double precision, rate_30 double precision, rate_365 double precision,
                    rate_all double precision, total_done integer, last_done date)
     LANGUAGE plpgsql STABLE
-    -- Probes of a few rows: JIT's compile time (tens of ms) would dwarf them.
     SET search_path = pg_catalog, pg_temp
     SET jit = off
     AS $fn$
@@ -759,7 +1289,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     BEGIN
         RETURN QUERY
         SELECT s.* FROM public.habit_templates t
-        CROSS JOIN LATERAL habit.habit_stats_quick(p_user, t.id, v_date, t.schedule) s
+        CROSS JOIN LATERAL habit.streak_stats(p_user, t.id, v_date, v_today) s
         WHERE t.user_id = p_user
           AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id))
                    ELSE t.id = p_template END
@@ -767,47 +1297,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_stats(uuid, uuid, date) IS
-    'Streaks, rates and totals at p_date (NULL: today in the user''s zone) of the habit p_template, or of every habit on that day in day.get''s order (sql/0011).';
-
--- One habit's current streak at R with p_schedule its current schedule (day.get's include):
--- when habit.streak_ledger_answers, from the state row at R from the horizon's slot on (today,
--- for a habit written today or yesterday), else one probe of its ledger (habit.streak_base);
--- otherwise habit.habit_stats_slow. Exactly one row for a habit of the user. Inlinable, so
--- day.get's statement reads it in its own plan (a PL/pgSQL call per request cost more than
--- the probes; a probe of the ledger, 8.6 million rows for 1,000 users, more than the state row).
-CREATE OR REPLACE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_date date, p_schedule jsonb)
-    RETURNS TABLE (current_length integer, current_start date)
-    LANGUAGE sql STABLE ROWS 1
-    AS $fn$
-    SELECT pg_catalog.int4(coalesce(b.run_pos, 0)), b.run_first
-    FROM public.habit_streak_state st
-    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN 7 ELSE 1 END AS width) u
-    LEFT JOIN LATERAL (
-        -- From the horizon's slot on (habit.streak_ledger_answers: R's slot is the horizon's,
-        -- or the one after it for days), the base is the ledger's last row, or the row before
-        -- it when the last row is R's slot and missed: both on the state row.
-        SELECT CASE WHEN st.last_slot OPERATOR(pg_catalog.>) (p_date OPERATOR(pg_catalog.-) u.width) AND st.last_run_pos OPERATOR(pg_catalog.=) 0
-                    THEN st.prior_run_pos ELSE st.last_run_pos END AS run_pos,
-               CASE WHEN st.last_slot OPERATOR(pg_catalog.>) (p_date OPERATOR(pg_catalog.-) u.width) AND st.last_run_pos OPERATOR(pg_catalog.=) 0
-                    THEN st.prior_run_first ELSE st.last_run_first END AS run_first
-        WHERE p_date OPERATOR(pg_catalog.>=) st.horizon_slot
-        UNION ALL
-        -- Before it: one probe.
-        SELECT s.run_pos, s.run_first
-        FROM (SELECT 1 WHERE p_date OPERATOR(pg_catalog.<) st.horizon_slot OFFSET 0) before_horizon
-        CROSS JOIN LATERAL habit.streak_base(p_user, p_template, p_date, u.width) s
-    ) b ON true
-    WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
-      AND habit.streak_ledger_answers(st, p_schedule, p_date)
-    UNION ALL
-    SELECT x.current_length, x.current_start FROM (SELECT 1 WHERE NOT EXISTS (
-            SELECT 1 FROM public.habit_streak_state st
-            WHERE st.template_id OPERATOR(pg_catalog.=) p_template AND st.user_id OPERATOR(pg_catalog.=) p_user
-              AND habit.streak_ledger_answers(st, p_schedule, p_date)) OFFSET 0) slow
-    CROSS JOIN LATERAL habit.habit_stats_slow(p_user, p_template, p_date) x
-    $fn$;
-COMMENT ON FUNCTION habit.current_streak(uuid, uuid, date, jsonb) IS
-    'One habit''s current streak at p_date (p_schedule: its current schedule) by one probe of its ledger, else habit.habit_stats_slow (sql/0011).';
+    'Streaks, rates and totals at p_date (NULL: today in the user''s zone) of the habit p_template, or of every habit on that day in day.get''s order.';
 
 -- The current streak at R (NULL: today in the user's zone) of every habit on at R.
 CREATE OR REPLACE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAULT NULL)
@@ -823,9 +1313,72 @@ CREATE OR REPLACE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAUL
     BEGIN
         RETURN QUERY
         SELECT t.id, c.current_length, c.current_start FROM public.habit_templates t
-        CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, t.schedule) c
+        CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, v_today) c
         WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id));
     END
     $fn$;
 COMMENT ON FUNCTION habit.current_streaks(uuid, date) IS
-    'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day (sql/0011).';
+    'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day.';
+
+
+-- For admins (and after a bulk load with triggers disabled): every habit's streaks from scratch.
+CREATE OR REPLACE FUNCTION habit.rebuild_all_streaks() RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        n bigint;
+    BEGIN
+        IF NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') AND NOT pg_has_role(current_user, 'habit_admin', 'MEMBER') THEN
+            RAISE EXCEPTION 'habit.rebuild_all_streaks is only for habit_admin' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        SELECT count(*) INTO n FROM (SELECT habit.streak_rebuild(t.user_id, t.id) FROM public.habit_templates t ORDER BY t.id) x;
+        RETURN n;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.rebuild_all_streaks() IS
+    'Rebuilds every habit''s streak runs and state from its events; returns the number of habits. habit_admin only.';
+
+-- The habits whose streaks are pending (after a migration that counts them anew, or a
+-- failed commit-time rebuild never left one), rebuilt: sql/derived.sql calls it after
+-- every migration.
+CREATE OR REPLACE FUNCTION habit.rebuild_pending_streaks() RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        n bigint;
+    BEGIN
+        SELECT count(*) INTO n FROM (SELECT habit.streak_rebuild(s.user_id, s.template_id) FROM public.habit_streak_state s
+                                     WHERE s.pending ORDER BY s.template_id) x;
+        RETURN n;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.rebuild_pending_streaks() IS
+    'Rebuilds the streaks of every habit marked pending; returns how many (sql/derived.sql, after migrations).';
+
+-- Marks a habit's derived state for a rebuild at commit (a change of its periods, schedule
+-- unit, zone or week start changes every slot).
+CREATE OR REPLACE FUNCTION habit.streak_invalidate(p_user uuid, p_template uuid) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+    UPDATE public.habit_streak_state s SET pending = true
+    WHERE s.user_id = p_user AND (p_template IS NULL OR s.template_id = p_template) AND NOT s.pending;
+    END
+    $fn$;
+
+-- 4. Streaks kept pending are rebuilt at commit ------------------------------------------------------
+CREATE OR REPLACE FUNCTION habit.habit_streak_state_rebuild() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF EXISTS (SELECT 1 FROM public.habit_streak_state s
+                   WHERE s.user_id = NEW.user_id AND s.template_id = NEW.template_id AND s.pending) THEN
+            PERFORM habit.streak_rebuild(NEW.user_id, NEW.template_id);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;

@@ -63,72 +63,48 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
 COMMENT ON FUNCTION habit.next_change_seq(uuid) IS
     'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with ''<user> <seq>''.';
 
--- The key of a synced row, as the pull and the tombstones spell it. Polymorphic, so PL/pgSQL
--- compiles it once per table row type and each branch reads only its own table's columns.
--- to_char, not ::text, for dates: a date's text form follows the session's DateStyle.
-CREATE OR REPLACE FUNCTION habit.sync_key(kind text, r anyelement) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    BEGIN
-        IF kind = 'profile' THEN
-            RETURN '';
-        ELSIF kind = 'completions' THEN
-            RETURN r.template_id::text || '/' || to_char(r.completed_date, 'YYYY-MM-DD');
-        ELSIF kind = 'skips' THEN
-            RETURN r.template_id::text || '/' || to_char(r.skipped_date, 'YYYY-MM-DD');
-        END IF;
-        RETURN r.id::text;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.sync_key(text, anyelement) IS
-    'The sync key of row r of kind: its id, ''<template_id>/<YYYY-MM-DD>'' for completions and skips, '''' for the profile.';
-
--- BEFORE INSERT OR UPDATE, each synced table (TG_ARGV[0] = the kind): stamps the row with the
--- transaction's change number. An UPDATE that changes nothing (a retried request) keeps its
--- number, as it keeps updated_at. A row inserted (or moved) onto a deleted key takes the
--- tombstone's place: a key is either live or tombstoned, never both.
-CREATE OR REPLACE FUNCTION habit.sync_stamp_row() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
+-- 1. Sync: change numbers and tombstones --------------------------------------------------------
+-- The change number of this transaction for p_user (a new one on its first call, under the
+-- clock row's lock until commit: sql/0012's rule), and the tombstone of p_key removed (a key
+-- written again is live). p_key NULL: the row keeps its key (an update), nothing to remove.
+CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        new_key text;
+        number bigint;
     BEGIN
-        IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
-            RETURN NEW;
+        SELECT c.seq INTO number FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks AS c (user_id, seq, xact) VALUES (p_user, 1, pg_current_xact_id())
+            ON CONFLICT (user_id) DO UPDATE
+                SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
+                    xact = excluded.xact, updated_at = now()
+            RETURNING c.seq INTO number;
+            PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
         END IF;
-        NEW.change_seq := habit.next_change_seq(NEW.user_id);
-        new_key := habit.sync_key(TG_ARGV[0], NEW);
-        IF TG_OP = 'UPDATE' THEN
-            IF NEW.user_id = OLD.user_id AND new_key = habit.sync_key(TG_ARGV[0], OLD) THEN
-                RETURN NEW;
-            END IF;
+        IF p_key IS NOT NULL THEN
+            DELETE FROM habit.sync_tombstones t WHERE t.user_id = p_user AND t.kind = p_kind AND t.key = p_key;
         END IF;
-        DELETE FROM habit.sync_tombstones t
-        WHERE t.user_id = NEW.user_id AND t.kind = TG_ARGV[0] AND t.key = new_key;
-        RETURN NEW;
+        RETURN number;
     END
     $fn$;
-COMMENT ON FUNCTION habit.sync_stamp_row() IS
-    'BEFORE INSERT OR UPDATE on the synced tables: change_seq := habit.next_change_seq(user_id), and removes the tombstone of the row''s key.';
+COMMENT ON FUNCTION habit.sync_stamp(uuid, text, text) IS
+    'The change number of the current transaction for p_user (habit.next_change_seq''s rule), removing the tombstone of p_key when given.';
 
--- AFTER DELETE (and AFTER UPDATE that changes the key or the owner), each synced table: the
--- old key gets a tombstone numbered by its owner's clock. Cascaded deletes (a habit's
--- completions, skips and periods) fire it too.
-CREATE OR REPLACE FUNCTION habit.sync_record_deletion() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
+-- A tombstone for a deleted key (or the old key of a moved row), numbered by its owner's clock.
+CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key text) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
-        INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
-        VALUES (OLD.user_id, TG_ARGV[0], habit.sync_key(TG_ARGV[0], OLD), habit.next_change_seq(OLD.user_id))
-        ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
-        RETURN NULL;
+    INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
+    VALUES (p_user, p_kind, p_key, habit.next_change_seq(p_user))
+    ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
     END
     $fn$;
-COMMENT ON FUNCTION habit.sync_record_deletion() IS
-    'AFTER DELETE (or key-changing UPDATE) on the synced tables: a tombstone for the old key, numbered by habit.next_change_seq.';
+COMMENT ON FUNCTION habit.sync_tombstone(uuid, text, text) IS
+    'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq.';
 
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the

@@ -187,6 +187,7 @@ COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
 -- convention, so a database where nobody runs --incremental keeps no marks at all. The
 -- state and the dirty set: habit.weekly_counts_state, habit.weekly_counts_dirty.
 
+-- Marks days of a user dirty, for each convention being tracked (none: nothing is written).
 -- Which days a changed row may change, generously (a mark only costs a recomputation):
 --   completion, skip on D   D − 6 … D + 6: its week in either convention, and every run week
 --                           overlapping the user's week of D, whose times_per_week target
@@ -198,73 +199,22 @@ COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
 --   habit inserted/deleted  the whole user: a user exists for the batch while they have a
 --                           habit or a profile, with a row for every week of the range.
 --   profile changed         the whole user: zone and week decide every local date and week.
--- A habit's schedule and activity changes write its periods (functions/history.sql), which
--- mark. TRUNCATE marks nothing (documented: run a full --store after one). The triggers:
--- sql/triggers/habit_completions.sql, habit_skips.sql, habit_periods.sql, habit_templates.sql,
--- profiles.sql.
-CREATE OR REPLACE FUNCTION habit.weekly_counts_mark(p_marks jsonb) RETURNS void
-    LANGUAGE sql VOLATILE SECURITY DEFINER
+-- A habit's schedule and activity changes write its periods (sql/triggers/habit_templates.sql),
+-- which mark. TRUNCATE marks nothing (documented: run a full --store after one). Called by the
+-- row-level triggers of sql/triggers/: habit_completions, habit_skips, habit_periods,
+-- habit_templates, profiles; those of completions and skips only when tracking is on.
+CREATE OR REPLACE FUNCTION habit.weekly_counts_mark(p_user uuid, p_days daterange) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
-    SELECT s.week_starts_on, m.user_id, m.days
-    FROM habit.weekly_counts_state s
-    CROSS JOIN (SELECT DISTINCT c.user_id, c.days
-                FROM jsonb_to_recordset(p_marks) AS c(user_id uuid, days daterange)
-                WHERE c.user_id IS NOT NULL AND NOT isempty(c.days)) m
-    $fn$;
-
--- One trigger function for every table. TG_ARGV[0]: the SQL expression, over a changed row
--- r, of the days it may change; written by the CREATE TRIGGER statements of sql/triggers,
--- never from input. The changed rows are those the event has: new, old, or both. The marking table is
--- read first so that a database without incremental runs pays one lookup per statement.
-CREATE OR REPLACE FUNCTION habit.weekly_counts_after_rows() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        marks jsonb;
     BEGIN
-        IF NOT EXISTS (SELECT 1 FROM habit.weekly_counts_state) THEN
-            RETURN NULL;
-        END IF;
-        EXECUTE format('SELECT jsonb_agg(x) FROM (SELECT DISTINCT r.user_id, %s AS days FROM (%s) r) x',
-                       TG_ARGV[0],
-                       CASE TG_OP WHEN 'INSERT' THEN 'SELECT * FROM new_rows'
-                                  WHEN 'DELETE' THEN 'SELECT * FROM old_rows'
-                                  ELSE 'SELECT * FROM old_rows UNION ALL SELECT * FROM new_rows' END) INTO marks;
-        IF marks IS NOT NULL THEN
-            PERFORM habit.weekly_counts_mark(marks);
-        END IF;
-        RETURN NULL;
+        INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
+        SELECT s.week_starts_on, p_user, p_days FROM habit.weekly_counts_state s
+        WHERE p_user IS NOT NULL AND NOT isempty(p_days);
     END
     $fn$;
-
--- A profile update marks its user (old and new id) only when the zone or the week changed:
--- touching its other columns costs nothing.
-CREATE OR REPLACE FUNCTION habit.weekly_counts_after_profiles_update() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        marks jsonb;
-    BEGIN
-        IF NOT EXISTS (SELECT 1 FROM habit.weekly_counts_state) THEN
-            RETURN NULL;
-        END IF;
-        SELECT jsonb_agg(x) INTO marks FROM (
-            SELECT DISTINCT u.user_id, '(,)'::daterange AS days
-            FROM old_rows o
-            FULL JOIN new_rows n ON n.user_id = o.user_id
-            CROSS JOIN LATERAL (VALUES (o.user_id), (n.user_id)) AS u(user_id)
-            WHERE o.user_id IS NULL OR n.user_id IS NULL
-               OR o.timezone IS DISTINCT FROM n.timezone OR o.week_start IS DISTINCT FROM n.week_start) x;
-        IF marks IS NOT NULL THEN
-            PERFORM habit.weekly_counts_mark(marks);
-        END IF;
-        RETURN NULL;
-    END
-    $fn$;
+COMMENT ON FUNCTION habit.weekly_counts_mark(uuid, daterange) IS
+    'Marks days of a user dirty for every week convention an incremental weekly-counts run tracks (none: nothing).';
 
 -- The run's side ------------------------------------------------------------------------------
 -- Starts marking for a convention: waits for every writer in flight on the tables that mark

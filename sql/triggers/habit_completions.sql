@@ -1,44 +1,72 @@
--- The triggers of public.habit_completions.
+-- The triggers of public.habit_completions: one BEFORE and one AFTER row trigger at most (issue
+-- 29), each doing all of the table's bookkeeping for its timing and writing only rows of the
+-- user_id of the row that fired it; nothing fires for a statement that touches no row, and an
+-- UPDATE that changes nothing does nothing.
 --
--- Current-state file: every trigger of the table as it is now, applied again by `habit migrate`
--- whenever this file changes (docs/schema.md, "Migrations"). Removing a trigger needs a DROP
--- TRIGGER in a versioned migration. Among a table's triggers of one timing and event,
--- PostgreSQL fires them in name order.
+-- Current-state file: the table's trigger functions and triggers as they are now, applied
+-- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
+-- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- The rules of completing and skipping, for every writer (functions/history.sql): HB003
--- future_date, HB004 habit_not_active, HB005 done_and_skipped.
-CREATE OR REPLACE TRIGGER habit_completions_rules BEFORE INSERT OR UPDATE OF user_id, template_id, completed_date
-    ON public.habit_completions FOR EACH ROW EXECUTE FUNCTION habit.check_completion();
+-- One BEFORE row trigger (SECURITY DEFINER: it writes the derived and sync tables, for the
+-- row's user only) does all of a completion's bookkeeping, before the row is written:
+-- earlier rows of the same statement are in the table by then (an AFTER row trigger would
+-- see every row of its statement at once, and a change could not be applied alone).
+--   insert, or an update giving a row a new (user, habit, date): the rules (habit.check_day:
+--     the habit locked, HB003-HB005), the streak runs (habit.streak_apply), the change number
+--     removing the new key's tombstone, the weekly-count marks (the day's week in either
+--     convention: D - 6 ... D + 6);
+--   delete: the habit locked, the runs, the tombstone, the marks;
+--   an update moving a row to another date or habit (an admin's): both habits marked for a
+--     rebuild at commit instead of applied;
+--   an update changing nothing: nothing.
+CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        day record;
+    BEGIN
+        -- A user's request writing another user's row: row-level security refuses it; nothing
+        -- here may run first (its checks would tell that user something about the other's habit).
+        IF current_setting('role') = 'authenticated' AND coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+        END IF;
+        IF TG_OP = 'DELETE' THEN
+            day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
+            IF (day.st).user_id IS NOT NULL THEN
+                PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
+            END IF;
+            PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
+            IF day.tracking THEN
+                PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
+            END IF;
+            RETURN OLD;
+        ELSIF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            ELSIF (NEW.user_id, NEW.template_id, NEW.completed_date) IS NOT DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.completed_date) THEN
+                NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NULL);
+                RETURN NEW;
+            END IF;
+            PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
+            day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
+            PERFORM habit.streak_invalidate(OLD.user_id, OLD.template_id);
+            PERFORM habit.streak_invalidate(NEW.user_id, NEW.template_id);
+            PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
+            PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
+        ELSE
+            day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
+            IF (day.st).user_id IS NOT NULL THEN
+                PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
+            END IF;
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));
+        IF day.tracking THEN
+            PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7, '[)'));
+        END IF;
+        RETURN NEW;
+    END
+    $fn$;
 
--- Streaks (functions/streaks.sql): one rebuild per habit and statement, from the earliest day
--- the statement touched (the argument: that day's expression over a changed row r).
-CREATE OR REPLACE TRIGGER habit_completions_streaks_insert AFTER INSERT ON public.habit_completions
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.completed_date');
-CREATE OR REPLACE TRIGGER habit_completions_streaks_update AFTER UPDATE ON public.habit_completions
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.completed_date');
-CREATE OR REPLACE TRIGGER habit_completions_streaks_delete AFTER DELETE ON public.habit_completions
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_rows('r.completed_date');
-
--- Sync (functions/sync.sql), kind 'completions', key '<template_id>/<YYYY-MM-DD>': the change
--- number on every write, a tombstone for a deleted row or a moved key. habit_completions_sync_change_seq
--- sorts after habit_completions_rules: it stamps the row the rules let through.
-CREATE OR REPLACE TRIGGER habit_completions_sync_change_seq BEFORE INSERT OR UPDATE ON public.habit_completions
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_stamp_row('completions');
-CREATE OR REPLACE TRIGGER habit_completions_sync_tombstone AFTER DELETE ON public.habit_completions
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_record_deletion('completions');
-CREATE OR REPLACE TRIGGER habit_completions_sync_moved_key AFTER UPDATE OF user_id, template_id, completed_date ON public.habit_completions
-    FOR EACH ROW WHEN ((OLD.user_id, OLD.template_id, OLD.completed_date) IS DISTINCT FROM (NEW.user_id, NEW.template_id, NEW.completed_date))
-    EXECUTE FUNCTION habit.sync_record_deletion('completions');
-
--- Incremental weekly counts (functions/weekly_counts.sql): a row on D marks D − 6 … D + 6,
--- its week in either convention and every run week overlapping the user's week of D, whose
--- times_per_week target the row may meet or unmeet.
-CREATE OR REPLACE TRIGGER habit_completions_weekly_counts_insert AFTER INSERT ON public.habit_completions
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('daterange(r.completed_date - 6, r.completed_date + 7, ''[)'')');
-CREATE OR REPLACE TRIGGER habit_completions_weekly_counts_update AFTER UPDATE ON public.habit_completions
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('daterange(r.completed_date - 6, r.completed_date + 7, ''[)'')');
-CREATE OR REPLACE TRIGGER habit_completions_weekly_counts_delete AFTER DELETE ON public.habit_completions
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('daterange(r.completed_date - 6, r.completed_date + 7, ''[)'')');
+CREATE OR REPLACE TRIGGER habit_completions_before BEFORE INSERT OR UPDATE OR DELETE ON public.habit_completions
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_completions_before();

@@ -1,43 +1,57 @@
--- The triggers of public.habit_periods. Periods are written only by the triggers of
--- habit_templates and by habit.import_account (functions/history.sql, accounts.sql).
+-- The triggers of public.habit_periods: one BEFORE and one AFTER row trigger at most (issue
+-- 29), each doing all of the table's bookkeeping for its timing and writing only rows of the
+-- user_id of the row that fired it; nothing fires for a statement that touches no row, and an
+-- UPDATE that changes nothing does nothing.
 --
--- Current-state file: every trigger of the table as it is now, applied again by `habit migrate`
--- whenever this file changes (docs/schema.md, "Migrations"). Removing a trigger needs a DROP
--- TRIGGER in a versioned migration. Among a table's triggers of one timing and event,
--- PostgreSQL fires them in name order.
+-- Current-state file: the table's trigger functions and triggers as they are now, applied
+-- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
+-- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- Streaks (functions/streaks.sql): from the earliest local day a changed period (old or new)
--- may change (habit.streak_period_day).
-CREATE OR REPLACE TRIGGER habit_periods_streaks_insert AFTER INSERT ON public.habit_periods
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.streaks_after_rows('habit.streak_period_day(r.user_id, r.started_at, r.ended_at)');
-CREATE OR REPLACE TRIGGER habit_periods_streaks_update AFTER UPDATE ON public.habit_periods
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.streaks_after_rows('habit.streak_period_day(r.user_id, r.started_at, r.ended_at)');
-CREATE OR REPLACE TRIGGER habit_periods_streaks_delete AFTER DELETE ON public.habit_periods
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.streaks_after_rows('habit.streak_period_day(r.user_id, r.started_at, r.ended_at)');
+-- Periods are written only by the trigger of habit_templates and by habit.import_account.
+CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
+            RETURN NEW;
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'periods',
+            CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
+        RETURN NEW;
+    END
+    $fn$;
 
--- Sync (functions/sync.sql), kind 'periods': the change number on every write, a tombstone for
--- a deleted row or a moved key.
-CREATE OR REPLACE TRIGGER habit_periods_sync_change_seq BEFORE INSERT OR UPDATE ON public.habit_periods
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_stamp_row('periods');
-CREATE OR REPLACE TRIGGER habit_periods_sync_tombstone AFTER DELETE ON public.habit_periods
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_record_deletion('periods');
-CREATE OR REPLACE TRIGGER habit_periods_sync_moved_key AFTER UPDATE OF user_id, id ON public.habit_periods
-    FOR EACH ROW WHEN ((OLD.user_id, OLD.id) IS DISTINCT FROM (NEW.user_id, NEW.id))
-    EXECUTE FUNCTION habit.sync_record_deletion('periods');
+-- AFTER: a period changes every slot of its habit from its first day on: the habit's streaks
+-- are rebuilt at commit (habit.streak_invalidate); its days are marked for the weekly counts
+-- (from the UTC date of started_at − 2 to that of ended_at + 3: a local date is within a day
+-- of the UTC one, and habit.period_on_days ends at most two days after ended_at's).
+CREATE OR REPLACE FUNCTION habit.habit_periods_after() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
+            RETURN NULL;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN
+                PERFORM habit.sync_tombstone(OLD.user_id, 'periods', OLD.id::text);
+            END IF;
+            PERFORM habit.streak_invalidate(OLD.user_id, OLD.template_id);
+            PERFORM habit.weekly_counts_mark(OLD.user_id, daterange((OLD.started_at AT TIME ZONE 'UTC')::date - 2,
+                                                                    (OLD.ended_at AT TIME ZONE 'UTC')::date + 3, '[)'));
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            PERFORM habit.streak_invalidate(NEW.user_id, NEW.template_id);
+            PERFORM habit.weekly_counts_mark(NEW.user_id, daterange((NEW.started_at AT TIME ZONE 'UTC')::date - 2,
+                                                                    (NEW.ended_at AT TIME ZONE 'UTC')::date + 3, '[)'));
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
 
--- Incremental weekly counts (functions/weekly_counts.sql): from the UTC date of started_at − 2
--- (a local date is within a day of the UTC date) to that of ended_at + 3 (period_on_days ends
--- at L + 2 at most), unbounded when open: its on-days and due days, and those of the earlier
--- periods it cuts.
-CREATE OR REPLACE TRIGGER habit_periods_weekly_counts_insert AFTER INSERT ON public.habit_periods
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('daterange((r.started_at AT TIME ZONE ''UTC'')::date - 2, (r.ended_at AT TIME ZONE ''UTC'')::date + 3, ''[)'')');
-CREATE OR REPLACE TRIGGER habit_periods_weekly_counts_update AFTER UPDATE ON public.habit_periods
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('daterange((r.started_at AT TIME ZONE ''UTC'')::date - 2, (r.ended_at AT TIME ZONE ''UTC'')::date + 3, ''[)'')');
-CREATE OR REPLACE TRIGGER habit_periods_weekly_counts_delete AFTER DELETE ON public.habit_periods
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('daterange((r.started_at AT TIME ZONE ''UTC'')::date - 2, (r.ended_at AT TIME ZONE ''UTC'')::date + 3, ''[)'')');
+CREATE OR REPLACE TRIGGER habit_periods_before BEFORE INSERT OR UPDATE ON public.habit_periods
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_periods_before();
+CREATE OR REPLACE TRIGGER habit_periods_after AFTER INSERT OR UPDATE OR DELETE ON public.habit_periods
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_periods_after();

@@ -1,55 +1,123 @@
--- The triggers of public.habit_templates.
+-- The triggers of public.habit_templates: one BEFORE and one AFTER row trigger at most (issue
+-- 29), each doing all of the table's bookkeeping for its timing and writing only rows of the
+-- user_id of the row that fired it; nothing fires for a statement that touches no row, and an
+-- UPDATE that changes nothing does nothing. A TRUNCATE trigger (statement-level: the one kind
+-- there is) forgets the row counters.
 --
--- Current-state file: every trigger of the table as it is now, applied again by `habit migrate`
--- whenever this file changes (docs/schema.md, "Migrations"). Removing a trigger needs a DROP
--- TRIGGER in a versioned migration. Among a table's triggers of one timing and event,
--- PostgreSQL fires them in name order.
+-- Current-state file: the table's trigger functions and triggers as they are now, applied
+-- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
+-- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- updated_at (functions/rows.sql).
-CREATE OR REPLACE TRIGGER habit_templates_touch_updated_at BEFORE UPDATE ON public.habit_templates
-    FOR EACH ROW EXECUTE FUNCTION habit.touch_updated_at();
+-- BEFORE: on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
+-- updated_at is touched; the change number. SECURITY DEFINER: periods are written only here.
+CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        open_period public.habit_periods;
+    BEGIN
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            IF OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule THEN
+                SELECT p.* INTO open_period FROM public.habit_periods p
+                WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
+                IF OLD.is_active AND NOT NEW.is_active THEN
+                    -- Closing: at now(); a period that has not started yet never was active.
+                    IF FOUND THEN
+                        IF open_period.started_at >= now() THEN
+                            DELETE FROM public.habit_periods p WHERE p.user_id = OLD.user_id AND p.id = open_period.id;
+                        ELSE
+                            UPDATE public.habit_periods p SET ended_at = now() WHERE p.user_id = OLD.user_id AND p.id = open_period.id;
+                        END IF;
+                    END IF;
+                    NEW.deactivated_at := now();
+                ELSIF NOT OLD.is_active AND NEW.is_active THEN
+                    -- Opening: at now(), or reopening a period closed at this very instant with the same schedule.
+                    IF NOT FOUND THEN
+                        UPDATE public.habit_periods p SET ended_at = NULL
+                        WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.ended_at = now() AND p.schedule = NEW.schedule;
+                        IF NOT FOUND THEN
+                            INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
+                            VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
+                        END IF;
+                    END IF;
+                    IF NOT EXISTS (SELECT 1 FROM public.habit_periods p
+                                   WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.started_at < now()) THEN
+                        NEW.activated_at := now();
+                    END IF;
+                    NEW.deactivated_at := NULL;
+                ELSIF NEW.is_active AND NEW.schedule IS DISTINCT FROM OLD.schedule AND FOUND THEN
+                    -- A new schedule: the open period ends now and one starts, or a period starting
+                    -- now or later takes it.
+                    IF open_period.started_at >= now() THEN
+                        UPDATE public.habit_periods p SET schedule = NEW.schedule WHERE p.user_id = OLD.user_id AND p.id = open_period.id;
+                    ELSE
+                        UPDATE public.habit_periods p SET ended_at = now() WHERE p.user_id = OLD.user_id AND p.id = open_period.id;
+                        INSERT INTO public.habit_periods (user_id, template_id, started_at, schedule)
+                        VALUES (NEW.user_id, NEW.id, now(), NEW.schedule);
+                    END IF;
+                END IF;
+            END IF;
+            IF NEW IS DISTINCT FROM OLD THEN
+                NEW.updated_at := now();
+            END IF;
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'habits',
+            CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
+        RETURN NEW;
+    END
+    $fn$;
 
--- Row limits (functions/rows.sql): one counter update per user and statement, from the
--- statement's transition table; a moved row (an admin changing user_id) moves its count.
-CREATE OR REPLACE TRIGGER habit_templates_count_inserted AFTER INSERT ON public.habit_templates
-    REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.count_inserted_rows();
-CREATE OR REPLACE TRIGGER habit_templates_count_deleted AFTER DELETE ON public.habit_templates
-    REFERENCING OLD TABLE AS deleted_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.count_deleted_rows();
-CREATE OR REPLACE TRIGGER habit_templates_count_moved AFTER UPDATE OF user_id ON public.habit_templates
-    FOR EACH ROW WHEN (OLD.user_id IS DISTINCT FROM NEW.user_id) EXECUTE FUNCTION habit.count_moved_row();
-CREATE OR REPLACE TRIGGER habit_templates_count_truncated AFTER TRUNCATE ON public.habit_templates
+-- AFTER: a new habit gets its first period [activated_at, deactivated_at) (open when active;
+-- none when deactivated at or before its activation) and its streak state (no events yet:
+-- nothing to count, whatever activated_at), and counts against the row limit; a deleted or
+-- moved habit leaves a tombstone and its count; a schedule change of an inactive habit can
+-- change its unit (the periods' trigger covers the rest); habits coming or going mark the
+-- user's weekly counts.
+CREATE OR REPLACE FUNCTION habit.habit_templates_after() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            IF NEW.is_active OR NEW.deactivated_at > NEW.activated_at THEN
+                INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
+                VALUES (NEW.user_id, NEW.id, NEW.activated_at, CASE WHEN NOT NEW.is_active THEN NEW.deactivated_at END, NEW.schedule);
+            END IF;
+            INSERT INTO public.habit_streak_state (user_id, template_id, unit, wk, segs, has_tpw, first_slot, closed_until)
+            SELECT NEW.user_id, NEW.id, h.unit, h.wk, h.segs, h.has_tpw, h.first_slot,
+                   (SELECT max(s.hi) FROM unnest(h.segs) s WHERE s.hi < 'infinity')
+            FROM habit.streak_habit(NEW.user_id, NEW.id) h;
+            PERFORM habit.count_row(NEW.user_id, 'habit_templates', 1);
+            PERFORM habit.weekly_counts_mark(NEW.user_id, '(,)');
+        ELSIF TG_OP = 'DELETE' THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'habits', OLD.id::text);
+            PERFORM habit.count_row(OLD.user_id, 'habit_templates', -1);
+            PERFORM habit.weekly_counts_mark(OLD.user_id, '(,)');
+        ELSIF NEW IS DISTINCT FROM OLD THEN
+            IF (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN
+                PERFORM habit.sync_tombstone(OLD.user_id, 'habits', OLD.id::text);
+                IF NEW.user_id IS DISTINCT FROM OLD.user_id THEN
+                    PERFORM habit.count_row(OLD.user_id, 'habit_templates', -1);
+                    PERFORM habit.count_row(NEW.user_id, 'habit_templates', 1);
+                    PERFORM habit.weekly_counts_mark(OLD.user_id, '(,)');
+                    PERFORM habit.weekly_counts_mark(NEW.user_id, '(,)');
+                END IF;
+            END IF;
+            IF habit.streak_unit(NEW.schedule) IS DISTINCT FROM habit.streak_unit(OLD.schedule) THEN
+                PERFORM habit.streak_invalidate(NEW.user_id, NEW.id);
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+CREATE OR REPLACE TRIGGER habit_templates_before BEFORE INSERT OR UPDATE ON public.habit_templates
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_templates_before();
+CREATE OR REPLACE TRIGGER habit_templates_after AFTER INSERT OR UPDATE OR DELETE ON public.habit_templates
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_templates_after();
+CREATE OR REPLACE TRIGGER habit_templates_truncate AFTER TRUNCATE ON public.habit_templates
     FOR EACH STATEMENT EXECUTE FUNCTION habit.count_truncated_rows();
-
--- History (functions/history.sql): the seed's columns write the periods. An inserted habit
--- gets its first period; a change of is_active or schedule closes and opens periods at now().
-CREATE OR REPLACE TRIGGER habit_templates_first_period AFTER INSERT ON public.habit_templates
-    FOR EACH ROW EXECUTE FUNCTION habit.open_first_period();
-CREATE OR REPLACE TRIGGER habit_templates_history BEFORE UPDATE OF is_active, schedule ON public.habit_templates
-    FOR EACH ROW WHEN (OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule)
-    EXECUTE FUNCTION habit.follow_activity();
-
--- Streaks (functions/streaks.sql): a habit's schedule decides its unit, so a changed schedule
--- (or owner) rebuilds the habit (the periods' trigger ran before the row changed, with the
--- old unit).
-CREATE OR REPLACE TRIGGER habit_templates_streaks_update AFTER UPDATE ON public.habit_templates
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_templates();
-
--- Sync (functions/sync.sql), kind 'habits': the change number on every write, a tombstone for
--- a deleted row or a moved key. habit_templates_sync_change_seq sorts after
--- habit_templates_history: it stamps the row the history trigger leaves.
-CREATE OR REPLACE TRIGGER habit_templates_sync_change_seq BEFORE INSERT OR UPDATE ON public.habit_templates
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_stamp_row('habits');
-CREATE OR REPLACE TRIGGER habit_templates_sync_tombstone AFTER DELETE ON public.habit_templates
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_record_deletion('habits');
-CREATE OR REPLACE TRIGGER habit_templates_sync_moved_key AFTER UPDATE OF user_id, id ON public.habit_templates
-    FOR EACH ROW WHEN ((OLD.user_id, OLD.id) IS DISTINCT FROM (NEW.user_id, NEW.id))
-    EXECUTE FUNCTION habit.sync_record_deletion('habits');
-
--- Incremental weekly counts (functions/weekly_counts.sql): a habit inserted or deleted marks
--- its whole user. Updates change its periods (which mark), or nothing the counts read.
-CREATE OR REPLACE TRIGGER habit_templates_weekly_counts_insert AFTER INSERT ON public.habit_templates
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('''(,)''::daterange');
-CREATE OR REPLACE TRIGGER habit_templates_weekly_counts_delete AFTER DELETE ON public.habit_templates
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('''(,)''::daterange');

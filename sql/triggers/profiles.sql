@@ -1,41 +1,64 @@
--- The triggers of public.profiles.
+-- The triggers of public.profiles: one BEFORE and one AFTER row trigger at most (issue 29),
+-- each doing all of the table's bookkeeping for its timing and writing only rows of the user_id
+-- of the row that fired it; nothing fires for a statement that touches no row, and an UPDATE
+-- that changes nothing does nothing.
 --
--- Current-state file: every trigger of the table as it is now, applied again by `habit migrate`
--- whenever this file changes (docs/schema.md, "Migrations"). Removing a trigger needs a DROP
--- TRIGGER in a versioned migration. Among a table's triggers of one timing and event,
--- PostgreSQL fires them in name order.
+-- Current-state file: the table's trigger functions and triggers as they are now, applied
+-- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
+-- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- updated_at (functions/rows.sql).
-CREATE OR REPLACE TRIGGER profiles_touch_updated_at BEFORE UPDATE ON public.profiles
-    FOR EACH ROW EXECUTE FUNCTION habit.touch_updated_at();
+CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            NEW.updated_at := now();
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'profile',
+            CASE WHEN TG_OP = 'INSERT' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN '' END);
+        RETURN NEW;
+    END
+    $fn$;
 
--- Streaks (functions/streaks.sql): the user's zone and week decide every local date and week,
--- so a changed (inserted, deleted) profile rebuilds all the user's habits.
-CREATE OR REPLACE TRIGGER profiles_streaks_insert AFTER INSERT ON public.profiles
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_profiles();
-CREATE OR REPLACE TRIGGER profiles_streaks_update AFTER UPDATE ON public.profiles
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_profiles();
-CREATE OR REPLACE TRIGGER profiles_streaks_delete AFTER DELETE ON public.profiles
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.streaks_after_profiles();
+-- AFTER: the zone and the week decide every local date and week of the user's habits: when
+-- they change (a profile inserted or deleted counts as a change from or to UTC and Monday),
+-- the user's streaks are rebuilt at commit and every week marked for the weekly counts.
+CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
+            RETURN NULL;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
+                PERFORM habit.sync_tombstone(OLD.user_id, 'profile', '');
+            END IF;
+            IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start) THEN
+                IF (OLD.timezone, OLD.week_start) IS DISTINCT FROM ('UTC', 'monday') OR TG_OP = 'UPDATE' THEN
+                    PERFORM habit.streak_invalidate(OLD.user_id, NULL);
+                END IF;
+                PERFORM habit.weekly_counts_mark(OLD.user_id, '(,)');
+            END IF;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start) THEN
+                IF (NEW.timezone, NEW.week_start) IS DISTINCT FROM ('UTC', 'monday') OR TG_OP = 'UPDATE' THEN
+                    PERFORM habit.streak_invalidate(NEW.user_id, NULL);
+                END IF;
+                PERFORM habit.weekly_counts_mark(NEW.user_id, '(,)');
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
 
--- Sync (functions/sync.sql), kind 'profile': the change number on every write, a tombstone
--- for a deleted row or a moved key.
-CREATE OR REPLACE TRIGGER profiles_sync_change_seq BEFORE INSERT OR UPDATE ON public.profiles
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_stamp_row('profile');
-CREATE OR REPLACE TRIGGER profiles_sync_tombstone AFTER DELETE ON public.profiles
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_record_deletion('profile');
-CREATE OR REPLACE TRIGGER profiles_sync_moved_key AFTER UPDATE OF user_id ON public.profiles
-    FOR EACH ROW WHEN (OLD.user_id IS DISTINCT FROM NEW.user_id)
-    EXECUTE FUNCTION habit.sync_record_deletion('profile');
-
--- Incremental weekly counts (functions/weekly_counts.sql): a profile inserted or deleted
--- marks its whole user; an update only when the zone or the week changed.
-CREATE OR REPLACE TRIGGER profiles_weekly_counts_insert AFTER INSERT ON public.profiles
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('''(,)''::daterange');
-CREATE OR REPLACE TRIGGER profiles_weekly_counts_delete AFTER DELETE ON public.profiles
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_rows('''(,)''::daterange');
-CREATE OR REPLACE TRIGGER profiles_weekly_counts_update AFTER UPDATE ON public.profiles
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
-    EXECUTE FUNCTION habit.weekly_counts_after_profiles_update();
+CREATE OR REPLACE TRIGGER profiles_before BEFORE INSERT OR UPDATE ON public.profiles
+    FOR EACH ROW EXECUTE FUNCTION habit.profiles_before();
+CREATE OR REPLACE TRIGGER profiles_after AFTER INSERT OR UPDATE OR DELETE ON public.profiles
+    FOR EACH ROW EXECUTE FUNCTION habit.profiles_after();

@@ -1,31 +1,56 @@
--- The triggers of public.tasks.
+-- The triggers of public.tasks: one BEFORE and one AFTER row trigger at most (issue 29), each
+-- doing all of the table's bookkeeping for its timing and writing only rows of the user_id of
+-- the row that fired it; nothing fires for a statement that touches no row, and an UPDATE that
+-- changes nothing does nothing. A TRUNCATE trigger (statement-level: the one kind there is)
+-- forgets the row counters.
 --
--- Current-state file: every trigger of the table as it is now, applied again by `habit migrate`
--- whenever this file changes (docs/schema.md, "Migrations"). Removing a trigger needs a DROP
--- TRIGGER in a versioned migration. Among a table's triggers of one timing and event,
--- PostgreSQL fires them in name order.
+-- Current-state file: the table's trigger functions and triggers as they are now, applied
+-- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
+-- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- updated_at (functions/rows.sql).
-CREATE OR REPLACE TRIGGER tasks_touch_updated_at BEFORE UPDATE ON public.tasks
-    FOR EACH ROW EXECUTE FUNCTION habit.touch_updated_at();
+-- BEFORE: updated_at touched on a real change, and the change number (removing the new
+-- key's tombstone). AFTER: the row limit counted, a deleted or moved key's tombstone.
+CREATE OR REPLACE FUNCTION habit.tasks_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            NEW.updated_at := now();
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'tasks',
+            CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
+        RETURN NEW;
+    END
+    $fn$;
 
--- Row limits (functions/rows.sql): one counter update per user and statement, from the
--- statement's transition table; a moved row (an admin changing user_id) moves its count.
-CREATE OR REPLACE TRIGGER tasks_count_inserted AFTER INSERT ON public.tasks
-    REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.count_inserted_rows();
-CREATE OR REPLACE TRIGGER tasks_count_deleted AFTER DELETE ON public.tasks
-    REFERENCING OLD TABLE AS deleted_rows FOR EACH STATEMENT EXECUTE FUNCTION habit.count_deleted_rows();
-CREATE OR REPLACE TRIGGER tasks_count_moved AFTER UPDATE OF user_id ON public.tasks
-    FOR EACH ROW WHEN (OLD.user_id IS DISTINCT FROM NEW.user_id) EXECUTE FUNCTION habit.count_moved_row();
-CREATE OR REPLACE TRIGGER tasks_count_truncated AFTER TRUNCATE ON public.tasks
+CREATE OR REPLACE FUNCTION habit.tasks_after() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            PERFORM habit.count_row(NEW.user_id, 'tasks', 1);
+        ELSIF TG_OP = 'DELETE' THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'tasks', OLD.id::text);
+            PERFORM habit.count_row(OLD.user_id, 'tasks', -1);
+        ELSIF (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'tasks', OLD.id::text);
+            IF NEW.user_id IS DISTINCT FROM OLD.user_id THEN
+                PERFORM habit.count_row(OLD.user_id, 'tasks', -1);
+                PERFORM habit.count_row(NEW.user_id, 'tasks', 1);
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+CREATE OR REPLACE TRIGGER tasks_before BEFORE INSERT OR UPDATE ON public.tasks
+    FOR EACH ROW EXECUTE FUNCTION habit.tasks_before();
+CREATE OR REPLACE TRIGGER tasks_after AFTER INSERT OR UPDATE OR DELETE ON public.tasks
+    FOR EACH ROW EXECUTE FUNCTION habit.tasks_after();
+CREATE OR REPLACE TRIGGER tasks_truncate AFTER TRUNCATE ON public.tasks
     FOR EACH STATEMENT EXECUTE FUNCTION habit.count_truncated_rows();
-
--- Sync (functions/sync.sql), kind 'tasks': the change number on every write, a tombstone for
--- a deleted row or a moved key.
-CREATE OR REPLACE TRIGGER tasks_sync_change_seq BEFORE INSERT OR UPDATE ON public.tasks
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_stamp_row('tasks');
-CREATE OR REPLACE TRIGGER tasks_sync_tombstone AFTER DELETE ON public.tasks
-    FOR EACH ROW EXECUTE FUNCTION habit.sync_record_deletion('tasks');
-CREATE OR REPLACE TRIGGER tasks_sync_moved_key AFTER UPDATE OF user_id, id ON public.tasks
-    FOR EACH ROW WHEN ((OLD.user_id, OLD.id) IS DISTINCT FROM (NEW.user_id, NEW.id))
-    EXECUTE FUNCTION habit.sync_record_deletion('tasks');
