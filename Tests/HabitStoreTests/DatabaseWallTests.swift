@@ -20,11 +20,15 @@ import Testing
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
         "habit.due_days(jsonb,date,daterange,date)",
-        // sql/0011: the streak reads planned into their callers (day.get's statement, habit_stats).
-        "habit.streak_unit(jsonb)", "habit.streak_ledger_answers(habit_streak_state,jsonb,date)",
-        "habit.streak_base(uuid,uuid,date,integer)", "habit.streak_counts_before(uuid,uuid,date,integer)",
-        "habit.habit_stats_quick(uuid,uuid,date,jsonb)", "habit.current_streak(uuid,uuid,date,jsonb)",
-        "habit.habits_on(uuid,date,date,text)", "habit.streak_rate(integer,integer)",
+        // The streak reads planned into their callers (day.get's statement, habit_stats), and
+        // day.get's one-day path (issue 29).
+        "habit.streak_unit(jsonb)", "habit.habits_on(uuid,date,date,text)",
+        "habit.current_streak(uuid,uuid,date,date)", "habit.streak_state_answers(habit_streak_state,date,date)",
+        "habit.day_habits(uuid,date,date,text,integer)",
+        // The streak engine's arithmetic, inlined into its own expressions (issue 29).
+        "habit.streak_habit_of(habit_streak_state)", "habit.streak_segment_due(habit.streak_segment,date,date)",
+        // auth.uid() where this project made it: inlined into every policy and statement (issue 29).
+        "auth.uid()",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.
@@ -71,10 +75,12 @@ import Testing
             let weekly = "SELECT week_start::text || ' ' || completions || ' ' || active_habit_days FROM habit.weekly_counts('2026-11-16', '2026-11-29', 'monday')"
             let expectedWeeks = ["2026-11-16 1 6", "2026-11-23 0 7"]
             #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
-            // sql/0011's streak reads, inlined into the caller's statement (the ledger answers at R).
+            // The streak read day.get inlines, and its one-day path (the runs answer at R).
             let streaks: Query = """
-                SELECT row(q.*)::text || ' ' || row(c.*)::text FROM public.habit_templates t,
-                       habit.habit_stats_quick(t.user_id, t.id, '2026-11-20', t.schedule) q, habit.current_streak(t.user_id, t.id, '2026-11-20', t.schedule) c
+                SELECT row(d.*)::text || ' ' || row(c.*)::text FROM public.habit_templates t,
+                       habit.day_habits(t.user_id, '2026-11-20', '2026-11-25', 'UTC', 1) d,
+                       habit.current_streak(t.user_id, t.id, '2026-11-20', '2026-11-25') c
+                WHERE d.template_id = t.id
                 """
             let expectedStreaks = try connection.query(streaks).map { try $0.decode(String.self, at: 0) }
             #expect(expectedStreaks.count == 1)
@@ -118,7 +124,7 @@ import Testing
                 #expect(!plan.contains(name), "\(plan)")
             }
             let streaksPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + streaks.sql)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-            for name in ["Function Scan on habit_stats_quick", "Function Scan on current_streak", "streak_base", "streak_ledger_answers"] {
+            for name in ["Function Scan on day_habits", "Function Scan on current_streak", "streak_state_answers", "period_on_days"] {
                 #expect(!streaksPlan.contains(name), "\(streaksPlan)")
             }
             let weeklyPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + weekly)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
@@ -182,10 +188,10 @@ import Testing
                 UNION ALL
                 SELECT grantee, relation, 'SELECT'
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
-                     -- habit_periods: written only by the habit_templates triggers (sql/0010);
-                     -- the streak ledger only by the maintenance triggers (sql/0011).
+                     -- habit_periods: written only by the habit_templates trigger; the streak
+                     -- runs and state only by the triggers of completions, skips and habits.
                      unnest(ARRAY['public.weekly_completion_counts', 'habit.time_zones', 'public.habit_periods',
-                                  'public.habit_streak_slots', 'public.habit_streak_state']) AS relation
+                                  'public.habit_streak_runs', 'public.habit_streak_state']) AS relation
                 UNION ALL
                 -- Sync (sql/0012): a pull reads its clock and tombstones (written only by the
                 -- triggers' SECURITY DEFINER functions); a push claims and records its replays.

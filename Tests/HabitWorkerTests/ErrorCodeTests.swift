@@ -224,25 +224,29 @@ struct ErrorCodeTests {
         try WorkerSession.with(arguments: ["--statement-timeout-ms", "25000"]) { session in
             let worker = session.worker
             let user = UUID()
-            let id = try #require(try worker.createHabit(user: user, name: "Contended").habitID)
-            let today = try session.today().description
-            #expect(try worker.call("completions.set", params(user, ["template_id": .uuid(id), "date": .string(today), "completed": true]))["completed"] == true)
+            let ids = try [worker.createHabit(user: user, name: "One"), worker.createHabit(user: user, name: "Two")]
+                .map { try #require($0.habitID) }.sorted { $0.uuidString.lowercased() < $1.uuidString.lowercased() }
+            let today = try session.today()
             let watcher = try session.database.connect()
             defer { watcher.close() }
             try session.admin.withTransaction { connection in
-                // The admin holds the completion row; the worker's toggle locks the habit, then waits for that row…
-                try connection.execute("DELETE FROM public.habit_completions WHERE template_id = \(id)")
-                try worker.sendRequest("completions.toggle", params: params(user, ["template_id": .uuid(id), "date": .string(today)]), id: "toggle")
-                _ = try watcher.workerBackendsWaitingForLocks()  // the worker's toggle waits for the admin's row lock
-                // …and the admin now waits for the habit: a cycle. The worker's backend waited first, so
+                // The admin holds the second habit; skips.set_range locks the user's habits in id
+                // order: it takes the first, then waits for the second…
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[1]) FOR UPDATE")
+                try worker.sendRequest("skips.set_range", params: params(user, ["from": .string(today.description),
+                                                                               "to": .string(today.adding(days: 2).description), "skipped": true]), id: "skip")
+                _ = try watcher.workerBackendsWaitingForLocks()  // the worker waits for the admin's row lock
+                // …and the admin now waits for the first: a cycle. The worker's backend waited first, so
                 // its deadlock check (after deadlock_timeout) finds the cycle and aborts its transaction.
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) FOR UPDATE")
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[0]) FOR UPDATE")
             }
-            let response = try worker.response(id: "toggle")
-            expectError(response, code: Code.conflict, id: "toggle", reason: "conflict")
+            let response = try worker.response(id: "skip")
+            expectError(response, code: Code.conflict, id: "skip", reason: "conflict")
             #expect(response.message == "Conflict with a concurrent transaction")
-            // Rolled back, nothing written by it; the same request now succeeds (the admin deleted the row).
-            #expect(try worker.call("completions.toggle", params(user, ["template_id": .uuid(id), "date": .string(today)]))["completed"] == true)
+            // Rolled back, nothing written by it; the same request now succeeds.
+            let again = try worker.call("skips.set_range", params(user, ["from": .string(today.description),
+                                                                          "to": .string(today.adding(days: 2).description), "skipped": true]))
+            #expect(again["changed"]?.intValue == 6)
         }
     }
 

@@ -261,8 +261,12 @@ CREATE OR REPLACE FUNCTION habit.backfilling() RETURNS boolean
         IF coalesce(current_setting('habit.backfill', true), '') NOT IN ('on', 'true') THEN
             RETURN false;
         END IF;
-        IF NOT pg_has_role(current_user, 'habit_admin', 'MEMBER') THEN
-            RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', current_user
+        -- The caller's role as SET ROLE names it (or the login role): the triggers that ask are
+        -- SECURITY DEFINER, where current_user is their owner.
+        IF NOT pg_has_role(CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END,
+                           'habit_admin', 'MEMBER') THEN
+            RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it',
+                CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END
                 USING ERRCODE = 'HB006';
         END IF;
         RETURN true;
@@ -273,9 +277,9 @@ COMMENT ON FUNCTION habit.backfilling() IS
 
 -- For a completion or skip (p_kind) of p_day becoming present (an insert: the rules apply)
 -- or absent (a delete): locks the habit (FOR NO KEY UPDATE: every writer of its days takes it,
--- so its runs are kept in turn and "never both done and skipped" is exact), reads the zone,
--- the habit's streak state and whether weekly counts are tracked, and checks the day, in one
--- statement. Returns the state when the runs are to be changed (not when the insert's key, or
+-- so its runs are kept in turn and "never both done and skipped" is exact), then reads the
+-- zone, the habit's streak state and whether weekly counts are tracked, and checks the day, in
+-- one statement. Returns the state when the runs are to be changed (not when the insert's key, or
 -- its id p_id, is taken: the row will not be written), and tracking. Nothing for a habit that
 -- is not the user's: the composite foreign key refuses the row. Whether the habit is on the
 -- day is read from its segments (habit_streak_state.segs) unless they are being rebuilt or a
@@ -296,6 +300,12 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         on_day boolean := false;
         s habit.streak_segment;
     BEGIN
+        -- The lock first, in a statement of its own: a writer that waited for it reads, in the
+        -- next statement (a new snapshot), what the writer it waited for committed.
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
         SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
                EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking,
                p_present AND CASE WHEN skipping
@@ -312,11 +322,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         FROM public.habit_templates t
         CROSS JOIN LATERAL (SELECT coalesce((SELECT p.timezone FROM public.profiles p WHERE p.user_id = p_user), 'UTC') AS tz) z
         LEFT JOIN public.habit_streak_state x ON x.user_id = p_user AND x.template_id = p_template
-        WHERE t.id = p_template AND t.user_id = p_user
-        FOR NO KEY UPDATE OF t;
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
+        WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
@@ -416,15 +422,25 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
         v_today date;
         v_count bigint;
         v_changed bigint := 0;
+        v_any_skip boolean;
+        v_any_done boolean;
     BEGIN
         IF p_state IS NULL OR p_state NOT IN ('done', 'skipped', 'none') THEN
             RAISE EXCEPTION 'state must be done, skipped or none, not %', coalesce(p_state, 'NULL') USING ERRCODE = 'data_exception';
         END IF;
-        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        -- The habit locked, and whether it has any skip or completion at all (its streak state's
+        -- totals): a delete of the other state that cannot find a row is not even tried.
+        SELECT coalesce(st.skips_total > 0 OR st.pending, true), coalesce(st.done_total > 0 OR st.pending, true)
+        INTO v_any_skip, v_any_done
+        FROM public.habit_templates t
+        LEFT JOIN public.habit_streak_state st ON st.user_id = t.user_id AND st.template_id = t.id
+        WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE OF t;
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        IF p_zone IS NOT NULL OR coalesce(current_setting('habit.request_time_zone', true), '') <> '' THEN
+            PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        END IF;
         IF p_state = 'none' AND NOT (coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling()) THEN
             v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
             IF p_day > v_today + (CASE WHEN p_clear_ahead THEN 366 ELSE 0 END) THEN
@@ -433,12 +449,12 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
                     USING ERRCODE = 'HB003', DETAIL = v_today::text;
             END IF;
         END IF;
-        IF p_state <> 'done' THEN
+        IF p_state <> 'done' AND v_any_done THEN
             DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;
         END IF;
-        IF p_state <> 'skipped' THEN
+        IF p_state <> 'skipped' AND v_any_skip THEN
             DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;

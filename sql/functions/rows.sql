@@ -106,3 +106,4 @@ CREATE OR REPLACE FUNCTION habit.count_truncated_rows() RETURNS trigger
         RETURN NULL;
     END
     $fn$;
+COMMENT ON FUNCTION habit.count_truncated_rows() IS 'TRUNCATE trigger (statement-level): clears habit.user_row_counts of a truncated table.';

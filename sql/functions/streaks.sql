@@ -637,6 +637,7 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_before(h habit.streak_habit, x date
     AS $fn$
     DECLARE
         d date;
+        s habit.streak_segment;
     BEGIN
         LOOP
             IF h.unit = 'weeks' THEN
@@ -656,7 +657,13 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_before(h habit.streak_habit, x date
                 ORDER BY c.completed_date DESC LIMIT 1;
                 EXIT WHEN NOT FOUND;
             END IF;
-            IF habit.streak_slot_state(h, d) = 'kept' THEN
+            IF h.unit = 'days' AND NOT h.has_tpw THEN
+                -- A completion on a day due is kept.
+                s := habit.streak_segment_at(h, d);
+                IF habit.streak_segment_due(s, d, d) > 0 THEN
+                    RETURN d;
+                END IF;
+            ELSIF habit.streak_slot_state(h, d) = 'kept' THEN
                 RETURN d;
             END IF;
             x := d;
@@ -671,6 +678,7 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_after(h habit.streak_habit, x date)
     AS $fn$
     DECLARE
         d date;
+        s habit.streak_segment;
         step integer := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
     BEGIN
         LOOP
@@ -691,7 +699,13 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_after(h habit.streak_habit, x date)
                 ORDER BY c.completed_date LIMIT 1;
                 EXIT WHEN NOT FOUND;
             END IF;
-            IF habit.streak_slot_state(h, d) = 'kept' THEN
+            IF h.unit = 'days' AND NOT h.has_tpw THEN
+                -- A completion on a day due is kept.
+                s := habit.streak_segment_at(h, d);
+                IF habit.streak_segment_due(s, d, d) > 0 THEN
+                    RETURN d;
+                END IF;
+            ELSIF habit.streak_slot_state(h, d) = 'kept' THEN
                 RETURN d;
             END IF;
             x := d;

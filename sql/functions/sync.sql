@@ -74,17 +74,19 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
     DECLARE
         number bigint;
     BEGIN
+        -- The tombstone goes in the same statement as the clock's read (one round of the
+        -- executor: this runs for every row written).
+        WITH gone AS (
+            DELETE FROM habit.sync_tombstones t WHERE p_key IS NOT NULL AND t.user_id = p_user AND t.kind = p_kind AND t.key = p_key
+        )
         SELECT c.seq INTO number FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
-        IF NOT FOUND THEN
+        IF number IS NULL THEN
             INSERT INTO habit.sync_clocks AS c (user_id, seq, xact) VALUES (p_user, 1, pg_current_xact_id())
             ON CONFLICT (user_id) DO UPDATE
                 SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                     xact = excluded.xact, updated_at = now()
             RETURNING c.seq INTO number;
             PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
-        END IF;
-        IF p_key IS NOT NULL THEN
-            DELETE FROM habit.sync_tombstones t WHERE t.user_id = p_user AND t.kind = p_kind AND t.key = p_key;
         END IF;
         RETURN number;
     END
