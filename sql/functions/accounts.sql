@@ -96,6 +96,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
         END IF;
+        IF backfill THEN
+            -- The tables' triggers (habit.backfilling) accept this session's admin login role.
+            PERFORM set_config('habit.backfill_checked', 'session', true);
+        END IF;
 
         -- The document as tables (ordinality - 1 is the JSON index). Made fresh by this
         -- function, as its owner: a table of the same name the caller made in its own temporary

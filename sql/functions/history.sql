@@ -262,9 +262,14 @@ CREATE OR REPLACE FUNCTION habit.backfilling() RETURNS boolean
             RETURN false;
         END IF;
         -- The caller's role as SET ROLE names it (or the login role): the triggers that ask are
-        -- SECURITY DEFINER, where current_user is their owner.
+        -- SECURITY DEFINER, where current_user is their owner. habit.import_account, which acts
+        -- as the user but checks the session's login role itself, says so in
+        -- habit.backfill_checked; that setting alone admits no one whose login role is not an
+        -- admin.
         IF NOT pg_has_role(CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END,
-                           'habit_admin', 'MEMBER') THEN
+                           'habit_admin', 'MEMBER')
+           AND NOT (coalesce(current_setting('habit.backfill_checked', true), '') = 'session'
+                    AND pg_has_role(session_user, 'habit_admin', 'MEMBER')) THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it',
                 CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END
                 USING ERRCODE = 'HB006';
@@ -422,19 +427,11 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
         v_today date;
         v_count bigint;
         v_changed bigint := 0;
-        v_any_skip boolean;
-        v_any_done boolean;
     BEGIN
         IF p_state IS NULL OR p_state NOT IN ('done', 'skipped', 'none') THEN
             RAISE EXCEPTION 'state must be done, skipped or none, not %', coalesce(p_state, 'NULL') USING ERRCODE = 'data_exception';
         END IF;
-        -- The habit locked, and whether it has any skip or completion at all (its streak state's
-        -- totals): a delete of the other state that cannot find a row is not even tried.
-        SELECT coalesce(st.skips_total > 0 OR st.pending, true), coalesce(st.done_total > 0 OR st.pending, true)
-        INTO v_any_skip, v_any_done
-        FROM public.habit_templates t
-        LEFT JOIN public.habit_streak_state st ON st.user_id = t.user_id AND st.template_id = t.id
-        WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE OF t;
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RETURN;
         END IF;
@@ -449,12 +446,12 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
                     USING ERRCODE = 'HB003', DETAIL = v_today::text;
             END IF;
         END IF;
-        IF p_state <> 'done' AND v_any_done THEN
+        IF p_state <> 'done' THEN
             DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;
         END IF;
-        IF p_state <> 'skipped' AND v_any_skip THEN
+        IF p_state <> 'skipped' THEN
             DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;

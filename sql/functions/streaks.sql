@@ -985,19 +985,33 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             new_missed := new_missed + new_lead;
         END IF;
 
-        -- Replace the runs from a (or the window) through b (or the window), and the totals, in one statement.
-        WITH gone AS (
+        -- Replace the runs from a (or the window) through b (or the window), and the totals, in
+        -- one statement, writing only the runs that change (a neighbour that keeps its values is
+        -- left alone: a write deep in history writes what one today writes).
+        WITH old AS (
+            SELECT r.first_slot, r.kept, r.missed_after FROM public.habit_streak_runs r
+            WHERE r.user_id = p_user AND r.template_id = p_template
+              AND r.first_slot >= coalesce(a.first_slot, w1) AND r.first_slot <= coalesce(b.first_slot, w2)
+        ), composed AS (
+            SELECT * FROM unnest(firsts, lasts, kepts, misses, nexts) AS u(first_slot, last_slot, kept, missed_after, next_missed)
+        ), gone AS (
             DELETE FROM public.habit_streak_runs r
             WHERE r.user_id = p_user AND r.template_id = p_template
               AND r.first_slot >= coalesce(a.first_slot, w1) AND r.first_slot <= coalesce(b.first_slot, w2)
-            RETURNING r.kept, r.missed_after
+              AND r.first_slot <> ALL (firsts)
+        ), changed AS (
+            UPDATE public.habit_streak_runs r
+            SET last_slot = n.last_slot, kept = n.kept, missed_after = n.missed_after, next_missed = n.next_missed
+            FROM composed n
+            WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot = n.first_slot
+              AND (r.last_slot, r.kept, r.missed_after, r.next_missed) IS DISTINCT FROM (n.last_slot, n.kept, n.missed_after, n.next_missed)
         ), made AS (
             INSERT INTO public.habit_streak_runs (user_id, template_id, first_slot, last_slot, kept, missed_after, next_missed)
-            SELECT p_user, p_template, u.* FROM unnest(firsts, lasts, kepts, misses, nexts) AS u
+            SELECT p_user, p_template, n.* FROM composed n WHERE n.first_slot NOT IN (SELECT o.first_slot FROM old o)
         )
         UPDATE public.habit_streak_state x
-        SET kept_total = x.kept_total + new_kept - (SELECT coalesce(sum(g.kept), 0) FROM gone g),
-            missed_total = x.missed_total + new_missed - (SELECT coalesce(sum(g.missed_after), 0) FROM gone g)
+        SET kept_total = x.kept_total + new_kept - (SELECT coalesce(sum(o.kept), 0) FROM old o),
+            missed_total = x.missed_total + new_missed - (SELECT coalesce(sum(o.missed_after), 0) FROM old o)
                            - CASE WHEN a.first_slot IS NULL THEN coalesce(x.lead_missed, 0) ELSE 0 END,
             lead_missed = CASE WHEN a.first_slot IS NULL THEN new_lead ELSE x.lead_missed END,
             done_total = x.done_total + done_change,
