@@ -1,0 +1,61 @@
+import Foundation
+import HabitStore
+import PostgresClient
+import TestSupport
+import Testing
+
+/// Issue 29: day.get's statement for a user with 50 habits, run as the worker runs it (the
+/// user's settings statement first, in one transaction), is not JIT-compiled — a fresh worker's
+/// first day.get calls used to spend 60–260 ms compiling a plan whose cost passed
+/// jit_above_cost — and reads no series of days (habit.day_habits: only the periods that
+/// contain the date). The control: the same statement with JIT forced on does show JIT, so the
+/// test sees it when it is there.
+@Suite struct DayPlanTests {
+    static let user = UUID(uuidString: "00000000-0000-0000-0000-0000000000e1")!
+
+    /// EXPLAIN ANALYZE of `statement` in a transaction of the user's, after `settings`.
+    static func plan(_ scope: UserScope, _ statement: Query, settings: [Query] = []) throws -> String {
+        try scope.transaction(as: user) { connection in
+            for setting in settings { try connection.execute(setting) }
+            return try connection.query(Query(unsafeSQL: "EXPLAIN (ANALYZE, TIMING OFF) " + statement.sql, bindings: statement.bindings))
+                .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func dayGetForFiftyHabitsIsNotCompiled(includeStreaks: Bool) throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            try admin.executeScript(unsafeSQL: """
+                INSERT INTO public.profiles (user_id, timezone) VALUES ('\(Self.user)', 'Europe/Berlin');
+                INSERT INTO public.habit_templates (user_id, name, activated_at, sort_order, schedule)
+                SELECT '\(Self.user)', 'H' || n, now() - interval '3 years', n,
+                       CASE n % 3 WHEN 0 THEN '{"type":"daily"}'::jsonb WHEN 1 THEN '{"type":"weekdays","days":[1,3,5]}'
+                                  ELSE '{"type":"times_per_week","times":3}' END
+                FROM generate_series(1, 50) n;
+                SET habit.backfill = 'on';
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT t.user_id, t.id, habit.local_date(now(), 'Europe/Berlin') - d
+                FROM public.habit_templates t, generate_series(0, 60) d WHERE t.user_id = '\(Self.user)' AND (d + t.sort_order) % 4 <> 0;
+                RESET habit.backfill;
+                ANALYZE;
+                """)
+            let connection = try database.connect()
+            let habits = HabitRepository(connection: connection)
+            let day = try admin.queryOne("SELECT habit.local_date(now(), 'Europe/Berlin')").decode(CalendarDate.self, at: 0)
+            let statement = try habits.dayStatement(user: Self.user, date: day, includeStreaks: includeStreaks).statement
+            let scope = UserScope(connection: connection)
+            // The custom plan and the generic one (a worker's prepared statement is planned
+            // generically after five runs).
+            for settings: [Query] in [[], ["SET LOCAL plan_cache_mode = force_generic_plan"]] {
+                let plan = try Self.plan(scope, statement, settings: settings)
+                #expect(!plan.contains("JIT:"), "\(plan)")
+                #expect(!plan.contains("generate_series"), "\(plan)")
+            }
+            #expect(try habits.day(user: Self.user, date: day, includeStreaks: includeStreaks).habits.count > 30)
+            // The control: with JIT on for every plan, EXPLAIN shows it.
+            let forced = try Self.plan(scope, statement, settings: ["SET LOCAL jit = on", "SET LOCAL jit_above_cost = 0"])
+            #expect(forced.contains("JIT:"), "\(forced)")
+        }
+    }
+}
