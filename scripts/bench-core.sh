@@ -24,12 +24,15 @@
 #               SECONDS_PER_RUN long, every other round in reverse order (this machine's speed
 #               drifts: ratios compare neighbours):
 #               bare write: pgbench -M prepared -c1 of core_write_bare.pgbench (INSERT … ON
-#                 CONFLICT DO NOTHING / DELETE of one row, today) as the owner with
-#                 PGOPTIONS='-c session_replication_role=replica' (the table's triggers off);
+#                 CONFLICT DO NOTHING / DELETE of one row, today, each row done and undone in
+#                 turn) as the owner with PGOPTIONS='-c session_replication_role=replica' (the
+#                 table's triggers off);
 #               bare read: pgbench -c1 of core_day_bare.pgbench (the seed spec's two SELECTs of a day);
 #               at 64 in flight the same two also with -c BARE_CLIENTS_64 (8: one per user; the
 #                 worker runs one request per user at a time), for information;
-#               completions.set (random done / not done) today, yesterday, 3, 30, 365, 700 days back;
+#               completions.set today, yesterday, 3, 30, 365, 700 days back, each user's requests
+#                 alternating done / not done (habit-bench --alternate), so every request writes
+#                 (bench-worker.sh's random state leaves half of them with nothing to change);
 #               day.get today (5 habits); habits.stats; day.get include streaks; sync.pull with
 #                 a caught-up cursor (habit-bench walks every user first).
 #               Ratios: set today and yesterday / bare write; set N days back / set today;
@@ -144,9 +147,9 @@ run() {
     local name=$1 inflight=$2 out
     case $name in
         bare_write*) out="$(PGOPTIONS='-c session_replication_role=replica' pgbench_run scripts/bench/core_write_bare.pgbench \
-                             "$(clients_of "$name")" -D users="$USERS" -D day="$TODAY") 0" ;;
+                             "$(clients_of "$name")" -D users="$USERS" -D clients="$(clients_of "$name")" -D k=0 -D day="$TODAY") 0" ;;
         bare_read*) out="$(pgbench_run scripts/bench/core_day_bare.pgbench "$(clients_of "$name")" -D users="$USERS" -D day="$TODAY") 0" ;;
-        set_*) out=$(habit_bench --users "$USERS" --habit-suffix=-1 --in-flight "$inflight" --method completions.set \
+        set_*) out=$(habit_bench --users "$USERS" --habit-suffix=-1 --alternate --in-flight "$inflight" --method completions.set \
                                  --date "$(days_back "${name#set_}")") ;;
         day) out=$(habit_bench --users "$USERS" --in-flight "$inflight" --method day.get --date "$TODAY") ;;
         stats) out=$(habit_bench --users "$USERS" --in-flight "$inflight" --method habits.stats --date "$TODAY") ;;
