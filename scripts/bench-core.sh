@@ -19,7 +19,8 @@
 # Only the worker's JSON-RPC methods and plain SQL on the public tables are used, so the same
 # script measures main's schema and a rewritten one; the derived tables of the storage section
 # are discovered from the catalog (tables of schemas public and habit with a user_id column
-# that are not user tables), or named in DERIVED_TABLES. Sections (SECTIONS, all by default):
+# that are not user tables), or named in DERIVED_TABLES. Sections, in this order (SECTIONS, all
+# by default):
 #   throughput  at each IN_FLIGHT (1 and 64; 64 spread over the users), ROUNDS rounds, each run
 #               SECONDS_PER_RUN long, every other round in reverse order (this machine's speed
 #               drifts: ratios compare neighbours):
@@ -37,23 +38,24 @@
 #                 a caught-up cursor (habit-bench walks every user first).
 #               Ratios: set today and yesterday / bare write; set N days back / set today;
 #               day.get / bare read; stats, streaks, sync.pull / day.get.
-#   create      habits.create activated today, 1, 3 and 10 years back: CREATES requests one at a
-#               time each, a fresh user (profile Europe/Berlin) per run; p50 latencies and the
-#               ratios to today's.
 #   import      account.import (mode replace) of 4 daily habits × 3 years (~50 % done, ~2,200
 #               completions) into a fresh user, IMPORTS times a round, against psql's multi-row
 #               INSERT of the same completions into bench.completions_copy (LIKE
 #               public.habit_completions INCLUDING ALL: no triggers, no foreign keys), same
 #               rounds, alternating which goes first; p50s and the ratio.
+#   create      habits.create activated today, 1, 3 and 10 years back: CREATES requests one at a
+#               time each, a fresh user (profile Europe/Berlin) per run; p50 latencies and the
+#               ratios to today's.
 #   storage     per habit of the bench users (and the deep habit): derived rows (rows of each
 #               derived table with its template_id; for tables without one, the user's rows
 #               divided by the user's habits) against completions + skips + periods + 1.
 #   wal         WAL bytes (pg_current_wal_insert_lsn() before and after) and rows written per
 #               table (pg_stat_xact_user_tables inside the transaction) of one write on the deep
 #               habit today, yesterday, 365, 1,000 and 2,000 days back, done and undone,
-#               WAL_REPS times (medians; with full_page_writes off for the section, so that
-#               full-page images, which follow the checkpoints, are not counted): the worker's statement (habit.set_day_state under the
-#               user's role and claims, as HabitRepository.setCompletion runs it) when the
+#               WAL_REPS times (medians; full_page_writes is off for the section: full-page
+#               images follow the checkpoints, not the write): the worker's statement
+#               (habit.set_day_state under the user's role and claims, as
+#               HabitRepository.setCompletion runs it) when the
 #               function exists, the plain INSERT/DELETE as the owner with triggers on, and the
 #               same with triggers off on a bare user's habit (the baseline).
 #   bulk        INSERT … SELECT of BULK_ROWS completions (1,000 daily habits of 10 users, every
@@ -274,7 +276,6 @@ create_section() {
     done
 }
 declare -A CREATE_P50
-enabled create && create_section
 
 # ---- account.import ----------------------------------------------------------------------------
 # The document's completions: 4 daily habits over the DAYS days before today, ~50 % done (seeded).
@@ -353,6 +354,9 @@ import_section() {
     summary "account.import 4 habits × 3 years (p50) / bare multi-row INSERT" "$(median $w_all) ms" "$(median $b_all) ms" "$m" "<=" 6
 }
 enabled import && import_section
+# After the imports: each 10-years-back create adds ~3,650 rows of derived state on main, which
+# would otherwise be the imports' table.
+enabled create && create_section
 
 # ---- storage -----------------------------------------------------------------------------------
 storage_section() {
