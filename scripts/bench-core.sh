@@ -443,7 +443,9 @@ wal_section() {
     [[ $modes == statement* ]] || echo "  ($SET_DAY_STATE does not exist: the worker's statement is not probed)"
     # Full-page images are left out: whether a write logs one depends on when the last
     # checkpoint was (and a random uuid key touches a random index page), not on the write.
-    sql "ALTER SYSTEM SET full_page_writes = off"; sql "SELECT pg_reload_conf()" >/dev/null; sleep 1
+    # The checkpointer applies the reloaded setting to WAL insertion; it has done so once a
+    # CHECKPOINT it runs returns.
+    sql "ALTER SYSTEM SET full_page_writes = off"; sql "SELECT pg_reload_conf()" >/dev/null; sleep 1; sql "CHECKPOINT"
     declare -A WAL
     for depth in $WAL_DEPTHS; do
         day=$(days_back "$depth")
