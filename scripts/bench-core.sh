@@ -414,7 +414,7 @@ wal_probe() {
     case $mode in
         statement) stmt="SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', '{\"sub\":\"$user\",\"role\":\"authenticated\"}', true),
                             set_config('request.jwt.claim.sub', '$user', true), set_config('request.jwt.claim.role', 'authenticated', true);
-                     SELECT s.today, s.changed FROM habit.set_day_state('$user', '$habit', '$day', '$([ "$state" = done ] && echo done || echo none)', NULL, false) s;" ;;
+                     SELECT * FROM habit.set_day_state('$user', '$habit', '$day', '$([ "$state" = done ] && echo done || echo none)', NULL, false);" ;;
         triggers) stmt=$([ "$state" = done ] && echo "$insert" || echo "$delete") ;;
         bare) stmt="SET LOCAL session_replication_role = replica; $([ "$state" = done ] && echo "$insert" || echo "$delete")" ;;
     esac
