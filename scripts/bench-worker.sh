@@ -22,7 +22,6 @@
 # not for the disk — the database's own work shows without the disk's flush time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 RUN=${SECONDS_PER_RUN:-4}
 ROUNDS=${ROUNDS:-5}
 POOL=${POOL_SIZE:-4}
@@ -36,46 +35,17 @@ esac
 # 2026-10-20 (a day with completions from setup-worker.sql).
 declare -A DATE=([completions.set]=2026-11-02 [day.get]=2026-10-20)
 
-# The server of the current fsync setting; stopped and deleted on every way out.
-PG_DIR=
-cleanup() {
-    if [ -n "$PG_DIR" ]; then scripts/pg-tmp stop "$PG_DIR"; PG_DIR=; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-scripts/pg-tmp ensure-packages
-swift build -c release --product habit >&2
-swift build -c release --product habit-bench >&2
+. scripts/bench/common.sh
+bench_traps
+bench_build
 
 start_server() { # fsync setting
-    # The directory exists before the server starts, so cleanup knows it even if start fails.
-    PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/habit-pg.XXXXXX")
-    local exports
-    exports=$(PG_TMP_OPTIONS="-c fsync=$1" scripts/pg-tmp start "$PG_DIR")
-    eval "$exports"
-    .build/release/habit migrate --database-url "$DATABASE_URL" --migrations-dir sql >&2
+    bench_start_server "$1"
     psql -q -v ON_ERROR_STOP=1 -d "$DATABASE_URL" -f scripts/bench/setup-worker.sql
-    WORKER_URL="host=$PG_DIR/socket user=habit_worker dbname=postgres"
-}
-
-pgbench_run() { # script → "tps p50_ms"
-    local log=$PG_DIR/pgbench-log
-    rm -rf "$log"; mkdir -p "$log"; chmod 777 "$log"
-    (cd "$log" && pgbench -n -M prepared -c 1 -j 1 -T "$RUN" -l -f "$OLDPWD/$1" "$DATABASE_URL" >"$log/summary" 2>&1) \
-        || { cat "$log/summary" >&2; return 1; }
-    local tps
-    tps=$(awk '/^tps/ {print $3; exit}' "$log/summary")
-    cat "$log"/pgbench_log.* | awk '{print $3}' | sort -n | awk -v tps="$tps" '
-        { v[NR] = $1 } END { printf "%.1f %.3f\n", tps, v[int(NR*0.50)+1]/1000 }'
 }
 
 worker_run() { # method in-flight → "rps p50_ms errors"
-    local line
-    line=$(.build/release/habit-bench --binary .build/release/habit --database-url "$WORKER_URL" \
-           --method "$1" --in-flight "$2" --seconds "$RUN" --pool-size "$POOL" --date "${DATE[$1]}")
-    echo "$(field rps "$line") $(field p50_ms "$line") $(field errors "$line")"
+    habit_bench --method "$1" --in-flight "$2" --date "${DATE[$1]}"
 }
 
 # One run of one side; sets twin_tps twin_p50, bare_tps bare_p50, or rps p50 errors.
@@ -87,10 +57,6 @@ measure() { # twin|worker|bare (uses $twin, $bare, $method, $inflight)
         worker) out=$(worker_run "$method" "$inflight"); read -r rps p50 errors <<<"$out" ;;
     esac
 }
-
-field() { sed -E "s/.*\"$1\":([0-9.]+).*/\\1/" <<<"$2"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r); worker --pool-size $POOL; $ROUNDS rounds of $RUN s per run"
 for fsync in $FSYNC_SETTINGS; do
@@ -116,5 +82,5 @@ for fsync in $FSYNC_SETTINGS; do
                 "$method" "$inflight" "$fsync" "$(median "${twin_ratios[@]}")" "$(median "${bare_ratios[@]}")"
         done
     done
-    cleanup
+    bench_cleanup
 done

@@ -20,7 +20,7 @@ struct HabitBench: ParsableCommand {
             Spawns the worker with --database-url, --pool-size, --max-in-flight (the in-flight count) \
             and --log-level warning, plus every argument habit-bench does not know itself, e.g. \
             `--prepared-statements off`. Requests pick a random bench user; completions.set sets a \
-            random state. Prints {"method","in_flight","requests","errors","seconds","rps","p50_ms","p99_ms"}.
+            random state (with --alternate, each user's opposite of its last). Prints {"method","in_flight","requests","errors","seconds","rps","p50_ms","p99_ms"}.
             """
     )
 
@@ -48,6 +48,9 @@ struct HabitBench: ParsableCommand {
     @Option(help: ArgumentHelp("The habit completions.set and sync.push write: md5('bench-habit-<n><suffix>'); scripts/bench/setup-streaks.sql's first habit is \"-1\".", valueName: "suffix"))
     var habitSuffix = ""
 
+    @Flag(help: "completions.set and sync.push: each user's requests alternate done, not done, done… (instead of a random state), so that every request changes the row once it differs from the first.")
+    var alternate = false
+
     @Option(help: ArgumentHelp("Passed to the worker as --pool-size.", valueName: "n"))
     var poolSize = 4
 
@@ -67,7 +70,7 @@ struct HabitBench: ParsableCommand {
         let arguments = ["serve", "--database-url", databaseURL, "--pool-size", String(poolSize),
                          "--max-in-flight", String(inFlight), "--log-level", "warning"] + workerArguments
         var requests = RequestMaker(method: method, date: date, users: users, habitSuffix: habitSuffix,
-                                    include: include.split(separator: ",").map(String.init))
+                                    include: include.split(separator: ",").map(String.init), alternate: alternate)
         if method == "sync.pull" {
             requests.cursors = try caughtUpCursors(of: requests.users, arguments: arguments)
         }
@@ -124,6 +127,8 @@ final class Locked<Value>: @unchecked Sendable {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
+    /// Reads and changes the value in one step.
+    func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&stored) } }
 }
 
 /// One request per call, for a random bench user.
@@ -135,13 +140,27 @@ struct RequestMaker {
     let include: [String]
     /// sync.pull: each user's caught-up cursor.
     var cursors: [String] = []
+    /// `--alternate`: each user's next state (true first); nil: a random state per request.
+    let nextStates: Locked<[Bool]>?
 
-    init(method: String, date: String, users count: Int, habitSuffix: String = "", include: [String] = []) {
+    init(method: String, date: String, users count: Int, habitSuffix: String = "", include: [String] = [],
+         alternate: Bool = false) {
         self.method = method
         self.date = date
         self.include = include
         users = (1...count).map { md5UUID("bench-user-\($0)") }
         habits = (1...count).map { md5UUID("bench-habit-\($0)\(habitSuffix)") }
+        nextStates = alternate ? Locked([Bool](repeating: true, count: count)) : nil
+    }
+
+    /// The state a write of user `index` sets: random, or with `--alternate` the opposite of the
+    /// user's previous one (the worker runs a user's requests in the order they were sent).
+    func completed(_ index: Int) -> Bool {
+        guard let nextStates else { return Bool.random() }
+        return nextStates.update { states in
+            defer { states[index].toggle() }
+            return states[index]
+        }
     }
 
     /// sync.push: a mutation's error is inside a result (`LoadDriver` counts it too).
@@ -153,7 +172,7 @@ struct RequestMaker {
         switch method {
         case "completions.set":
             return (method, ["user_id": .string(users[index]), "template_id": .string(habits[index]), "date": .string(date),
-                             "completed": .bool(Bool.random())])
+                             "completed": .bool(completed(index))])
         case "day.get" where include.isEmpty:
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         case "day.get":
@@ -165,7 +184,7 @@ struct RequestMaker {
             // mutation_id each time, so every push is applied (none is a replay).
             let mutation: JSONObject = ["mutation_id": .string(UUID().uuidString), "method": .string("completions.set"),
                                         "params": .object(["template_id": .string(habits[index]), "date": .string(date),
-                                                           "completed": .bool(Bool.random())])]
+                                                           "completed": .bool(completed(index))])]
             return (method, ["user_id": .string(users[index]), "client_id": .string("bench"), "mutations": .array([.object(mutation)])])
         case "habits.stats":
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
