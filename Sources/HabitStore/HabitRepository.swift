@@ -6,13 +6,13 @@ import PostgresClient
 /// that user's claims with row-level security forced (see `UserScope`).
 ///
 /// Each method of one statement is one round trip: BEGIN, the user's settings, the statement
-/// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`). Only `toggleCompletion`
-/// locks the habit first and writes after reading (three round trips). The rules the
-/// statements apply live in the database (sql/functions/history.sql: `habit.habit_days_at`, which habits are
-/// on a day and due, and `habit.set_day_state`/`habit.set_skips`, which raise the triggers'
-/// SQLSTATEs that `StoreError.mapping` maps; sql/functions/history.sql: `habit.completion_refusal`,
-/// `habit.next_habit_sort_order`); `refuse` maps refusals to errors. The completion and skip
-/// tables' triggers (sql/functions/history.sql) keep the same rules for every other writer.
+/// and COMMIT in one pipeline (`UserScope.query`/`run`/`execute`); the toggle too
+/// (`habit.toggle_day` locks, reads and writes in one statement). The rules the statements
+/// apply live in the database (sql/functions/history.sql: `habit.day_habits`/`habit.habit_days_at`,
+/// which habits are on a day and due; `habit.set_day_state`, `habit.toggle_day` and
+/// `habit.set_skips`, which write through the tables' triggers and so raise their SQLSTATEs
+/// (`habit.check_day`, sql/triggers/), mapped by `StoreError.mapping`); `refuse` maps refusals to
+/// errors. The same triggers keep the rules for every other writer.
 ///
 /// Not thread-safe: one repository per connection, used by one thread at a time.
 public final class HabitRepository {

@@ -76,7 +76,7 @@ import Testing
     }
 
     /// A user with rows in every table, written as psql would (a superuser: the triggers
-    /// number, tombstone, count and maintain the streak ledger for every writer): a profile in a
+    /// number, tombstone, count and keep the streak runs for every writer): a profile in a
     /// non-UTC zone, habits with completions, skips and a second period, a deleted habit (a
     /// tombstone), lists and tasks, a stored weekly count, a sync.push replay record, and
     /// (an incremental weekly-counts convention being tracked) dirty marks.

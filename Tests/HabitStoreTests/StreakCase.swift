@@ -28,9 +28,9 @@ struct StreakCase: Sendable, CustomStringConvertible {
     var picked: Int
     var calendarFrom: CalendarDate
     var calendarTo: CalendarDate
-    /// The order and grouping in which the completion and skip rows are written (statement-level
-    /// triggers may see one row or several per statement): seeded, so a case is written the same
-    /// way each time (iterating a Set would not be: Swift seeds its hashing per process).
+    /// The order and grouping in which the completion and skip rows are written (the row triggers
+    /// apply a few rows one by one and turn more than 8 into one rebuild at commit): seeded, so a
+    /// case is written the same way each time (iterating a Set would not be: Swift seeds its hashing per process).
     var writeSeed: UInt64 = 0
 
     /// The model with the database's today of the zone.

@@ -26,7 +26,7 @@ struct SyncDevicesPropertyTests {
             let today = try session.today()
             let dates = (0..<4).map { today.adding(days: -$0).description }
             // Ten days back: every habit is on for all four dates in any zone, and a create
-            // fills days of streak slots, not years of them (the 100,000-round run's cost).
+            // keeps the habit's history short (the 100,000-round run's cost).
             let activatedAt = WireJSON.string("\(today.adding(days: -10))T00:00:00Z")
             var random = SeededGenerator(seed: Self.seed)
             let started = Date()

@@ -418,7 +418,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         GET DIAGNOSTICS n_profiles = ROW_COUNT;
         DELETE FROM public.weekly_completion_counts WHERE user_id = p_user;
         GET DIAGNOSTICS n_weekly = ROW_COUNT;
-        -- After the tables' own deletes: their statement triggers have set these to 0 by now.
+        -- After the tables' own deletes, whose row triggers counted these down (or marked them for a recount at commit).
         DELETE FROM habit.user_row_counts WHERE user_id = p_user;
         GET DIAGNOSTICS n_counters = ROW_COUNT;
         DELETE FROM habit.sync_mutations WHERE user_id = p_user;

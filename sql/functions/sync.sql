@@ -15,7 +15,7 @@
 --   habit_periods 'periods' id         habit_completions 'completions' '<template_id>/<YYYY-MM-DD>'
 --   habit_skips 'skips' '<template_id>/<YYYY-MM-DD>'
 --   task_lists 'lists' id              tasks 'tasks' id
--- Derived tables (streak ledger, weekly counts, row counts) are not synced: they follow from these.
+-- Derived tables (streak runs and state, weekly counts, row counts) are not synced: they follow from these.
 --
 -- Why no change is ever skipped: next_change_seq updates the user's clock row, and the row
 -- lock is held until the transaction ends. A transaction that got number n therefore ends

@@ -250,3 +250,9 @@ BEGIN
     END IF;
 END
 $auth$;
+
+-- updated_at is set by each table's one BEFORE trigger now (sql/triggers/), not by a trigger of its own.
+COMMENT ON COLUMN public.profiles.updated_at IS 'Last change, set by trigger profiles_before.';
+COMMENT ON COLUMN public.habit_templates.updated_at IS 'Last change, set by trigger habit_templates_before.';
+COMMENT ON COLUMN public.task_lists.updated_at IS 'Last change, set by trigger task_lists_before.';
+COMMENT ON COLUMN public.tasks.updated_at IS 'Last change, set by trigger tasks_before.';
