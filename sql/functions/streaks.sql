@@ -846,7 +846,14 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         w1 date; w2 date;
         a public.habit_streak_runs;
         b public.habit_streak_runs;
+        near public.habit_streak_runs[];
+        r public.habit_streak_runs;
         rec record;
+        old_runs public.habit_streak_runs[] := '{}';
+        old_firsts date[] := '{}';
+        old_kept integer := 0; old_missed integer := 0;
+        gone date[]; made integer[]; changed integer[];
+        new_last_done date;
         w_slots date[] := '{}';
         w_states text[] := '{}';
         firsts date[] := '{}'; lasts date[] := '{}'; kepts integer[] := '{}';
@@ -888,25 +895,37 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
                                    WHEN p_kind = 'completion' THEN 'kept' ELSE 'excused' END];
         END IF;
 
-        -- The runs around: a, the last starting before the window; b, the one reaching past it.
-        FOR rec IN
-            (SELECT 'a' AS which, r.* FROM public.habit_streak_runs r
-             WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot < w1 ORDER BY r.first_slot DESC LIMIT 1)
-            UNION ALL
-            (SELECT 'b', r.* FROM public.habit_streak_runs r
-             WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot <= w2 ORDER BY r.first_slot DESC LIMIT 1)
-            UNION ALL
-            (SELECT 'c', r.* FROM public.habit_streak_runs r
-             WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot > w2 ORDER BY r.first_slot LIMIT 1)
-        LOOP
-            IF rec.which = 'a' THEN
-                a := ROW(rec.user_id, rec.template_id, rec.first_slot, rec.last_slot, rec.kept, rec.missed_after, rec.next_missed);
-            ELSIF rec.which = 'b' AND rec.last_slot > w2 THEN
-                b := ROW(rec.user_id, rec.template_id, rec.first_slot, rec.last_slot, rec.kept, rec.missed_after, rec.next_missed);
-            ELSIF rec.which = 'c' AND b.first_slot IS NULL THEN
-                b := ROW(rec.user_id, rec.template_id, rec.first_slot, rec.last_slot, rec.kept, rec.missed_after, rec.next_missed);
+        -- The runs around, in one read: a, the last starting before the window; b, the one
+        -- reaching past it (the last starting in it, or else the first after it); and those
+        -- between, which the composed runs replace.
+        SELECT array_agg(y ORDER BY y.first_slot) INTO near
+        FROM public.habit_streak_runs y
+        WHERE y.user_id = p_user AND y.template_id = p_template
+          AND y.first_slot >= coalesce((SELECT max(x.first_slot) FROM public.habit_streak_runs x
+                                        WHERE x.user_id = p_user AND x.template_id = p_template AND x.first_slot < w1), w1)
+          AND y.first_slot <= coalesce((SELECT min(x.first_slot) FROM public.habit_streak_runs x
+                                        WHERE x.user_id = p_user AND x.template_id = p_template AND x.first_slot > w2), w2);
+        IF near IS NOT NULL THEN
+            IF (near[1]).first_slot < w1 THEN
+                a := near[1];
             END IF;
-        END LOOP;
+            FOREACH r IN ARRAY near LOOP
+                IF r.first_slot <= w2 AND r.last_slot > w2 THEN
+                    b := r;
+                ELSIF r.first_slot > w2 AND b.first_slot IS NULL THEN
+                    b := r;
+                END IF;
+            END LOOP;
+            -- The runs replaced: from a (or the window) through b (or the window).
+            FOREACH r IN ARRAY near LOOP
+                IF r.first_slot >= coalesce(a.first_slot, w1) AND r.first_slot <= coalesce(b.first_slot, w2) THEN
+                    old_runs := old_runs || r;
+                    old_firsts := old_firsts || r.first_slot;
+                    old_kept := old_kept + r.kept;
+                    old_missed := old_missed + coalesce(r.missed_after, 0);
+                END IF;
+            END LOOP;
+        END IF;
 
         -- The left part: the run before the window, or its part before w1.
         IF a.first_slot IS NOT NULL THEN
@@ -985,41 +1004,49 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             new_missed := new_missed + new_lead;
         END IF;
 
-        -- Replace the runs from a (or the window) through b (or the window), and the totals, in
-        -- one statement, writing only the runs that change (a neighbour that keeps its values is
-        -- left alone: a write deep in history writes what one today writes).
-        WITH old AS (
-            SELECT r.first_slot, r.kept, r.missed_after FROM public.habit_streak_runs r
-            WHERE r.user_id = p_user AND r.template_id = p_template
-              AND r.first_slot >= coalesce(a.first_slot, w1) AND r.first_slot <= coalesce(b.first_slot, w2)
-        ), composed AS (
-            SELECT * FROM unnest(firsts, lasts, kepts, misses, nexts) AS u(first_slot, last_slot, kept, missed_after, next_missed)
-        ), gone AS (
-            DELETE FROM public.habit_streak_runs r
-            WHERE r.user_id = p_user AND r.template_id = p_template
-              AND r.first_slot >= coalesce(a.first_slot, w1) AND r.first_slot <= coalesce(b.first_slot, w2)
-              AND r.first_slot <> ALL (firsts)
-        ), changed AS (
-            UPDATE public.habit_streak_runs r
-            SET last_slot = n.last_slot, kept = n.kept, missed_after = n.missed_after, next_missed = n.next_missed
-            FROM composed n
-            WHERE r.user_id = p_user AND r.template_id = p_template AND r.first_slot = n.first_slot
-              AND (r.last_slot, r.kept, r.missed_after, r.next_missed) IS DISTINCT FROM (n.last_slot, n.kept, n.missed_after, n.next_missed)
-        ), made AS (
+        -- Write only what changes (a write deep in history writes what one today writes): the
+        -- replaced runs the composition no longer has, the composed runs that are new or differ,
+        -- then the totals. Usually one run and the state row.
+        SELECT array_agg(o.f) INTO gone FROM unnest(old_firsts) o(f) WHERE o.f <> ALL (firsts);
+        IF gone IS NOT NULL THEN
+            DELETE FROM public.habit_streak_runs x
+            WHERE x.user_id = p_user AND x.template_id = p_template AND x.first_slot = ANY (gone);
+        END IF;
+        FOR i IN 1 .. n LOOP
+            IF firsts[i] = ANY (old_firsts) THEN
+                r := old_runs[array_position(old_firsts, firsts[i])];
+                IF (r.last_slot, r.kept, r.missed_after, r.next_missed) IS DISTINCT FROM (lasts[i], kepts[i], misses[i], nexts[i]) THEN
+                    changed := changed || i;
+                END IF;
+            ELSE
+                made := made || i;
+            END IF;
+        END LOOP;
+        -- One statement per changed run (one, mostly): a plan of its own for any count would be
+        -- made afresh each time.
+        FOREACH i IN ARRAY coalesce(changed, '{}') LOOP
+            UPDATE public.habit_streak_runs x
+            SET last_slot = lasts[i], kept = kepts[i], missed_after = misses[i], next_missed = nexts[i]
+            WHERE x.user_id = p_user AND x.template_id = p_template AND x.first_slot = firsts[i];
+        END LOOP;
+        IF made IS NOT NULL THEN
             INSERT INTO public.habit_streak_runs (user_id, template_id, first_slot, last_slot, kept, missed_after, next_missed)
-            SELECT p_user, p_template, n.* FROM composed n WHERE n.first_slot NOT IN (SELECT o.first_slot FROM old o)
-        )
+            SELECT p_user, p_template, firsts[m.k], lasts[m.k], kepts[m.k], misses[m.k], nexts[m.k] FROM unnest(made) m(k);
+        END IF;
+        new_last_done := st.last_done;
+        IF done_change > 0 THEN
+            new_last_done := greatest(st.last_done, p_day);
+        ELSIF done_change < 0 AND st.last_done = p_day THEN
+            SELECT max(c.completed_date) INTO new_last_done FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date < p_day;
+        END IF;
         UPDATE public.habit_streak_state x
-        SET kept_total = x.kept_total + new_kept - (SELECT coalesce(sum(o.kept), 0) FROM old o),
-            missed_total = x.missed_total + new_missed - (SELECT coalesce(sum(o.missed_after), 0) FROM old o)
+        SET kept_total = x.kept_total + new_kept - old_kept,
+            missed_total = x.missed_total + new_missed - old_missed
                            - CASE WHEN a.first_slot IS NULL THEN coalesce(x.lead_missed, 0) ELSE 0 END,
             lead_missed = CASE WHEN a.first_slot IS NULL THEN new_lead ELSE x.lead_missed END,
             done_total = x.done_total + done_change,
-            last_done = CASE WHEN done_change > 0 THEN greatest(x.last_done, p_day)
-                             WHEN done_change < 0 AND x.last_done = p_day
-                             THEN (SELECT max(c.completed_date) FROM public.habit_completions c
-                                   WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date < p_day)
-                             ELSE x.last_done END,
+            last_done = new_last_done,
             skips_total = x.skips_total + skip_change,
             xact = pg_current_xact_id(),
             xact_writes = CASE WHEN x.xact = pg_current_xact_id() THEN x.xact_writes + 1 ELSE 1 END
