@@ -1169,57 +1169,81 @@ CREATE OR REPLACE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_
     CROSS JOIN LATERAL habit.habit_stats_scan(p_user, p_template, p_date, p_today) x
     $fn$;
 
--- Kept and missed slots of a window [a, b] of slots, b's slot "not over" (counted only when
--- kept): the runs overlapping it whole, and the parts of a run or gap cut by a or b counted
--- (habit.streak_open). h: the habit; st: its state.
-CREATE OR REPLACE FUNCTION habit.streak_window(h habit.streak_habit, st public.habit_streak_state, a date, b date,
-                                    OUT kept integer, OUT missed integer)
+-- Kept and missed slots of windows [starts[i], b] of slots, b's slot "not over" (counted only
+-- when kept): the runs overlapping a window whole, and the parts of a run or gap cut by its
+-- start or b counted (habit.streak_open). h: the habit; st: its state. All windows in one
+-- statement: per window the run before it and the runs starting in it, summed (a year of runs
+-- is ~70 index entries), and the last run starting up to b.
+CREATE OR REPLACE FUNCTION habit.streak_windows(h habit.streak_habit, st public.habit_streak_state, starts date[], b date,
+                                     OUT kept integer[], OUT missed integer[])
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         step integer := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
-        r public.habit_streak_runs;
+        w record;
+        k integer;
+        m integer;
         gap_start date;       -- the first slot of the gap before the next run
         gap_missed integer;   -- that gap's misses when known whole (NULL: count them)
     BEGIN
-        kept := 0;
-        missed := 0;
-        IF h.first_slot IS NULL OR a > b THEN
-            RETURN;
-        END IF;
-        a := greatest(a, h.first_slot);
-        -- The run before the window, or the lead gap.
-        SELECT * INTO r FROM public.habit_streak_runs x
-        WHERE x.user_id = h.user_id AND x.template_id = h.template_id AND x.first_slot < a
-        ORDER BY x.first_slot DESC LIMIT 1;
-        IF r.first_slot IS NULL THEN
-            gap_start := h.first_slot;
-            gap_missed := st.lead_missed;
-        ELSE
-            IF r.last_slot >= a THEN
-                kept := kept + CASE WHEN r.last_slot <= b THEN habit.streak_open(h, a, r.last_slot) ELSE habit.streak_open(h, a, b) END;
+        kept := '{}';
+        missed := '{}';
+        FOR w IN
+            SELECT greatest(s.a, h.first_slot) AS a, bf.first_slot AS bf_first, bf.last_slot AS bf_last, bf.missed_after AS bf_missed,
+                   agg.n, agg.first_in, agg.kept_in, agg.missed_in,
+                   lr.first_slot AS lr_first, lr.last_slot AS lr_last, lr.kept AS lr_kept, lr.missed_after AS lr_missed
+            FROM unnest(starts) WITH ORDINALITY s(a, ord)
+            LEFT JOIN LATERAL (
+                SELECT x.first_slot, x.last_slot, x.missed_after FROM public.habit_streak_runs x
+                WHERE x.user_id = h.user_id AND x.template_id = h.template_id AND x.first_slot < greatest(s.a, h.first_slot)
+                ORDER BY x.first_slot DESC LIMIT 1) bf ON true
+            CROSS JOIN LATERAL (
+                SELECT count(*)::integer AS n, min(x.first_slot) AS first_in, coalesce(sum(x.kept), 0)::integer AS kept_in,
+                       coalesce(sum(x.missed_after), 0)::integer AS missed_in
+                FROM public.habit_streak_runs x
+                WHERE x.user_id = h.user_id AND x.template_id = h.template_id
+                  AND x.first_slot >= greatest(s.a, h.first_slot) AND x.first_slot <= b) agg
+            LEFT JOIN LATERAL (
+                SELECT x.first_slot, x.last_slot, x.kept, x.missed_after FROM public.habit_streak_runs x
+                WHERE x.user_id = h.user_id AND x.template_id = h.template_id AND x.first_slot <= b
+                ORDER BY x.first_slot DESC LIMIT 1) lr ON agg.n > 0
+            ORDER BY s.ord
+        LOOP
+            k := 0;
+            m := 0;
+            IF h.first_slot IS NOT NULL AND w.a <= b THEN
+                -- The run before the window, or the lead gap.
+                IF w.bf_first IS NULL THEN
+                    gap_start := h.first_slot;
+                    gap_missed := st.lead_missed;
+                ELSE
+                    IF w.bf_last >= w.a THEN
+                        k := k + habit.streak_open(h, w.a, least(w.bf_last, b));
+                    END IF;
+                    gap_start := w.bf_last + step;
+                    gap_missed := w.bf_missed;
+                END IF;
+                -- The runs starting in it: all but the last lie whole inside, and so do the gaps
+                -- after them (another run follows); the last one (lr) may reach past b.
+                IF w.n > 0 THEN
+                    IF gap_start >= w.a AND gap_missed IS NOT NULL THEN
+                        m := m + gap_missed;
+                    ELSE
+                        m := m + habit.streak_open(h, greatest(gap_start, w.a), w.first_in - step);
+                    END IF;
+                    k := k + w.kept_in - w.lr_kept + CASE WHEN w.lr_last <= b THEN w.lr_kept ELSE habit.streak_open(h, w.lr_first, b) END;
+                    m := m + w.missed_in - coalesce(w.lr_missed, 0);
+                    gap_start := w.lr_last + step;
+                END IF;
+                -- The gap reaching b (b's own slot excluded: not over, and never kept in a gap).
+                IF gap_start <= b - step THEN
+                    m := m + habit.streak_open(h, greatest(gap_start, w.a), b - step);
+                END IF;
             END IF;
-            gap_start := r.last_slot + step;
-            gap_missed := r.missed_after;
-        END IF;
-        FOR r IN SELECT * FROM public.habit_streak_runs x
-                 WHERE x.user_id = h.user_id AND x.template_id = h.template_id AND x.first_slot >= a AND x.first_slot <= b
-                 ORDER BY x.first_slot LOOP
-            -- The gap before r: whole inside the window, or cut by a.
-            IF gap_start >= a AND gap_missed IS NOT NULL THEN
-                missed := missed + gap_missed;
-            ELSE
-                missed := missed + habit.streak_open(h, greatest(gap_start, a), r.first_slot - step);
-            END IF;
-            kept := kept + CASE WHEN r.last_slot <= b THEN r.kept ELSE habit.streak_open(h, r.first_slot, b) END;
-            gap_start := r.last_slot + step;
-            gap_missed := r.missed_after;
+            kept := kept || k;
+            missed := missed || m;
         END LOOP;
-        -- The gap reaching b (b's own slot excluded: not over, and never kept in a gap).
-        IF gap_start <= b - step THEN
-            missed := missed + habit.streak_open(h, greatest(gap_start, a), b - step);
-        END IF;
     END
     $fn$;
 
@@ -1232,8 +1256,12 @@ CREATE OR REPLACE FUNCTION habit.streak_stats(p_user uuid, p_template uuid, p_da
                    rate_all double precision, total_done integer, last_done date)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
+    -- Its probes are one index entry each, whatever R: a custom plan per call (which the
+    -- longest-run probe got, its last_slot bound looking selective) costs ten times the probe.
+    SET plan_cache_mode = force_generic_plan
     AS $fn$
     DECLARE
+        w record;
         st public.habit_streak_state;
         h habit.streak_habit;
         step integer;
@@ -1287,12 +1315,11 @@ CREATE OR REPLACE FUNCTION habit.streak_stats(p_user uuid, p_template uuid, p_da
         END IF;
 
         -- Rates: the slots overlapping [R − N + 1, R].
-        SELECT w.kept, w.missed INTO k7, m7
-        FROM habit.streak_window(h, st, CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date - 6, st.wk) ELSE p_date - 6 END, b) w;
-        SELECT w.kept, w.missed INTO k30, m30
-        FROM habit.streak_window(h, st, CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date - 29, st.wk) ELSE p_date - 29 END, b) w;
-        SELECT w.kept, w.missed INTO k365, m365
-        FROM habit.streak_window(h, st, CASE WHEN st.unit = 'weeks' THEN habit.week_start(p_date - 364, st.wk) ELSE p_date - 364 END, b) w;
+        w := habit.streak_windows(h, st,
+                 CASE WHEN st.unit = 'weeks' THEN ARRAY[habit.week_start(p_date - 6, st.wk), habit.week_start(p_date - 29, st.wk),
+                                                        habit.week_start(p_date - 364, st.wk)]
+                      ELSE ARRAY[p_date - 6, p_date - 29, p_date - 364] END, b);
+        k7 := w.kept[1]; m7 := w.missed[1]; k30 := w.kept[2]; m30 := w.missed[2]; k365 := w.kept[3]; m365 := w.missed[3];
         -- All: from the totals when R is at or past the last run's end.
         SELECT * INTO q FROM public.habit_streak_runs r
         WHERE r.user_id = p_user AND r.template_id = p_template ORDER BY r.first_slot DESC LIMIT 1;
@@ -1304,7 +1331,8 @@ CREATE OR REPLACE FUNCTION habit.streak_stats(p_user uuid, p_template uuid, p_da
             kall := st.kept_total; mall := st.missed_total + habit.streak_open(h, q.last_slot + step, b - step);
         ELSE
             -- R before the last run's end (a past date): counted from the start.
-            SELECT w.kept, w.missed INTO kall, mall FROM habit.streak_window(h, st, h.first_slot, b) w;
+            w := habit.streak_windows(h, st, ARRAY[h.first_slot], b);
+            kall := w.kept[1]; mall := w.missed[1];
         END IF;
 
         IF st.last_done IS NULL OR st.last_done <= p_date THEN

@@ -33,7 +33,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
-            IF (day.st).user_id IS NOT NULL THEN
+            IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
@@ -56,7 +56,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
-            IF (day.st).user_id IS NOT NULL THEN
+            IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
             END IF;
         END IF;

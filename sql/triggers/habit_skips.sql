@@ -22,7 +22,7 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
-            IF (day.st).user_id IS NOT NULL THEN
+            IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.skipped_date, 'skip', false);
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'skips', OLD.template_id::text || '/' || to_char(OLD.skipped_date, 'YYYY-MM-DD'));
@@ -45,7 +45,7 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
             PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.skipped_date - 6, OLD.skipped_date + 7, '[)'));
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.skipped_date, 'skip', true, NULL);
-            IF (day.st).user_id IS NOT NULL THEN
+            IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, NEW.skipped_date, 'skip', true);
             END IF;
         END IF;
