@@ -90,6 +90,10 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
     habit.due_days(jsonb, date, daterange, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
+-- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role
+-- that writes those tables evaluates it (a CHECK's function needs EXECUTE like any call);
+-- admins and the batch may look for rows with it, as with habit.valid_schedule.
+GRANT EXECUTE ON FUNCTION habit.has_no_bidi_controls(text) TO authenticated, service_role, habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
     habit.completion_refusal(boolean, date, date, boolean),
     habit.backfilling(), habit.check_future(date, date, boolean)

@@ -71,7 +71,8 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case empty
     /// Text longer than the field allows.
     case tooLong = "too_long"
-    /// Text with characters the field cannot hold (control characters, NUL).
+    /// Text with characters the field cannot hold: control characters (names, titles), NUL
+    /// (notes), bidirectional control characters (all three, the database's CHECK).
     case invalidCharacters = "invalid_characters"
     /// Text the database's CHECK constraint refused (length or surrounding white space).
     case invalidText = "invalid_text"
@@ -105,7 +106,7 @@ extension StoreError {
     static func mapping(_ error: Error) -> Error {
         guard let postgres = error as? PostgresError, let code = postgres.sqlState else { return error }
         if code.isInClass("23"), let constraint = postgres.constraint, case let (field, reason)? = constraintFields[constraint] {
-            return StoreError.invalidInput(field: field, reason: reason, message: "violates \(constraint)")
+            return StoreError.invalidInput(field: field, reason: reason, message: constraintMessages[constraint] ?? "violates \(constraint)")
         }
         switch code {
         case .foreignKeyViolation:
@@ -151,5 +152,20 @@ extension StoreError {
         "tasks_title_check": ("title", .invalidText),
         "tasks_notes_check": ("notes", .tooLong),
         "task_lists_name_check": ("name", .invalidText),
+        // Bidirectional control characters (habit.has_no_bidi_controls, sql/migrations/0019):
+        // only the database checks them, so these answer the worker's requests too.
+        "habit_templates_name_bidi_check": ("name", .invalidCharacters),
+        "task_lists_name_bidi_check": ("name", .invalidCharacters),
+        "tasks_title_bidi_check": ("title", .invalidCharacters),
+        "tasks_notes_bidi_check": ("notes", .invalidCharacters),
+    ]
+
+    /// The prose of the constraints no validation in Swift answers first (the others say
+    /// "violates <constraint>"), as the import's refusal says it (sql/functions/accounts.sql).
+    static let constraintMessages: [String: String] = [
+        "habit_templates_name_bidi_check": "must not contain bidirectional control characters",
+        "task_lists_name_bidi_check": "must not contain bidirectional control characters",
+        "tasks_title_bidi_check": "must not contain bidirectional control characters",
+        "tasks_notes_bidi_check": "must not contain bidirectional control characters",
     ]
 }

@@ -29,6 +29,8 @@ import Testing
         "habit.streak_habit_of(habit_streak_state)", "habit.streak_segment_due(habit.streak_segment,date,date)",
         // auth.uid() where this project made it: inlined into every policy and statement (issue 29).
         "auth.uid()",
+        // The CHECK of names, titles and notes (sql/migrations/0019), inlined into the constraints.
+        "habit.has_no_bidi_controls(text)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.

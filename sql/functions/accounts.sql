@@ -26,6 +26,8 @@ SET LOCAL check_function_bodies = off;
 --                     make it on (habit.period_on_days, functions/history.sql)
 --   done_and_skipped  the same habit and day both completed and skipped in the document
 --   invalid_timezone  a profile zone PostgreSQL does not know
+--   invalid_characters  a name, title or notes with a bidirectional control character
+--                     (habit.has_no_bidi_controls, sql/0019)
 -- Row limits (HB001, functions/rows.sql) and the day rules (HB003-HB006, functions/history.sql)
 -- are still enforced by the tables' triggers as for every writer; an error anywhere rolls back
 -- everything, so a refused document writes nothing.
@@ -142,6 +144,19 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
            AND NOT EXISTS (SELECT 1 FROM habit.time_zones z WHERE z.name = p_document -> 'profile' ->> 'time_zone') THEN
             PERFORM habit.import_refusal('document.profile.time_zone', 'invalid_timezone', 'unknown time zone');
         END IF;
+        -- Names, titles and notes with bidirectional control characters: the tables' CHECK
+        -- (habit.has_no_bidi_controls, sql/0019) would refuse them too, without saying which.
+        SELECT x.path INTO bad FROM (
+            SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].name' AS path FROM import_habits h
+            WHERE NOT habit.has_no_bidi_controls(h.name)
+            UNION ALL
+            SELECT 1, l.i, 'document.lists[' || l.i || '].name' FROM import_lists l WHERE NOT habit.has_no_bidi_controls(l.name)
+            UNION ALL
+            SELECT 2, t.i, 'document.tasks[' || t.i || '].title' FROM import_tasks t WHERE NOT habit.has_no_bidi_controls(t.title)
+            UNION ALL
+            SELECT 3, t.i, 'document.tasks[' || t.i || '].notes' FROM import_tasks t WHERE NOT habit.has_no_bidi_controls(t.notes)
+        ) x ORDER BY x.member, x.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'invalid_characters', 'must not contain bidirectional control characters'); END IF;
         -- Ids held by another user: the unique indexes see every row (this function bypasses
         -- row-level security); the answer is the same whatever the row is.
         SELECT 'document.habits[' || h.i || '].id' AS path INTO bad FROM import_habits h
