@@ -20,8 +20,8 @@ struct WeeklyCountsCommand: ParsableCommand {
               user_id,week_start,completions,days_with_completion,active_habit_days,due_habit_days,skipped_habit_days,completion_rate
             sorted by user_id then week_start. active_habit_days counts habit-days on (a deactivated \
             habit on the days it was active), due_habit_days those its schedule asked for, \
-            skipped_habit_days the skipped ones; completion_rate = completions on due days ÷ (due − \
-            skipped due days), NULL when that is 0. CSV (with that header) by default; --format json writes \
+            skipped_habit_days the due ones skipped; completion_rate = completions on due days ÷ (due − \
+            skipped), NULL when that is 0. CSV (with that header) by default; --format json writes \
             one object per line; --format table an aligned table. --store upserts the rows into \
             weekly_completion_counts instead of printing them, keyed by user, week convention and week, and \
             deletes the stored rows of the same convention, weeks and users (every user without --user) \

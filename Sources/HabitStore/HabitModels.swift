@@ -196,6 +196,6 @@ public struct DayCount: Sendable, Equatable {
     public var active: Int
     /// Of those, the due ones (`habit.due_days`).
     public var due: Int = 0
-    /// Of those, the skipped ones.
+    /// Of the due ones, the skipped ones (never more than `due`).
     public var skipped: Int = 0
 }

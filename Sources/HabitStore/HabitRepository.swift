@@ -329,7 +329,9 @@ public final class HabitRepository {
 
     /// The seven days of the week containing `date` (weeks from `weekStart`, else the user's
     /// profiles.week_start): per day, the habits on that day (`habit.habit_days_at`), how many
-    /// of them are done, due and skipped (the week strip's dots).
+    /// of them are done and due, and how many of the due ones are skipped (the week strip's
+    /// dots). A skip on a day a habit is not due excuses nothing and is not counted, so
+    /// skipped ≤ due, as in habit.stats_calendar and the batch (habit.weekly_counts_of).
     public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart? = nil,
                            timeZone: String? = nil) throws -> [DayCount] {
         try Validation.timeZone(timeZone, using: connection)
@@ -348,7 +350,7 @@ public final class HabitRepository {
                    count(o.day) FILTER (WHERE o.done) AS completed,
                    count(o.day) AS active,
                    count(o.day) FILTER (WHERE o.due) AS due,
-                   count(o.day) FILTER (WHERE o.skipped) AS skipped
+                   count(o.day) FILTER (WHERE o.skipped AND o.due) AS skipped
             FROM days LEFT JOIN on_days o ON o.day = days.day
             GROUP BY days.day ORDER BY days.day
             """).map { row in

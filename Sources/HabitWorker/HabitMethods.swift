@@ -404,7 +404,7 @@ enum WeekCounts: DatabaseMethod {
                 ("completed", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on that day done that day.")),
                 ("active", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on that day (as day.get lists them).")),
                 ("due", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the due ones (day.get's due).")),
-                ("skipped", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the skipped ones.")),
+                ("skipped", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of the due ones, the skipped ones (never more than due).")),
             ]))),
         ])
         func write(to json: inout JSONWriter) {

@@ -162,16 +162,17 @@ struct WeeklyFixture {
     /// T's target is met in dave's Sunday week whatever week the run groups by.
     ///   Monday run, week Mon 4 – Sun 10:
     ///     T on 7, due Mon 4 and Sun 10 = 2, done 2 (Mon 4, Thu 7), done on due days 1
-    ///     W on 7, due 3, skipped 2 (Tue 5; Wed 6 due), done 3, done on due days 2 (Mon 4, Fri 8)
+    ///     W on 7, due 3, skipped due 1 (Wed 6; the skip of Tue 5, not due, excuses nothing
+    ///       and is not counted), done 3, done on due days 2 (Mon 4, Fri 8)
     ///     N on Wed 6 – Sun 10 = 5, due 5, done 2 (Mon 4 before it was on, Thu 7), on due days 1;
     ///       its skip of Tue 5 is not on a day it is on: not counted
-    ///     → 7 completions on 4 days (4, 7, 8, 9), 19 on, 10 due, 2 skipped,
+    ///     → 7 completions on 4 days (4, 7, 8, 9), 19 on, 10 due, 1 skipped,
     ///       rate (1 + 2 + 1) / (10 − 1 skipped due) = 0.4444
     ///   Sunday run, week Sun 3 – Sat 9:
     ///     T on 7, due Sun 3 and Mon 4 = 2, done 3, on due days 2
-    ///     W as above: on 7, due 3, skipped 2, done 3, on due days 2
+    ///     W as above: on 7, due 3, skipped due 1, done 3, on due days 2
     ///     N on Wed 6 – Sat 9 = 4, due 4, done 2, on due days 1
-    ///     → 8 completions on 5 days (3, 4, 7, 8, 9), 18 on, 9 due, 2 skipped,
+    ///     → 8 completions on 5 days (3, 4, 7, 8, 9), 18 on, 9 due, 1 skipped,
     ///       rate (2 + 2 + 1) / (9 − 1) = 0.6250
     /// Counting T's target in the run's Monday week instead would make it due Mon 4 – Thu 7.
     @Test func dueSkippedAndTheRateOverDueDays() throws {
@@ -181,19 +182,19 @@ struct WeeklyFixture {
             var job = WeeklyCountsJob(from: day("2021-01-04"), to: day("2021-01-10"))
             job.user = Self.dave
             #expect(try output(of: job, on: batch).split(separator: "\n").dropFirst().map(String.init)
-                    == ["00000000-0000-0000-0000-00000000000d,2021-01-04,7,4,19,10,2,0.4444"])
+                    == ["00000000-0000-0000-0000-00000000000d,2021-01-04,7,4,19,10,1,0.4444"])
             job.weekStart = .sunday
             job.from = day("2021-01-03")
             job.to = day("2021-01-09")
             #expect(try output(of: job, on: batch).split(separator: "\n").dropFirst().map(String.init)
-                    == ["00000000-0000-0000-0000-00000000000d,2021-01-03,8,5,18,9,2,0.6250"])
+                    == ["00000000-0000-0000-0000-00000000000d,2021-01-03,8,5,18,9,1,0.6250"])
             // The stored row carries the same columns.
             #expect(try job.runStore(on: batch).written == 1)
             let stored = try database.connect().queryOne("""
                 SELECT concat_ws(',', completions, days_with_completion, active_habit_days, due_habit_days, skipped_habit_days, completion_rate)
                 FROM weekly_completion_counts WHERE user_id = \(Self.dave)
                 """).decode(String.self, at: 0)
-            #expect(stored == "8,5,18,9,2,0.6250")
+            #expect(stored == "8,5,18,9,1,0.6250")
         }
     }
 

@@ -219,6 +219,31 @@ struct HistoryDatabase {
     /// Writes the case's history for a new user and returns the function's rows as the
     /// model's values (habits by their index in the case).
     func habitDays(_ history: HistoryCase) throws -> Set<HabitDay> {
+        let (user, ids) = try write(history)
+        let rows = try RuleFunctionsTests.asUser(user, on: caller) { connection in
+            try connection.query("""
+                SELECT template_id, day, due, schedule, done, skipped
+                FROM habit.habit_days_at(\(user), \(history.from), \(history.to), \(history.today))
+                """)
+        }
+        var result = Set<HabitDay>()
+        for row in rows {
+            let id = try row.decode(UUID.self, at: 0)
+            let text = try row.decode(JSONB.self, at: 3).text
+            guard let habit = ids.firstIndex(of: id), let schedule = HistorySchedule(json: text) else {
+                Issue.record("habit_days_at returned a row of an unknown habit or an unreadable schedule: \(id) \(text)")
+                continue
+            }
+            result.insert(HabitDay(habit: habit, day: try row.decode(CalendarDate.self, at: 1),
+                                   due: try row.decode(Bool.self, at: 2), schedule: schedule,
+                                   done: try row.decode(Bool.self, at: 4), skipped: try row.decode(Bool.self, at: 5)))
+        }
+        return result
+    }
+
+    /// Writes the case's history (profile, habits, periods, completions, skips) for a new
+    /// user: the user and the habits' ids, by their index in the case.
+    func write(_ history: HistoryCase) throws -> (user: UUID, ids: [UUID]) {
         let user = UUID()
         var ids: [UUID] = []
         try admin.withTransaction { connection in
@@ -243,25 +268,7 @@ struct HistoryDatabase {
                 }
             }
         }
-        let rows = try RuleFunctionsTests.asUser(user, on: caller) { connection in
-            try connection.query("""
-                SELECT template_id, day, due, schedule, done, skipped
-                FROM habit.habit_days_at(\(user), \(history.from), \(history.to), \(history.today))
-                """)
-        }
-        var result = Set<HabitDay>()
-        for row in rows {
-            let id = try row.decode(UUID.self, at: 0)
-            let text = try row.decode(JSONB.self, at: 3).text
-            guard let habit = ids.firstIndex(of: id), let schedule = HistorySchedule(json: text) else {
-                Issue.record("habit_days_at returned a row of an unknown habit or an unreadable schedule: \(id) \(text)")
-                continue
-            }
-            result.insert(HabitDay(habit: habit, day: try row.decode(CalendarDate.self, at: 1),
-                                   due: try row.decode(Bool.self, at: 2), schedule: schedule,
-                                   done: try row.decode(Bool.self, at: 4), skipped: try row.decode(Bool.self, at: 5)))
-        }
-        return result
+        return (user, ids)
     }
 
     /// Replaces the period that creating the habit opened (trigger habit_templates_first_period)

@@ -14,7 +14,8 @@ SET LOCAL check_function_bodies = off;
 -- user or a set of them at once (today from each user's zone at now(), as habit.habit_days has it):
 --   active_habit_days   habit-days on (habit.period_on_days)
 --   due_habit_days      of those, the due ones (habit.due_days, the schedule in force that day)
---   skipped_habit_days  skipped habit-days on
+--   skipped_habit_days  of the due habit-days, the skipped ones (a skip on a day the schedule
+--                       does not ask for excuses nothing and counts nowhere: never above due)
 --   completion_rate     done ÷ (due − skipped), over due days only: completions on due days
 --                       divided by the due days not skipped (4 decimals; NULL when that is 0).
 --                       A completion on a day the schedule does not ask for counts in
@@ -104,7 +105,6 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
     -- Completion and skip rows, each with whether its day is due (the segment it lies in).
     day_states AS (
         SELECT e.user_id, e.day, e.done,
-               s.template_id IS NOT NULL AS on_day,
                -- Off its habit's on-days (no segment) a row is never due.
                CASE WHEN s.kind IS NULL THEN false
                     WHEN s.kind OPERATOR(pg_catalog.=) 'daily' THEN true
@@ -128,7 +128,6 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
                pg_catalog.count(*) FILTER (WHERE d.done) AS completions,
                pg_catalog.count(DISTINCT d.day) FILTER (WHERE d.done) AS days_with_completion,
                pg_catalog.count(*) FILTER (WHERE d.done AND d.due) AS done_due,
-               pg_catalog.count(*) FILTER (WHERE NOT d.done AND d.on_day) AS skipped,
                pg_catalog.count(*) FILTER (WHERE NOT d.done AND d.due) AS skipped_due
         FROM day_states d, bounds b
         GROUP BY 1, 2
@@ -136,7 +135,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
     SELECT z.user_id, w.week_start,
            coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
            (daily.days OPERATOR(pg_catalog.+) coalesce(o.active, 0))::bigint, (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0))::bigint,
-           coalesce(c.skipped, 0),
+           coalesce(c.skipped_due, 0),
            CASE WHEN (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0)) OPERATOR(pg_catalog.<=) 0 THEN NULL
                 ELSE pg_catalog.round((coalesce(c.done_due, 0)::numeric
                                        OPERATOR(pg_catalog./) (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
@@ -167,7 +166,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_
                                          CASE WHEN only_user IS NULL THEN NULL ELSE ARRAY[only_user] END)
     $fn$;
 COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
-    'Per user and week in [from_day, to_day] (weeks from week_start_day): completions, days with a completion, habit-days on, due and skipped, and the completion rate done ÷ (due − skipped) over due days (sql/0010).';
+    'Per user and week in [from_day, to_day] (weeks from week_start_day): completions, days with a completion, habit-days on, due, and skipped of the due, and the completion rate done ÷ (due − skipped) over due days (sql/0010, skipped sql/0020).';
 
 -- Weekly counts that grow with changes (issue 20) ---------------------------------------------
 -- `habit weekly-counts --store --incremental` recomputes only the (user, week) pairs whose counts may have changed since
