@@ -31,7 +31,6 @@ public struct CurrentStateFile: Sendable, Equatable {
 }
 
 public enum MigrationError: Error, CustomStringConvertible, Equatable {
-    case directoryNotFound(searched: [String])
     case noMigrations(directory: String)
     case invalidFileName(String)
     case unexpectedFile(String)
@@ -42,8 +41,6 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case .directoryNotFound(let searched):
-            "no migrations directory found (looked in: \(searched.joined(separator: ", "))); pass --migrations-dir or set HABIT_MIGRATIONS_DIR"
         case .noMigrations(let directory):
             "\(directory) holds no migrations/NNNN_name.sql (sql/ holds migrations/ and the current-state files: docs/schema.md, \"Migrations\")"
         case .invalidFileName(let name):
@@ -105,14 +102,17 @@ public enum MigrationSource {
 
     /// Where the migrations are, in this order: `explicit` (`--migrations-dir`),
     /// `$HABIT_MIGRATIONS_DIR`, `sql/` in the executable's own directory (an image that
-    /// copies `sql/` beside the binary), `sql/` in the working directory (a checkout). The
-    /// last two count only when they hold `migrations/NNNN_*.sql`. Never a parent directory:
-    /// on a fresh embedded cluster migrations run as superuser, so a `../../sql/migrations/0001_x.sql`
-    /// someone planted above the working directory must not be picked up.
-    public static func locateDirectory(explicit: String? = nil) throws -> String {
-        if let explicit { return explicit }
+    /// copies `sql/` beside the binary), `sql/` in the working directory (a checkout, whose
+    /// edited files win over the copy built before the edit); else the copy compiled into the
+    /// binary, so `habit migrate` works from any directory. The two folders count only when
+    /// they hold `migrations/NNNN_*.sql`; the flag and the variable always count (a wrong one
+    /// fails rather than falling back). Never a parent directory: on a fresh embedded cluster
+    /// migrations run as superuser, so a `../../sql/migrations/0001_x.sql` someone planted
+    /// above the working directory must not be picked up.
+    public static func locate(explicit: String? = nil) -> Location {
+        if let explicit { return .directory(explicit) }
         if let fromEnvironment = ProcessInfo.processInfo.environment["HABIT_MIGRATIONS_DIR"], !fromEnvironment.isEmpty {
-            return fromEnvironment
+            return .directory(fromEnvironment)
         }
         var candidates: [String] = []
         if let executable = Bundle.main.executableURL {
@@ -122,10 +122,10 @@ public enum MigrationSource {
         for candidate in candidates {
             if let names = try? FileManager.default.contentsOfDirectory(atPath: candidate + "/" + migrationsFolder),
                names.contains(where: { (try? version(ofFileName: $0)) != nil }) {
-                return candidate
+                return .directory(candidate)
             }
         }
-        throw MigrationError.directoryNotFound(searched: candidates)
+        return .embedded
     }
 
     /// The versioned migrations and the current-state files at `location`.
