@@ -16,7 +16,7 @@ struct DatabaseOptions: ParsableArguments {
     var dataDirectory: String?
 
     @Option(name: .customLong("migrations-dir"),
-            help: ArgumentHelp("The sql/ directory: migrations/NNNN_name.sql and the current-state files (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or the working directory).", valueName: "path"))
+            help: ArgumentHelp("The sql/ directory: migrations/NNNN_name.sql and the current-state files (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or in the working directory, else the copy of sql/ built into the binary).", valueName: "path"))
     var migrationsDirectory: String?
 
     @Option(help: ArgumentHelp("auto: prepare each statement once per connection, and switch that connection to unnamed statements for good when a transaction pooler loses them (26000/42P05); on: always named; off: always unnamed (env HABIT_PREPARED_STATEMENTS, default auto).", valueName: "auto|on|off"))
@@ -39,7 +39,7 @@ struct DatabaseOptions: ParsableArguments {
         preparedStatementMode = try Setting.resolve(preparedStatements, flag: "--prepared-statements",
                                                     variable: "HABIT_PREPARED_STATEMENTS", default: .auto)
         embeddedDirectory = try Setting.resolve(dataDirectory, flag: "--data-dir", variable: "HABIT_DATA_DIR", default: ".habit")
-        // HABIT_MIGRATIONS_DIR and the default folders are MigrationSource.locateDirectory's
+        // HABIT_MIGRATIONS_DIR and the defaults are MigrationSource.locate's
         // (the library's search order, shared with the tests); the flag is passed to it.
     }
 
@@ -96,8 +96,14 @@ struct DatabaseOptions: ParsableArguments {
         try EmbeddedServer(directory: embeddedDirectory)
     }
 
+    /// Where `sql/` is read from: the flag, HABIT_MIGRATIONS_DIR, a `sql/` folder beside the
+    /// binary or in the working directory, else the copy built into the binary.
+    func migrationLocation() -> MigrationSource.Location {
+        MigrationSource.locate(explicit: migrationsDirectory)
+    }
+
     func migrator() throws -> Migrator {
-        try Migrator(directory: MigrationSource.locateDirectory(explicit: migrationsDirectory))
+        try Migrator(migrationLocation())
     }
 }
 

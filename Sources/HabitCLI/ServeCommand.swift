@@ -186,8 +186,9 @@ struct ServeCommand: ParsableCommand {
     private func applyMigrations(url: String, logger: Logger) throws {
         let connection = try database.connect(url, applicationName: "habit-migrate")
         defer { connection.close() }
-        let report = try database.migrator().migrate(connection)
+        let location = database.migrationLocation()
+        let report = try Migrator(location).migrate(connection)
         logger.info("migrations", metadata: ["applied": "\(report.applied.count)", "applied_files": "\(report.appliedFiles.count)",
-                                             "schema_version": "\(report.schemaVersion)"])
+                                             "schema_version": "\(report.schemaVersion)", "sql": "\(location)"])
     }
 }
