@@ -151,7 +151,11 @@ struct ServeCommand: ParsableCommand {
                 }
                 configuration.connectionString = configured
             } else {
-                let server = try database.embeddedServer()
+                let server = try database.embeddedServer(announcing: false)
+                if let note = server.defaultLocationNote {
+                    logger.info("embedded database outside the working directory",
+                                metadata: ["directory": "\(server.directory)", "reason": "\(note)"])
+                }
                 try server.start()
                 try applyMigrations(url: server.adminConnectionString, logger: logger)
                 logger.info("embedded database ready", metadata: ["directory": "\(server.directory)"])
