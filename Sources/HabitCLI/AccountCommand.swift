@@ -107,6 +107,9 @@ struct AccountCommand: ParsableCommand {
         @Flag(help: "Admins only: allow completions and skips on any date.")
         var backfill = false
 
+        @Flag(help: "Import under new ids derived from the user (another account's export: no id_conflict; importing it again changes nothing).")
+        var newIds = false
+
         @Option(help: "habit-account (our JSON document) or loop (Loop Habit Tracker's CSV export, the .zip it writes).")
         var from: ImportSource = .habitAccount
 
@@ -157,7 +160,7 @@ struct AccountCommand: ParsableCommand {
                 let report: ImportReport
                 do {
                     report = try repository.importDocument(user: userID, documentJSON: checked.json, mode: mode, backfill: backfill,
-                                                           warnings: warnings)
+                                                           newIDs: newIds, warnings: warnings)
                 } catch let error as StoreError {
                     FileHandle.standardError.write(Data("habit: document refused: \(Self.describe(AccountDocument.refusal(error)))\n".utf8))
                     throw ExitCode(1)

@@ -181,13 +181,20 @@ public struct AccountRepository {
     /// Imports `documentJSON` — a "habit-account" version 1 document whose shape the caller has
     /// checked (the worker's `AccountDocument`) — for `user`, in one transaction. `backfill`
     /// (admins only; the database checks the login role) lifts the date and activity rules.
+    /// `newIDs` imports it under new ids (another account's export: its own ids would conflict).
     public func importDocument(user: UUID, documentJSON: String, mode: ImportMode, backfill: Bool = false,
-                               warnings: [String] = []) throws -> ImportReport {
+                               newIDs: Bool = false, warnings: [String] = []) throws -> ImportReport {
         let result = try scope.transaction(as: user) { connection in
             if backfill {
                 try connection.execute("SELECT set_config('habit.backfill', 'on', true)")
             }
-            return try connection.queryOne("SELECT habit.import_account(\(user), \(documentJSON)::jsonb, \(mode.rawValue))::text AS counts")
+            // newIDs: the document's ids replaced by ones derived from the user
+            // (habit.account_document_with_new_ids, sql/functions/accounts.sql).
+            return try connection.queryOne("""
+                SELECT habit.import_account(\(user), CASE WHEN \(newIDs) THEN habit.account_document_with_new_ids(\(user), d.doc) ELSE d.doc END,
+                                            \(mode.rawValue))::text AS counts
+                FROM (SELECT \(documentJSON)::jsonb AS doc) d
+                """)
                 .decode(String.self, "counts")
         }
         return try Self.report(countsJSON: result, warnings: warnings)

@@ -97,6 +97,9 @@ enum AccountImport: DatabaseMethod {
         let user: UUID
         let source: Source
         let mode: ImportMode
+        /// ids "new": the document's ids replaced by ones derived from the user (another
+        /// account's export imports without id_conflict; the same document again changes nothing).
+        var newIDs = false
     }
 
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -106,6 +109,8 @@ enum AccountImport: DatabaseMethod {
         let files = try params.optionalObject("files", description: "source loop (required): the export's files by their path in its zip (Habits.csv, \"001 Run/Checkmarks.csv\", ...), each its text.")
         let mode = try params.requiredString("mode", oneOf: ImportMode.allCases.map(\.rawValue),
                                              description: "merge: upsert the document's rows, keep the others; replace: afterwards the user's rows are exactly the document's.")
+        let ids = try params.optionalString("ids", oneOf: ["keep", "new"],
+                                            description: "keep (default): the document's ids; new: ids derived from the user and the document's ids, references following (another account's export imports without id_conflict; importing it again changes nothing).") ?? "keep"
         if params.isDescribing {
             return Params(user: user, source: .document(AccountDocument.Checked(json: "{}")), mode: .merge)
         }
@@ -124,24 +129,26 @@ enum AccountImport: DatabaseMethod {
                 texts[member.key] = text
             }
             do {
-                return Params(user: user, source: .loop(try LoopExport(files: texts)), mode: ImportMode(rawValue: mode)!)
+                return Params(user: user, source: .loop(try LoopExport(files: texts)), mode: ImportMode(rawValue: mode)!, newIDs: ids == "new")
             } catch {
                 throw error.invalidParams
             }
         }
-        return Params(user: user, source: .document(try AccountDocument.check(.object(document!))), mode: ImportMode(rawValue: mode)!)
+        return Params(user: user, source: .document(try AccountDocument.check(.object(document!))), mode: ImportMode(rawValue: mode)!,
+                      newIDs: ids == "new")
     }
 
     static func run(_ params: Params, in context: MethodContext) throws -> AccountImportAnswer {
         let repository = AccountRepository(connection: context.connection, settings: context.settings)
         switch params.source {
         case .document(let document):
-            return AccountImportAnswer(report: try repository.importDocument(user: params.user, documentJSON: document.json, mode: params.mode),
+            return AccountImportAnswer(report: try repository.importDocument(user: params.user, documentJSON: document.json, mode: params.mode,
+                                                                             newIDs: params.newIDs),
                                        loop: nil)
         case .loop(let export):
             let converted = try LoopConversion.convert(export, user: params.user, repository: repository)
             let report = try repository.importDocument(user: params.user, documentJSON: converted.document.json, mode: params.mode,
-                                                       warnings: converted.warnings)
+                                                       newIDs: params.newIDs, warnings: converted.warnings)
             return AccountImportAnswer(report: report, loop: converted.report)
         }
     }

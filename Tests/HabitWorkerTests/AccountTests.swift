@@ -258,6 +258,90 @@ struct AccountTests {
         }
     }
 
+    // MARK: - Another account's export (issue 30)
+
+    /// `document` with its ids as `ids: "new"` gives them in `user`'s account (asked of the
+    /// database's habit.account_new_id, the one definition).
+    static func renamed(_ admin: Connection, _ document: WireJSON, for user: UUID) throws -> WireJSON {
+        func newID(_ kind: String, _ id: WireJSON?) throws -> WireJSON {
+            guard let id = id?.stringValue else { return id ?? .null }
+            return .string(try admin.queryOne("SELECT habit.account_new_id(\(user), \(kind), \(id))").decode(String.self, at: 0))
+        }
+        func rows(_ key: String, _ map: (WireJSON) throws -> WireJSON) throws -> WireJSON {
+            .array(try (document[key]?.arrayValue ?? []).map(map))
+        }
+        guard case .object = document else { return document }
+        return document
+            .with("habits", try rows("habits") { try $0.with("id", newID("habit", $0["id"])) })
+            .with("completions", try rows("completions") { try $0.with("template_id", newID("habit", $0["template_id"])) })
+            .with("skips", try rows("skips") { try $0.with("template_id", newID("habit", $0["template_id"])) })
+            .with("lists", try rows("lists") { try $0.with("id", newID("list", $0["id"])) })
+            .with("tasks", try rows("tasks") { task in
+                let renamed = try task.with("id", newID("task", task["id"]))
+                return task["list_id"] == .null ? renamed : try renamed.with("list_id", newID("list", task["list_id"]))
+            })
+    }
+
+    /// The document without server-set members, every object's members in key order and the
+    /// five arrays sorted: equal for the same rows whatever the ids did to the export's order.
+    static func canonical(_ document: WireJSON) -> WireJSON {
+        func keyed(_ value: WireJSON) -> WireJSON {
+            switch value {
+            case .object(let members): .object(members.map { .init($0.key, keyed($0.value)) }.sorted { $0.key < $1.key })
+            case .array(let elements): .array(elements.map(keyed))
+            default: value
+            }
+        }
+        var result = keyed(withoutServerSet(document).with("exported_at", .null))
+        for key in ["habits", "completions", "skips", "lists", "tasks"] {
+            result = result.with(key, .array((result[key]?.arrayValue ?? []).sorted { $0.encoded < $1.encoded }))
+        }
+        return keyed(result)
+    }
+
+    @Test("ids new: another account's export imports without id_conflict, every reference following; importing it again changes nothing; the source is untouched; ids keep still conflicts")
+    func exportIntoAnotherAccount() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, admin = session.admin
+            var tasks = 0, references = 0
+            for seed in 101...112 as ClosedRange<UInt64> {
+                var g = Generator(state: seed)
+                let source = UUID(), target = UUID(), now = try Self.nowMicros(admin)
+                _ = try worker.call("account.import", params(source, ["document": Self.document(&g, nowMicros: now), "mode": "merge"]))
+                let exported = try Self.export(worker, user: source, limit: 1_000)
+                tasks += exported["tasks"]?.arrayValue?.count ?? 0
+                references += (exported["completions"]?.arrayValue?.count ?? 0)
+                    + (exported["tasks"]?.arrayValue?.filter { $0["list_id"] != .null }.count ?? 0)
+
+                // Kept ids are the source's: refused in another account.
+                let kept = try worker.request("account.import", params: params(target, ["document": exported, "mode": "merge"]))
+                if !(exported["habits"]?.arrayValue ?? []).isEmpty {
+                    #expect(kept.json["error"]?["data"]?["reason"] == "id_conflict", "seed \(seed): \(kept)")
+                }
+
+                let first = try worker.call("account.import", params(target, ["document": exported, "mode": "merge", "ids": "new"]))
+                #expect(first["counts"]?["habits"]?["inserted"]?.intValue == exported["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
+                #expect(first["counts"]?["tasks"]?["inserted"]?.intValue == exported["tasks"]?.arrayValue?.count, "seed \(seed): \(first)")
+                let copied = try Self.export(worker, user: target, limit: 1_000)
+                #expect(Self.canonical(copied) == Self.canonical(try Self.renamed(admin, exported, for: target)), "seed \(seed)")
+                let sourceIDs = Set((exported["habits"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+                #expect(sourceIDs.isDisjoint(with: (copied["habits"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }), "seed \(seed)")
+                // The source's rows are the same after the copy (its export too).
+                #expect(Self.withoutServerSet(try Self.export(worker, user: source, limit: 1_000)).with("exported_at", .null)
+                        == Self.withoutServerSet(exported).with("exported_at", .null), "seed \(seed)")
+
+                // Again: the same new ids, nothing written (retry-safe).
+                let before = try Self.checksum(admin)
+                let second = try worker.call("account.import", params(target, ["document": exported, "mode": "merge", "ids": "new"]))
+                #expect(try Self.checksum(admin) == before, "seed \(seed): \(second)")
+            }
+            #expect(tasks > 5 && references > 50, "generator too tame: \(tasks) tasks, \(references) references")
+            // A value other than keep or new is -32602 naming the field.
+            let bad = try worker.request("account.import", params: params(UUID(), ["document": Self.minimal(), "mode": "merge", "ids": "fresh"]))
+            #expect(bad.json["error"]?["code"]?.intValue == -32602 && bad.json["error"]?["data"]?["field"] == "ids", "\(bad)")
+        }
+    }
+
     // MARK: - Hostile documents
 
     static let habitID = "aaaaaaaa-0000-4000-8000-000000000001"

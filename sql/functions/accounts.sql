@@ -359,6 +359,51 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
 COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
     'Imports a checked "habit-account" v1 document for auth.uid() (merge or replace), writing only what differs; HB010 with COLUMN = JSON path and DETAIL = reason when refused (sql/0013).';
 
+-- Importing under new ids (issue 30): an export imported into another account (moving it,
+-- cloning a demo account) would meet its own ids there (id_conflict). The document's habit,
+-- list and task ids are replaced, and every reference inside it (completions' and skips'
+-- template_id, tasks' list_id) follows. Each new id is derived from the target user, the kind
+-- and the old id (a version-4-shaped UUID from an MD5), so importing the same document into the
+-- same account again finds the same ids and changes nothing (account.import stays retry-safe),
+-- and two accounts that import it get different ids. A reference to an id the document does not
+-- hold is mapped the same way, so it stays dangling and is refused as before. The document
+-- carries no sync cursors or client ids (docs/protocol.md, "Accounts"): nothing of the source's
+-- bookkeeping can reach the target.
+CREATE OR REPLACE FUNCTION habit.account_new_id(p_user uuid, p_kind text, p_id text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT pg_catalog.overlay(pg_catalog.overlay(
+               pg_catalog.md5('habit-account-import/' OPERATOR(pg_catalog.||) p_user::text OPERATOR(pg_catalog.||) '/'
+                              OPERATOR(pg_catalog.||) p_kind OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p_id),
+               '4', 13, 1), '8', 17, 1)::uuid::text
+    $fn$;
+COMMENT ON FUNCTION habit.account_new_id(uuid, text, text) IS
+    'The id an account import with new ids gives the document''s row p_id of kind p_kind (habit, list, task) in p_user''s account: the same every time.';
+
+CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_document jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT p_document
+        || jsonb_build_object(
+               'habits', coalesce((SELECT jsonb_agg(h || jsonb_build_object('id', habit.account_new_id(p_user, 'habit', h ->> 'id')) ORDER BY n)
+                                   FROM jsonb_array_elements(p_document -> 'habits') WITH ORDINALITY AS x(h, n)), '[]'),
+               'completions', coalesce((SELECT jsonb_agg(c || jsonb_build_object('template_id', habit.account_new_id(p_user, 'habit', c ->> 'template_id')) ORDER BY n)
+                                        FROM jsonb_array_elements(p_document -> 'completions') WITH ORDINALITY AS x(c, n)), '[]'),
+               'skips', coalesce((SELECT jsonb_agg(k || jsonb_build_object('template_id', habit.account_new_id(p_user, 'habit', k ->> 'template_id')) ORDER BY n)
+                                  FROM jsonb_array_elements(p_document -> 'skips') WITH ORDINALITY AS x(k, n)), '[]'),
+               'lists', coalesce((SELECT jsonb_agg(l || jsonb_build_object('id', habit.account_new_id(p_user, 'list', l ->> 'id')) ORDER BY n)
+                                  FROM jsonb_array_elements(p_document -> 'lists') WITH ORDINALITY AS x(l, n)), '[]'),
+               'tasks', coalesce((SELECT jsonb_agg(t || jsonb_build_object('id', habit.account_new_id(p_user, 'task', t ->> 'id'))
+                                                  || CASE WHEN jsonb_typeof(t -> 'list_id') = 'string'
+                                                          THEN jsonb_build_object('list_id', habit.account_new_id(p_user, 'list', t ->> 'list_id'))
+                                                          ELSE '{}' END ORDER BY n)
+                                  FROM jsonb_array_elements(p_document -> 'tasks') WITH ORDINALITY AS x(t, n)), '[]'))
+    $fn$;
+COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
+    'A habit-account document with its habit, list and task ids (and the references to them) replaced by habit.account_new_id for p_user: account.import with ids "new".';
+
 -- Account deletion (issue 19) --------------------------------------------------------------
 -- habit.delete_account is the one place that knows every table a user owns; account.delete
 -- (the worker) and `habit account delete` (admins) call it.
