@@ -189,8 +189,12 @@ public struct GoldenPicture {
     /// A pixel differs when one of its channels differs by more than this (antialiasing and
     /// hinting of another librsvg or FreeType move edges by a few levels, not by this much).
     public static let channelTolerance = 24
-    /// How many pixels may differ: a glyph's edge, not a changed cell, label or line.
-    public static let allowedDifferingPixels = 40
+    /// How many pixels may differ by more than that: none. One letter of an 11 px subtitle
+    /// changed ("Angeles" → "Angelas") differs in 21 pixels, so any allowance large enough to
+    /// matter would let a changed label through (PictureGoldenTests checks that it is caught).
+    /// The goldens need the renderer and font CI installs (scripts/pg-tmp ensure-packages
+    /// --tests: librsvg2-bin and fonts-dejavu-core, DejaVu Sans being SVGWriter's first family).
+    public static let allowedDifferingPixels = 0
 
     public let name: String
     public let path: String
