@@ -39,10 +39,12 @@ struct ReportCommandsTests {
             try admin.withTransaction { connection in
                 try connection.execute("SET LOCAL habit.backfill = 'on'")
                 try connection.execute("INSERT INTO public.profiles (user_id, timezone, week_start) VALUES (\(user), 'UTC', 'sunday')")
-                for name in ["a", "b"] {
+                // sort_order: the title lists the habits in the daily list's order, and two
+                // created in one transaction share created_at (then the random id decides).
+                for (position, name) in ["a", "b"].enumerated() {
                     habits.append(try connection.queryOne("""
-                        INSERT INTO public.habit_templates (user_id, name, activated_at)
-                        VALUES (\(user), \(name), now() - interval '40 days') RETURNING id
+                        INSERT INTO public.habit_templates (user_id, name, activated_at, sort_order)
+                        VALUES (\(user), \(name), now() - interval '40 days', \(position)) RETURNING id
                         """).decode(UUID.self, at: 0))
                 }
                 for (offset, done) in [(-10, habits), (-8, [habits[0]]), (-3, [habits[1]])] {
