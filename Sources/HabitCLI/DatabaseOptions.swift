@@ -12,11 +12,11 @@ struct DatabaseOptions: ParsableArguments {
     var databaseURL: String?
 
     @Option(name: .customLong("data-dir"),
-            help: ArgumentHelp("Directory of the embedded PostgreSQL (env HABIT_DATA_DIR, default ./.habit).", valueName: "path"))
+            help: ArgumentHelp("Directory of the embedded PostgreSQL; as root, when the postgres user cannot enter the working directory, /var/lib/habit/FOLDER-HASH instead of the default (env HABIT_DATA_DIR, default ./.habit).", valueName: "path"))
     var dataDirectory: String?
 
     @Option(name: .customLong("migrations-dir"),
-            help: ArgumentHelp("The sql/ directory: migrations/NNNN_name.sql and the current-state files (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or the working directory).", valueName: "path"))
+            help: ArgumentHelp("The sql/ directory: migrations/NNNN_name.sql and the current-state files (env HABIT_MIGRATIONS_DIR, default: the sql/ folder next to the binary or in the working directory, else the copy of sql/ built into the binary).", valueName: "path"))
     var migrationsDirectory: String?
 
     @Option(help: ArgumentHelp("auto: prepare each statement once per connection, and switch that connection to unnamed statements for good when a transaction pooler loses them (26000/42P05); on: always named; off: always unnamed (env HABIT_PREPARED_STATEMENTS, default auto).", valueName: "auto|on|off"))
@@ -27,7 +27,8 @@ struct DatabaseOptions: ParsableArguments {
     /// The configured server's URL, checked by libpq's parser; nil: the embedded server.
     private(set) var configuredURL: String?
     private(set) var preparedStatementMode = PreparedStatementMode.auto
-    private(set) var embeddedDirectory = ".habit"
+    /// `--data-dir`/`HABIT_DATA_DIR`; nil: `EmbeddedServer.atDefaultLocation`.
+    private(set) var embeddedDirectory: String?
 
     /// Only the flags are parsed; the resolved values are filled in by `validate()`.
     private enum CodingKeys: String, CodingKey {
@@ -38,8 +39,9 @@ struct DatabaseOptions: ParsableArguments {
         configuredURL = try Self.checkedURL(flagValue: databaseURL)
         preparedStatementMode = try Setting.resolve(preparedStatements, flag: "--prepared-statements",
                                                     variable: "HABIT_PREPARED_STATEMENTS", default: .auto)
-        embeddedDirectory = try Setting.resolve(dataDirectory, flag: "--data-dir", variable: "HABIT_DATA_DIR", default: ".habit")
-        // HABIT_MIGRATIONS_DIR and the default folders are MigrationSource.locateDirectory's
+        embeddedDirectory = try Setting.resolve(dataDirectory, flag: "--data-dir", variable: "HABIT_DATA_DIR", default: nil,
+                                                expected: "a directory", check: { _ in })
+        // HABIT_MIGRATIONS_DIR and the defaults are MigrationSource.locate's
         // (the library's search order, shared with the tests); the flag is passed to it.
     }
 
@@ -92,12 +94,26 @@ struct DatabaseOptions: ParsableArguments {
         return server
     }
 
-    func embeddedServer() throws -> EmbeddedServer {
-        try EmbeddedServer(directory: embeddedDirectory)
+    /// The embedded server in `--data-dir`, else at its default location. When that is not
+    /// `./.habit` (root, and a working directory the postgres user cannot enter), where and why
+    /// is said on stderr, unless `announcing` is false (`habit serve` logs it instead).
+    func embeddedServer(announcing: Bool = true) throws -> EmbeddedServer {
+        if let embeddedDirectory { return try EmbeddedServer(directory: embeddedDirectory) }
+        let server = try EmbeddedServer.atDefaultLocation()
+        if announcing, let note = server.defaultLocationNote {
+            FileHandle.standardError.write(Data("habit: \(note)\n".utf8))
+        }
+        return server
+    }
+
+    /// Where `sql/` is read from: the flag, HABIT_MIGRATIONS_DIR, a `sql/` folder beside the
+    /// binary or in the working directory, else the copy built into the binary.
+    func migrationLocation() -> MigrationSource.Location {
+        MigrationSource.locate(explicit: migrationsDirectory)
     }
 
     func migrator() throws -> Migrator {
-        try Migrator(directory: MigrationSource.locateDirectory(explicit: migrationsDirectory))
+        try Migrator(migrationLocation())
     }
 }
 

@@ -36,6 +36,16 @@ struct Habit: ParsableCommand {
     /// variable, exit 64) are one log line in serve's log format, like everything else it writes
     /// on stderr: a supervisor collecting JSON logs gets a JSON line saying which setting is wrong.
     static func main() {
+        // First, before reading any setting: `habit serve`'s SIGTERM/SIGINT handlers, so a
+        // signal at any moment from here on drains and exits 0 as documented (it used to be
+        // installed in `run()`, after parsing: a SIGTERM in the first ~10 ms killed the worker
+        // outright, issue 30). Every command unblocks the two signals, in case its spawner
+        // held them back until now (`ShutdownSignals`).
+        if CommandLine.arguments.dropFirst().first == "serve" {
+            ShutdownSignals.install()
+        } else {
+            ShutdownSignals.unblock()
+        }
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
             var command = try parseAsRoot(arguments)

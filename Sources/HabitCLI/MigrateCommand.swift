@@ -14,7 +14,9 @@ struct MigrateCommand: ParsableCommand {
             migration. Re-running is a no-op. Refuses to run when an applied versioned migration was edited, \
             when the database has a migration this build does not know, or when it predates the baseline. \
             Two migrators never collide (advisory lock). Without --database-url/DATABASE_URL, migrates the \
-            embedded server (starting it if needed).
+            embedded server (starting it if needed). sql/ is --migrations-dir, else HABIT_MIGRATIONS_DIR, \
+            else a sql/ folder beside the binary or in the working directory, else the copy of sql/ built \
+            into the binary: it works from any directory.
             """
     )
 
@@ -25,7 +27,8 @@ struct MigrateCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            let migrator = try database.migrator()
+            let location = database.migrationLocation()
+            let migrator = try Migrator(location)
             let connection = try database.connect(try database.connectionURL(embedded: \.adminConnectionString), applicationName: "habit-migrate")
             defer { connection.close() }
             if status {
@@ -36,8 +39,8 @@ struct MigrateCommand: ParsableCommand {
             }
             let report = try migrator.migrate(connection)
             FileHandle.standardError.write(Data("""
-                habit: applied \(report.applied.count) migration(s) and \(report.appliedFiles.count) current-state file(s); \
-                schema version \(report.schemaVersion)
+                habit: applied \(report.applied.count) migration(s) and \(report.appliedFiles.count) current-state file(s) \
+                from \(location); schema version \(report.schemaVersion)
 
                 """.utf8))
         }

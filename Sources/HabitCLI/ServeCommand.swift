@@ -136,10 +136,10 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
-        // Before anything slow (starting the embedded server, migrating): a SIGTERM during
-        // start-up then ends the worker through the normal drain, with exit 0.
-        let wake = WakePipe()
-        ShutdownSignals.install(waking: wake)
+        // Installed by `Habit.main` before parsing (this returns that pipe): a SIGTERM during
+        // start-up (starting the embedded server, migrating) then ends the worker through the
+        // normal drain, with exit 0.
+        let wake = ShutdownSignals.install()
         let (level, format) = (settings.logLevel, settings.logFormat)
         let logger = Logger(label: "habit.serve") { label in StderrLogHandler(label: label, level: level, format: format) }
         // Failures are log lines too (in the configured format), with reportingFailures' exit codes.
@@ -151,7 +151,11 @@ struct ServeCommand: ParsableCommand {
                 }
                 configuration.connectionString = configured
             } else {
-                let server = try database.embeddedServer()
+                let server = try database.embeddedServer(announcing: false)
+                if let note = server.defaultLocationNote {
+                    logger.info("embedded database outside the working directory",
+                                metadata: ["directory": "\(server.directory)", "reason": "\(note)"])
+                }
                 try server.start()
                 try applyMigrations(url: server.adminConnectionString, logger: logger)
                 logger.info("embedded database ready", metadata: ["directory": "\(server.directory)"])
@@ -186,8 +190,9 @@ struct ServeCommand: ParsableCommand {
     private func applyMigrations(url: String, logger: Logger) throws {
         let connection = try database.connect(url, applicationName: "habit-migrate")
         defer { connection.close() }
-        let report = try database.migrator().migrate(connection)
+        let location = database.migrationLocation()
+        let report = try Migrator(location).migrate(connection)
         logger.info("migrations", metadata: ["applied": "\(report.applied.count)", "applied_files": "\(report.appliedFiles.count)",
-                                             "schema_version": "\(report.schemaVersion)"])
+                                             "schema_version": "\(report.schemaVersion)", "sql": "\(location)"])
     }
 }

@@ -12,17 +12,27 @@ public struct WorkerCommand: Sendable {
     public var executable: String
     public var arguments: [String]
     public var environment: [String: String]
+    /// Start the child with SIGTERM and SIGINT blocked. `habit` unblocks them as the first
+    /// thing its code does, after `habit serve` has put its handler in place, so a SIGTERM
+    /// sent at any moment after the spawn (even while the dynamic loader still maps the
+    /// libraries) waits and then drains the worker to exit 0, instead of killing it. Only for
+    /// programs that unblock them (`habit`, or `env … habit`): any other would never see them.
+    public var holdsShutdownSignals: Bool
 
-    public init(executable: String, arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(executable: String, arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+                holdsShutdownSignals: Bool = false) {
         self.executable = executable
         self.arguments = arguments
         self.environment = environment
+        self.holdsShutdownSignals = holdsShutdownSignals
     }
 
-    /// `executable serve --database-url url arguments…` (e.g. `["--pool-size", "4"]`).
+    /// `executable serve --database-url url arguments…` (e.g. `["--pool-size", "4"]`), with
+    /// SIGTERM and SIGINT held back until the worker handles them (`holdsShutdownSignals`).
     public static func serve(executable: String, databaseURL: String, arguments: [String] = [],
                              environment: [String: String] = ProcessInfo.processInfo.environment) -> WorkerCommand {
-        WorkerCommand(executable: executable, arguments: ["serve", "--database-url", databaseURL] + arguments, environment: environment)
+        WorkerCommand(executable: executable, arguments: ["serve", "--database-url", databaseURL] + arguments, environment: environment,
+                      holdsShutdownSignals: true)
     }
 }
 
@@ -80,13 +90,18 @@ final class ChildProcess: @unchecked Sendable { // mutable state under `inputLoc
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         // This process ignores SIGPIPE; the child starts with default dispositions and an
-        // empty signal mask, as it would from a shell.
+        // empty signal mask, as it would from a shell, except that SIGTERM and SIGINT stay
+        // blocked until a `habit` child has its handler (`WorkerCommand.holdsShutdownSignals`).
         var defaults = sigset_t()
         sigemptyset(&defaults)
         for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         var mask = sigset_t()
         sigemptyset(&mask)
+        if command.holdsShutdownSignals {
+            sigaddset(&mask, SIGTERM)
+            sigaddset(&mask, SIGINT)
+        }
         posix_spawnattr_setsigmask(&attributes, &mask)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 

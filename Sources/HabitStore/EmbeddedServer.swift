@@ -4,14 +4,14 @@ import PostgresClient
 import Glibc
 #endif
 
-/// A private PostgreSQL for `habit serve` without a database URL: a data directory under
-/// the working directory (default `.habit/`), reachable only through a unix socket in a
-/// 0700 directory — no TCP port. Started on first use and left running for the next
-/// worker; `habit db stop` stops it.
+/// A private PostgreSQL for `habit serve` without a database URL: a data directory (default
+/// `.habit/` in the working directory: `atDefaultLocation`), reachable only through a unix
+/// socket in a 0700 directory — no TCP port. Started on first use and left running for the
+/// next worker, also after the last one exits; `habit db stop` stops it.
 ///
 /// initdb and postgres refuse to run as root, so under root they run as the `postgres`
 /// system user (Debian's postgresql package creates it), which must be able to reach the
-/// directory.
+/// directory (by default, one it can reach is chosen).
 ///
 /// The server's programs run with `directory` as their working directory (the caller's may
 /// be one the `postgres` user cannot enter, e.g. a 0700 home), only their exit status and
@@ -20,7 +20,14 @@ import Glibc
 public struct EmbeddedServer: Sendable {
     public let directory: String
     public let binDirectory: String
+    /// Why `directory` is not `.habit` in the working directory, when `atDefaultLocation`
+    /// chose another one (said in the log or on stderr); nil otherwise.
+    public private(set) var defaultLocationNote: String?
     public static let databaseName = "habit"
+
+    /// Where root keeps the data directories of working directories the `postgres` user
+    /// cannot enter (`atDefaultLocation`): root's, mode 0755, so that user can pass through.
+    public static let sharedRoot = "/var/lib/habit"
 
     public var dataDirectory: String { directory + "/pgdata" }
     public var logFile: String { directory + "/server.log" }
@@ -42,6 +49,45 @@ public struct EmbeddedServer: Sendable {
             .standardizedFileURL.path
         self.directory = absolute
         self.binDirectory = try binDirectory ?? Self.locateBinDirectory()
+    }
+
+    /// The server used when no data directory is configured: `.habit` in `workingDirectory`.
+    ///
+    /// Under root the server runs as `postgres`, which must reach its data directory. When it
+    /// cannot enter `workingDirectory` (a 0700 home, a clone inside `mktemp -d`: issue 30),
+    /// the data lives in `/var/lib/habit/<folder>-<hash of the working directory>` instead,
+    /// made by `start()` owned by `postgres` with mode 0700. The name depends only on the
+    /// working directory, so every command run from there (`habit db stop`, `db status`…)
+    /// finds the server `habit serve` started. As an ordinary user the server runs as that
+    /// user, who is in the working directory already: always `.habit`.
+    public static func atDefaultLocation(workingDirectory: String = FileManager.default.currentDirectoryPath,
+                                         binDirectory: String? = nil) throws -> EmbeddedServer {
+        let inWorkingDirectory = (workingDirectory as NSString).appendingPathComponent(".habit")
+        guard geteuid() == 0, getpwnam("postgres") != nil, !postgresCanEnter(workingDirectory) else {
+            return try EmbeddedServer(directory: inWorkingDirectory, binDirectory: binDirectory)
+        }
+        var server = try EmbeddedServer(directory: sharedDirectory(for: workingDirectory), binDirectory: binDirectory)
+        server.defaultLocationNote = "the postgres user (the embedded server's, under root) cannot enter \(workingDirectory), "
+            + "so the embedded database is in \(server.directory) instead of \(inWorkingDirectory) "
+            + "(the same for every command run from this directory; --data-dir chooses another)"
+        return server
+    }
+
+    /// `/var/lib/habit/<last component of workingDirectory, in safe characters>-<FNV-1a of it>`.
+    static func sharedDirectory(for workingDirectory: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in workingDirectory.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        let name = String((workingDirectory as NSString).lastPathComponent.filter { allowed.contains($0) }.prefix(40))
+        let hex = String(hash, radix: 16)
+        return sharedRoot + "/" + (name.isEmpty || name.hasPrefix(".") ? hex : name + "-" + hex)
+    }
+
+    /// Whether the `postgres` user can pass through `path` (search permission on it and on
+    /// every directory above it), asked as that user: ACLs and groups count as the kernel counts them.
+    private static func postgresCanEnter(_ path: String) -> Bool {
+        let result = try? ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", "/usr/bin/test", "-x", path])
+        return result?.status == 0
     }
 
     public static func locateBinDirectory() throws -> String {
@@ -103,7 +149,7 @@ public struct EmbeddedServer: Sendable {
     /// `habit` database exists. Safe to call from several workers at once (a file lock).
     public func start() throws {
         try checkInstalled()
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try makeDirectory()
         let lock = try FileLock(path: directory + "/.lock")
         defer { lock.unlock() }
         try prepareOwnership()
@@ -183,6 +229,26 @@ public struct EmbeddedServer: Sendable {
         }
         guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == serverUID, status.st_mode & 0o7777 == 0o700 else {
             throw EmbeddedServerError.unsafeSocketDirectory(path)
+        }
+    }
+
+    /// Makes `directory` unless it exists: the missing directories above it with mode 0755
+    /// whatever the umask (under root the `postgres` user must pass through them, e.g.
+    /// /var/lib/habit), the directory itself 0700 (only the server's user, and root, inside).
+    private func makeDirectory() throws {
+        var missing: [String] = []
+        var path = directory
+        while path != "/", !path.isEmpty, !FileManager.default.fileExists(atPath: path) {
+            missing.append(path)
+            path = (path as NSString).deletingLastPathComponent
+        }
+        for path in missing.reversed() {
+            let mode: mode_t = path == directory ? 0o700 : 0o755
+            if mkdir(path, mode) == 0 {
+                chmod(path, mode)
+            } else if errno != EEXIST {
+                throw EmbeddedServerError.commandFailed("mkdir \(path)", String(cString: strerror(errno)))
+            }
         }
     }
 
@@ -288,7 +354,7 @@ public enum EmbeddedServerError: Error, CustomStringConvertible {
         case .noPostgresUser:
             "running as root, the embedded server runs as the postgres system user, which does not exist. Install the PostgreSQL server (apt-get install postgresql creates the user), or point --database-url/DATABASE_URL at a server."
         case .inaccessible(let directory):
-            "running as root, the embedded server runs as the postgres user, which cannot reach \(directory). Choose a data directory it can reach with --data-dir (e.g. /var/lib/habit)."
+            "running as root, the embedded server runs as the postgres user, which cannot reach \(directory). Choose a data directory it can reach with --data-dir (e.g. /var/lib/habit/NAME), or leave --data-dir and HABIT_DATA_DIR unset: then one is chosen."
         case .unsafeSocketDirectory(let path):
             "refusing to use the socket directory \(path): it must be a directory owned by \(geteuid() == 0 ? "postgres" : "this user") with mode 0700 (someone else may have made it). Remove it, or choose a shorter --data-dir so the socket lives inside it."
         case .startFailed(let detail):

@@ -31,7 +31,6 @@ public struct CurrentStateFile: Sendable, Equatable {
 }
 
 public enum MigrationError: Error, CustomStringConvertible, Equatable {
-    case directoryNotFound(searched: [String])
     case noMigrations(directory: String)
     case invalidFileName(String)
     case unexpectedFile(String)
@@ -42,8 +41,6 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case .directoryNotFound(let searched):
-            "no migrations directory found (looked in: \(searched.joined(separator: ", "))); pass --migrations-dir or set HABIT_MIGRATIONS_DIR"
         case .noMigrations(let directory):
             "\(directory) holds no migrations/NNNN_name.sql (sql/ holds migrations/ and the current-state files: docs/schema.md, \"Migrations\")"
         case .invalidFileName(let name):
@@ -75,16 +72,47 @@ public enum MigrationSource {
     /// streaks a migration marked pending are rebuilt, with the functions in place).
     public static let currentStateOrder = ["functions/", "views/", "triggers/", "policies.sql", "grants.sql", "derived.sql"]
 
+    /// A file of `sql/`: its path under `sql/` (`migrations/0016_baseline.sql`,
+    /// `functions/history.sql`, `grants.sql`) and its text.
+    public struct SQLFile: Sendable, Equatable {
+        public let path: String
+        public let text: String
+
+        public init(path: String, text: String) {
+            self.path = path
+            self.text = text
+        }
+    }
+
+    /// Where `sql/` is read from.
+    public enum Location: Sendable, Equatable, CustomStringConvertible {
+        /// A `sql/` directory on disk.
+        case directory(String)
+        /// The copy of `sql/` compiled into the binary (`embeddedFiles`,
+        /// Sources/HabitStore/EmbeddedMigrations.swift, written by scripts/embed-sql).
+        case embedded
+
+        public var description: String {
+            switch self {
+            case .directory(let path): path
+            case .embedded: "the sql/ built into this binary"
+            }
+        }
+    }
+
     /// Where the migrations are, in this order: `explicit` (`--migrations-dir`),
     /// `$HABIT_MIGRATIONS_DIR`, `sql/` in the executable's own directory (an image that
-    /// copies `sql/` beside the binary), `sql/` in the working directory (a checkout). The
-    /// last two count only when they hold `migrations/NNNN_*.sql`. Never a parent directory:
-    /// on a fresh embedded cluster migrations run as superuser, so a `../../sql/migrations/0001_x.sql`
-    /// someone planted above the working directory must not be picked up.
-    public static func locateDirectory(explicit: String? = nil) throws -> String {
-        if let explicit { return explicit }
+    /// copies `sql/` beside the binary), `sql/` in the working directory (a checkout, whose
+    /// edited files win over the copy built before the edit); else the copy compiled into the
+    /// binary, so `habit migrate` works from any directory. The two folders count only when
+    /// they hold `migrations/NNNN_*.sql`; the flag and the variable always count (a wrong one
+    /// fails rather than falling back). Never a parent directory: on a fresh embedded cluster
+    /// migrations run as superuser, so a `../../sql/migrations/0001_x.sql` someone planted
+    /// above the working directory must not be picked up.
+    public static func locate(explicit: String? = nil) -> Location {
+        if let explicit { return .directory(explicit) }
         if let fromEnvironment = ProcessInfo.processInfo.environment["HABIT_MIGRATIONS_DIR"], !fromEnvironment.isEmpty {
-            return fromEnvironment
+            return .directory(fromEnvironment)
         }
         var candidates: [String] = []
         if let executable = Bundle.main.executableURL {
@@ -94,44 +122,68 @@ public enum MigrationSource {
         for candidate in candidates {
             if let names = try? FileManager.default.contentsOfDirectory(atPath: candidate + "/" + migrationsFolder),
                names.contains(where: { (try? version(ofFileName: $0)) != nil }) {
-                return candidate
+                return .directory(candidate)
             }
         }
-        throw MigrationError.directoryNotFound(searched: candidates)
+        return .embedded
     }
 
-    /// The versioned migrations and the current-state files of a `sql/` directory. A `.sql`
-    /// file anywhere else in it is refused rather than silently left out.
-    public static func load(directory: String) throws -> (migrations: [Migration], currentStateFiles: [CurrentStateFile]) {
-        let fileManager = FileManager.default
-        let migrationsDirectory = directory + "/" + migrationsFolder
-        guard fileManager.fileExists(atPath: migrationsDirectory) else { throw MigrationError.noMigrations(directory: directory) }
-        let migrations = try loadVersioned(directory: migrationsDirectory)
-        guard !migrations.isEmpty else { throw MigrationError.noMigrations(directory: directory) }
+    /// The versioned migrations and the current-state files at `location`.
+    public static func load(_ location: Location) throws -> (migrations: [Migration], currentStateFiles: [CurrentStateFile]) {
+        switch location {
+        case .directory(let directory): try load(directory: directory)
+        case .embedded: try load(files: embeddedFiles, from: location.description)
+        }
+    }
 
-        var files: [CurrentStateFile] = []
+    /// The versioned migrations and the current-state files of a `sql/` directory: every
+    /// `*.sql` file under it, read as `load(files:from:)` takes them.
+    public static func load(directory: String) throws -> (migrations: [Migration], currentStateFiles: [CurrentStateFile]) {
+        guard FileManager.default.fileExists(atPath: directory + "/" + migrationsFolder) else {
+            throw MigrationError.noMigrations(directory: directory)
+        }
+        return try load(files: try files(directory: directory), from: directory)
+    }
+
+    /// Every `*.sql` file under `directory` (at any depth), with its path relative to it; what
+    /// scripts/embed-sql compiles into the binary.
+    public static func files(directory: String) throws -> [SQLFile] {
+        let fileManager = FileManager.default
+        var files: [SQLFile] = []
+        for path in try fileManager.subpathsOfDirectory(atPath: directory).sorted() where path.hasSuffix(".sql") {
+            var isFolder: ObjCBool = false
+            guard fileManager.fileExists(atPath: directory + "/" + path, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+            files.append(SQLFile(path: path, text: try String(contentsOfFile: directory + "/" + path, encoding: .utf8)))
+        }
+        return files
+    }
+
+    /// The versioned migrations (`migrations/NNNN_name.sql`, in version order) and the
+    /// current-state files (in `currentStateOrder`, each folder's files in name order) among
+    /// `files`, the `*.sql` files of a `sql/` (`source` names it in errors). One reading for
+    /// the directory and the copy in the binary, so both give the same files, hence the same
+    /// checksums. A `.sql` file anywhere else is refused rather than silently left out.
+    public static func load(files: [SQLFile], from source: String) throws -> (migrations: [Migration], currentStateFiles: [CurrentStateFile]) {
+        var remaining = Dictionary(files.map { ($0.path, $0.text) }, uniquingKeysWith: { first, _ in first })
+        func take(folder: String) -> [(name: String, text: String)] {
+            let names = remaining.keys.filter { $0.hasPrefix(folder) && !$0.dropFirst(folder.count).contains("/") }.sorted()
+            return names.map { (name: String($0.dropFirst(folder.count)), text: remaining.removeValue(forKey: $0)!) }
+        }
+
+        let versioned = take(folder: migrationsFolder + "/")
+        guard !versioned.isEmpty else { throw MigrationError.noMigrations(directory: source) }
+        let migrations = try ordered(try versioned.map { Migration(version: try version(ofFileName: $0.name), fileName: $0.name, sql: $0.text) })
+
+        var currentStateFiles: [CurrentStateFile] = []
         for entry in currentStateOrder {
             if entry.hasSuffix("/") {
-                let folder = directory + "/" + entry
-                guard fileManager.fileExists(atPath: folder) else { continue }
-                for name in try fileManager.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".sql") }).sorted() {
-                    files.append(CurrentStateFile(path: entry + name, sql: try String(contentsOfFile: folder + name, encoding: .utf8)))
-                }
-            } else if fileManager.fileExists(atPath: directory + "/" + entry) {
-                files.append(CurrentStateFile(path: entry, sql: try String(contentsOfFile: directory + "/" + entry, encoding: .utf8)))
+                currentStateFiles += take(folder: entry).map { CurrentStateFile(path: entry + $0.name, sql: $0.text) }
+            } else if let text = remaining.removeValue(forKey: entry) {
+                currentStateFiles.append(CurrentStateFile(path: entry, sql: text))
             }
         }
-
-        let known = Set([migrationsFolder] + currentStateOrder.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
-        for name in try fileManager.contentsOfDirectory(atPath: directory).sorted() where !known.contains(name) {
-            var isFolder: ObjCBool = false
-            _ = fileManager.fileExists(atPath: directory + "/" + name, isDirectory: &isFolder)
-            let holdsSQL = isFolder.boolValue
-                ? ((try? fileManager.subpathsOfDirectory(atPath: directory + "/" + name)) ?? []).contains { $0.hasSuffix(".sql") }
-                : name.hasSuffix(".sql")
-            if holdsSQL { throw MigrationError.unexpectedFile(name) }
-        }
-        return (migrations, files)
+        if let stray = remaining.keys.sorted().first { throw MigrationError.unexpectedFile(stray) }
+        return (migrations, currentStateFiles)
     }
 
     /// A folder of `NNNN_name.sql` files, in version order: `sql/migrations`, or the files the
@@ -143,7 +195,12 @@ public enum MigrationSource {
             let sql = try String(contentsOfFile: directory + "/" + name, encoding: .utf8)
             migrations.append(Migration(version: try version(ofFileName: name), fileName: name, sql: sql))
         }
-        migrations.sort { $0.version < $1.version }
+        return try ordered(migrations)
+    }
+
+    /// In version order; two files with one version are refused.
+    private static func ordered(_ migrations: [Migration]) throws -> [Migration] {
+        let migrations = migrations.sorted { $0.version < $1.version }
         for (previous, next) in zip(migrations, migrations.dropFirst()) where previous.version == next.version {
             throw MigrationError.duplicateVersion(next.version)
         }
@@ -185,7 +242,12 @@ public struct Migrator: Sendable {
 
     /// The migrations and current-state files of a `sql/` directory.
     public init(directory: String) throws {
-        let loaded = try MigrationSource.load(directory: directory)
+        try self.init(.directory(directory))
+    }
+
+    /// The migrations and current-state files of a `sql/` directory or of the copy in the binary.
+    public init(_ location: MigrationSource.Location) throws {
+        let loaded = try MigrationSource.load(location)
         self.init(migrations: loaded.migrations, currentStateFiles: loaded.currentStateFiles)
     }
 

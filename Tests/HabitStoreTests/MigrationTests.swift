@@ -177,6 +177,11 @@ import Testing
         try "SELECT 1;\n".write(toFile: root + "/migrations/0001_first.sql", atomically: true, encoding: .utf8)
         try "SELECT 1;\n".write(toFile: root + "/stray.sql", atomically: true, encoding: .utf8)
         #expect(throws: MigrationError.unexpectedFile("stray.sql")) { try MigrationSource.load(directory: root) }
+        // In a subfolder too; the same reading for the copy in the binary (load(files:from:)).
+        #expect(throws: MigrationError.unexpectedFile("functions/old/x.sql")) {
+            try MigrationSource.load(files: [.init(path: "migrations/0001_first.sql", text: "SELECT 1;\n"),
+                                             .init(path: "functions/old/x.sql", text: "SELECT 1;\n")], from: "a test")
+        }
         #expect(throws: MigrationError.noMigrations(directory: TestDatabase.legacyMigrationsDirectory)) {
             try MigrationSource.load(directory: TestDatabase.legacyMigrationsDirectory)
         }

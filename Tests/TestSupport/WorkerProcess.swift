@@ -56,7 +56,10 @@ public final class WorkerProcess: @unchecked Sendable {
     /// Starts `executable` with `arguments` and exactly `environment`. With `closeOutput`,
     /// the read end of the child's stdout is closed at once (a client that went away), so
     /// its writes fail with EPIPE; `nextOutput` then reports `.endOfOutput` immediately.
-    public init(executable: String, arguments: [String], environment: [String: String], closeOutput: Bool = false) throws {
+    /// With `holdsShutdownSignals`, the child starts with SIGTERM and SIGINT blocked, as
+    /// `WorkerCommand.serve` starts a gateway's workers (`habit` unblocks them itself).
+    public init(executable: String, arguments: [String], environment: [String: String], closeOutput: Bool = false,
+                holdsShutdownSignals: Bool = false) throws {
         self.executable = executable
         self.arguments = arguments
         let stdoutLines = StdoutLines()
@@ -65,7 +68,8 @@ public final class WorkerProcess: @unchecked Sendable {
         self.stderrCapture = stderrCapture
         do {
             connection = try WorkerConnection(
-                command: WorkerCommand(executable: executable, arguments: arguments, environment: environment),
+                command: WorkerCommand(executable: executable, arguments: arguments, environment: environment,
+                                       holdsShutdownSignals: holdsShutdownSignals),
                 // Tests send over-long lines on purpose (sendRaw), never through the connection's check.
                 options: .init(maxLineBytes: .max, closeOutput: closeOutput),
                 handlers: .init(stderrLine: { stderrCapture.append(line: $0) }, stderrEnded: { stderrCapture.finish() },
@@ -76,13 +80,14 @@ public final class WorkerProcess: @unchecked Sendable {
         }
     }
 
-    /// Starts `habit serve --database-url <url> <arguments…>` from `binaryPath()`.
-    /// The environment is this process's minus `DATABASE_URL`, `HABIT_*`, `PGTZ`, `PGOPTIONS`,
-    /// plus `environment`.
+    /// Starts `habit serve --database-url <url> <arguments…>` from `binaryPath()`, with
+    /// SIGTERM and SIGINT held back until the worker handles them, as `WorkerCommand.serve`
+    /// starts a gateway's workers. The environment is this process's minus `DATABASE_URL`,
+    /// `HABIT_*`, `PGTZ`, `PGOPTIONS`, plus `environment`.
     public static func serve(databaseURL: String, arguments: [String] = [], environment: [String: String] = [:],
                              closeOutput: Bool = false) throws -> WorkerProcess {
         try WorkerProcess(executable: try binaryPath(), arguments: ["serve", "--database-url", databaseURL] + arguments,
-                          environment: childEnvironment(environment), closeOutput: closeOutput)
+                          environment: childEnvironment(environment), closeOutput: closeOutput, holdsShutdownSignals: true)
     }
 
     /// `serve(…)`, then `body`; the worker is killed and reaped afterwards on every path.
