@@ -23,28 +23,33 @@ public struct SVGWriter {
         body.append(Self.element(name, attributes, text: text, tooltip: tooltip))
     }
 
+    /// `dash`: the stroke's dash and gap lengths (`stroke-dasharray`), nil for a solid stroke.
     public mutating func rect(x: Double, y: Double, width: Double, height: Double, fill: String,
-                              stroke: String? = nil, strokeWidth: Double = 1, opacity: Double? = nil, tooltip: String? = nil) {
+                              stroke: String? = nil, strokeWidth: Double = 1, dash: [Double]? = nil,
+                              opacity: Double? = nil, tooltip: String? = nil) {
         body.append(Self.element("rect", [
             "x": .number(x), "y": .number(y), "width": .number(width), "height": .number(height),
             "fill": .string(fill), "stroke": stroke.map(SVGValue.string) ?? .omitted,
             "stroke-width": stroke == nil ? .omitted : .number(strokeWidth),
+            "stroke-dasharray": Self.dashes(stroke == nil ? nil : dash),
             "fill-opacity": opacity.map(SVGValue.number) ?? .omitted,
         ], tooltip: tooltip))
     }
 
-    public mutating func line(x1: Double, y1: Double, x2: Double, y2: Double, stroke: String, strokeWidth: Double = 1) {
+    public mutating func line(x1: Double, y1: Double, x2: Double, y2: Double, stroke: String, strokeWidth: Double = 1,
+                              dash: [Double]? = nil) {
         body.append(Self.element("line", [
             "x1": .number(x1), "y1": .number(y1), "x2": .number(x2), "y2": .number(y2),
-            "stroke": .string(stroke), "stroke-width": .number(strokeWidth),
+            "stroke": .string(stroke), "stroke-width": .number(strokeWidth), "stroke-dasharray": Self.dashes(dash),
         ]))
     }
 
     /// An open line through `points` (round joins and caps, no fill).
-    public mutating func polyline(_ points: [(x: Double, y: Double)], stroke: String, strokeWidth: Double) {
+    public mutating func polyline(_ points: [(x: Double, y: Double)], stroke: String, strokeWidth: Double, dash: [Double]? = nil) {
         body.append(Self.element("polyline", [
             "points": .string(Self.points(points)), "fill": "none", "stroke": .string(stroke),
-            "stroke-width": .number(strokeWidth), "stroke-linejoin": "round", "stroke-linecap": "round",
+            "stroke-width": .number(strokeWidth), "stroke-linejoin": "round",
+            "stroke-linecap": dash == nil ? "round" : "butt", "stroke-dasharray": Self.dashes(dash),
         ]))
     }
 
@@ -56,8 +61,12 @@ public struct SVGWriter {
         ]))
     }
 
-    public mutating func circle(cx: Double, cy: Double, r: Double, fill: String) {
-        body.append(Self.element("circle", ["cx": .number(cx), "cy": .number(cy), "r": .number(r), "fill": .string(fill)]))
+    public mutating func circle(cx: Double, cy: Double, r: Double, fill: String, stroke: String? = nil, strokeWidth: Double = 1,
+                                tooltip: String? = nil) {
+        body.append(Self.element("circle", [
+            "cx": .number(cx), "cy": .number(cy), "r": .number(r), "fill": .string(fill),
+            "stroke": stroke.map(SVGValue.string) ?? .omitted, "stroke-width": stroke == nil ? .omitted : .number(strokeWidth),
+        ], tooltip: tooltip))
     }
 
     public enum Anchor: String { case start, middle, end }
@@ -138,6 +147,10 @@ public struct SVGWriter {
             text += fraction % 10 == 0 ? ".\(fraction / 10)" : (fraction < 10 ? ".0\(fraction)" : ".\(fraction)")
         }
         return negative ? "-" + text : text
+    }
+
+    private static func dashes(_ dash: [Double]?) -> SVGValue {
+        dash.map { .string($0.map(number).joined(separator: " ")) } ?? .omitted
     }
 
     private static func points(_ points: [(x: Double, y: Double)]) -> String {

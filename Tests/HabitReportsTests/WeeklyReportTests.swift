@@ -20,9 +20,9 @@ struct WeeklyReportTests {
     @Test("rate axis 0–100 % over the plot's height; the users axis ends at a round number ≥ the busiest week")
     func geometry() {
         let report = Self.report()
-        #expect(report.y(rate: 0) == WeeklyReport.plotTop + WeeklyReport.plotHeight)
-        #expect(report.y(rate: 1) == WeeklyReport.plotTop)
-        #expect(report.y(rate: 1.7) == WeeklyReport.plotTop && report.y(rate: -1) == report.y(rate: 0))
+        #expect(report.y(rate: 0) == report.plotTop + WeeklyReport.plotHeight)
+        #expect(report.y(rate: 1) == report.plotTop)
+        #expect(report.y(rate: 1.7) == report.plotTop && report.y(rate: -1) == report.y(rate: 0))
         #expect(report.usersAxisMaximum == 100)
         #expect(report.x(week: 1) - report.x(week: 0) == report.slot)
         var busy = report
@@ -76,5 +76,58 @@ struct WeeklyReportTests {
             .init(start: date("2026-01-05"), lowerQuartile: nil, median: nil, upperQuartile: nil, activeUsers: 0),
         ])
         #expect(try xmlText(report.svg()).contains { $0.hasPrefix("no stored counts") })
+    }
+
+    /// The six weeks above, the last (0.1 … 0.3 … 0.5) not over: counted up to today.
+    static func partialReport() -> WeeklyReport {
+        var report = Self.report()
+        report.weeks[5].partial = true
+        report.weeks[5].activeUsers = 50
+        return report
+    }
+
+    @Test("a week not over: a hollow point labelled so far, reached by a dashed line, its bar lighter with a dashed outline")
+    func partialWeek() throws {
+        let report = Self.partialReport()
+        let image = try PNGImage.rendering(svg: report.svg(), name: "weekly-partial")
+        let (x5, y5) = (report.x(week: 5), report.y(rate: 0.3))
+        // Hollow: white at the point's centre, the median's colour on its ring.
+        expectColour(image, at: (x5, y5), "#ffffff", "inside the hollow point")
+        let ring = image.pixel(x: x5, y: y5 - WeeklyReport.partialPointRadius)
+        #expect(ring.distance(to: PNGImage.Colour(hex: WeeklyReport.medianColour)) <= 40, "the point's ring: \(ring)")
+        // Week 4 → 5 is dashed: along the (flat, 30 %) segment, both the median's colour and gaps.
+        let along = stride(from: report.x(week: 4) + 6, to: x5 - 7, by: 1.0).map { image.pixel(x: $0, y: y5) }
+        let inked = along.filter { $0.distance(to: PNGImage.Colour(hex: WeeklyReport.medianColour)) <= 40 }.count
+        #expect(inked > along.count / 4 && inked < along.count * 3 / 4, "dashed: \(inked) of \(along.count) pixels inked")
+        // Its bar (50 of 100 users): the bar's blue at 45 % over white.
+        let bar = image.pixel(x: x5, y: report.y(users: 10))
+        let blue = PNGImage.Colour(hex: WeeklyReport.barColour)
+        func mix(_ a: UInt8) -> UInt8 { UInt8((WeeklyReport.partialOpacity * Double(a) + (1 - WeeklyReport.partialOpacity) * 255).rounded()) }
+        #expect(bar.distance(to: PNGImage.Colour(red: mix(blue.red), green: mix(blue.green), blue: mix(blue.blue))) <= 3, "partial bar: \(bar)")
+        // A complete week's bar keeps the full colour; "so far" is written, and in the legend.
+        expectColour(image, at: (report.x(week: 1), report.y(users: 10)), WeeklyReport.barColour, "week 1's bar")
+        let texts = try xmlText(report.svg())
+        #expect(texts.filter { $0 == "so far" }.count == 1 && texts.contains { $0.hasPrefix("so far: a week not over") }, "\(texts)")
+        #expect(texts.contains { $0.hasPrefix("week of 2026-02-09 so far: median 30 %") }, "the point's tooltip")
+        // Without a partial week: no "so far", nothing hollow.
+        #expect(try !xmlText(Self.report().svg()).contains { $0.hasPrefix("so far") })
+    }
+
+    @Test("every label fits inside the picture, the header wrapped, for a few weeks and for many")
+    func labelsFit() throws {
+        for count in [1, 4, 30, 200] {
+            let weeks = (0..<count).map {
+                WeeklyReport.Week(start: date("2026-01-05").adding(days: 7 * $0), lowerQuartile: 0.2, median: 0.5, upperQuartile: 0.7,
+                                  activeUsers: 1000 + $0, partial: $0 == count - 1)
+            }
+            let header = WeeklyReport.header(from: weeks[0].start, to: weeks[count - 1].start.adding(days: 6), weekStart: .sunday,
+                                             users: 123_456, partialWeek: weeks[count - 1].start)
+            let report = WeeklyReport(title: header.title, subtitle: header.subtitle, weeks: weeks)
+            let texts = try svgTexts(report.svg())
+            for text in texts where text.rotation == nil {
+                #expect(text.left >= 0 && text.right <= report.width, "\(count) weeks: \"\(text.text)\" spans \(text.left)…\(text.right) of \(report.width)")
+            }
+            #expect(texts.filter { $0.y < report.plotTop }.map(\.text).joined(separator: " ").contains("up to 123456 users a week"))
+        }
     }
 }

@@ -124,6 +124,11 @@ public struct PNGImage {
     /// Renders `svg` with librsvg's `rsvg-convert` (one user unit = one pixel) and decodes the PNG.
     /// With HABIT_KEEP_PICTURES=DIR, the SVG and PNG are also copied to DIR/`name`.svg|png (to look at them).
     public static func rendering(svg: String, name: String = "picture") throws -> PNGImage {
+        try renderingPNG(svg: svg, name: name).image
+    }
+
+    /// As `rendering(svg:name:)`, also giving the PNG file's bytes (what a golden picture keeps).
+    public static func renderingPNG(svg: String, name: String = "picture") throws -> (image: PNGImage, png: Data) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("habit-svg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -137,7 +142,7 @@ public struct PNGImage {
                 try FileManager.default.copyItem(at: file, to: target)
             }
         }
-        return image
+        return (image, try Data(contentsOf: output))
     }
 
     /// Renders the SVG file at `svgFile` into `pngFile` and decodes it.
@@ -157,6 +162,122 @@ public struct PNGImage {
             throw DecodingError("rsvg-convert exited \(process.terminationStatus): \(String(decoding: message, as: UTF8.self))")
         }
         return try PNGImage(data: try Data(contentsOf: URL(fileURLWithPath: pngFile)))
+    }
+}
+
+extension PNGImage {
+    /// The pixel's luminance in greyscale, 0 (black) … 255 (white): Rec. 709 weights over the
+    /// sRGB values, composited over white when not opaque.
+    public func luminance(x: Int, y: Int) -> Double {
+        let colour = pixel(x: x, y: y)
+        let alpha = Double(colour.alpha) / 255
+        func channel(_ value: UInt8) -> Double { Double(value) * alpha + 255 * (1 - alpha) }
+        return 0.2126 * channel(colour.red) + 0.7152 * channel(colour.green) + 0.0722 * channel(colour.blue)
+    }
+
+    /// The whole picture in greyscale, row by row (what someone without colour vision sees, roughly).
+    public var greyscale: [[Double]] {
+        (0..<height).map { y in (0..<width).map { x in luminance(x: x, y: y) } }
+    }
+}
+
+/// A picture kept in the repository as the PNG rsvg-convert made of it (Tests/Fixtures/pictures):
+/// a test renders the SVG again and compares pixel by pixel, so that any change to how a
+/// picture looks shows in review as a changed PNG. HABIT_UPDATE_GOLDEN=1 rewrites the golden
+/// files instead of comparing (then look at them, e.g. `git diff --stat`, and commit them).
+public struct GoldenPicture {
+    /// A pixel differs when one of its channels differs by more than this (antialiasing and
+    /// hinting of another librsvg or FreeType move edges by a few levels, not by this much).
+    public static let channelTolerance = 24
+    /// How many pixels may differ by more than that: none. One letter of an 11 px subtitle
+    /// changed ("Angeles" → "Angelas") differs in 21 pixels, so any allowance large enough to
+    /// matter would let a changed label through (PictureGoldenTests checks that it is caught).
+    /// The goldens need the renderer and font CI installs (scripts/pg-tmp ensure-packages
+    /// --tests: librsvg2-bin and fonts-dejavu-core, DejaVu Sans being SVGWriter's first family).
+    public static let allowedDifferingPixels = 0
+
+    public let name: String
+    public let path: String
+
+    /// The golden file `name`.png in `directory`.
+    public init(name: String, directory: String) {
+        self.name = name
+        self.path = URL(fileURLWithPath: directory).appendingPathComponent("\(name).png").path
+    }
+
+    public static var updating: Bool { ProcessInfo.processInfo.environment["HABIT_UPDATE_GOLDEN"] == "1" }
+
+    /// How the rendering differs from the golden file.
+    public struct Comparison: CustomStringConvertible {
+        public var differingPixels: Int
+        public var largestDistance: Int
+        /// The smallest rectangle holding every differing pixel (x, y, width, height), nil when none.
+        public var region: (x: Int, y: Int, width: Int, height: Int)?
+        public var sizeMismatch: String?
+        /// Where the new rendering was written to look at (when it differs).
+        public var actualPath: String?
+        public var rewritten = false
+
+        public var matches: Bool { sizeMismatch == nil && differingPixels <= GoldenPicture.allowedDifferingPixels }
+
+        public var description: String {
+            var text = sizeMismatch ?? "\(differingPixels) pixel(s) differ by more than \(GoldenPicture.channelTolerance) (largest \(largestDistance))"
+            if let region { text += " within x \(region.x)…\(region.x + region.width - 1), y \(region.y)…\(region.y + region.height - 1)" }
+            if let actualPath { text += "; the new rendering is at \(actualPath)" }
+            return text
+        }
+    }
+
+    /// Renders `svg` and compares it with the golden file (or rewrites the file when updating).
+    /// A missing golden file is a mismatch. The message says how to regenerate.
+    public func check(svg: String) throws -> Comparison {
+        let (image, png) = try PNGImage.renderingPNG(svg: svg, name: name)
+        if Self.updating {
+            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path,
+                                                    withIntermediateDirectories: true)
+            try png.write(to: URL(fileURLWithPath: path))
+            var comparison = Comparison(differingPixels: 0, largestDistance: 0)
+            comparison.rewritten = true
+            return comparison
+        }
+        var comparison: Comparison
+        if let data = FileManager.default.contents(atPath: path) {
+            comparison = Self.compare(image, try PNGImage(data: data))
+        } else {
+            comparison = Comparison(differingPixels: 0, largestDistance: 0, sizeMismatch: "no golden picture at \(path)")
+        }
+        if !comparison.matches {
+            let actual = FileManager.default.temporaryDirectory.appendingPathComponent("habit-golden-\(name).png")
+            try? png.write(to: actual)
+            comparison.actualPath = actual.path
+        }
+        return comparison
+    }
+
+    public static func compare(_ image: PNGImage, _ golden: PNGImage) -> Comparison {
+        guard image.width == golden.width, image.height == golden.height else {
+            return Comparison(differingPixels: 0, largestDistance: 0,
+                              sizeMismatch: "rendered \(image.width)×\(image.height), golden \(golden.width)×\(golden.height)")
+        }
+        var count = 0, largest = 0
+        var (minX, minY, maxX, maxY) = (Int.max, Int.max, -1, -1)
+        for y in 0..<image.height {
+            for x in 0..<image.width {
+                let distance = image.pixel(x: x, y: y).distance(to: golden.pixel(x: x, y: y))
+                largest = max(largest, distance)
+                if distance > channelTolerance {
+                    count += 1
+                    (minX, minY, maxX, maxY) = (min(minX, x), min(minY, y), max(maxX, x), max(maxY, y))
+                }
+            }
+        }
+        return Comparison(differingPixels: count, largestDistance: largest,
+                          region: count == 0 ? nil : (minX, minY, maxX - minX + 1, maxY - minY + 1))
+    }
+
+    /// What a failing test prints after the comparison.
+    public var howToRegenerate: String {
+        "if the change is intended: HABIT_UPDATE_GOLDEN=1 swift test --skip-build --filter PictureGoldenTests, then look at and commit \(path)"
     }
 }
 
