@@ -223,8 +223,11 @@ struct ProtocolExamplesTests {
     @Test("every request/answer example of docs/protocol.md, run in order against a live worker")
     func examplesAnswerAsDocumented() throws {
         let text = try String(contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
-        let examples = Self.examples(in: text)
+        var examples = Self.examples(in: text)
         try #require(examples.count > 100, "examples found: \(examples.count)")
+        // While editing the page: HABIT_EXAMPLE_LINES=900-1500 runs only the blocks starting there.
+        let only = ProcessInfo.processInfo.environment["HABIT_EXAMPLE_LINES"]?.split(separator: "-").compactMap { Int($0) }
+        if let only, only.count == 2 { examples = examples.filter { (only[0]...only[1]).contains($0.line) } }
         var failures: [String] = []
         var answered = 0
         try TestDatabase.with { database in
@@ -250,7 +253,7 @@ struct ProtocolExamplesTests {
             }
         }
         #expect(failures.isEmpty, "\(failures.count) of \(examples.count) examples differ:\n\(failures.joined(separator: "\n"))")
-        #expect(answered > 150, "answers compared: \(answered)")
+        if only == nil { #expect(answered > 150, "answers compared: \(answered)") }
     }
 
     /// Sends the example's requests one at a time (ids from earlier answers substituted), reads
