@@ -23,6 +23,9 @@ struct ProtocolExamplesTests {
         /// `<!-- example: given {request} -->`: requests run first, each must succeed; what the
         /// example needs that it does not show (a profile, a habit).
         let given: [String]
+        /// `<!-- example: hold SQL -->`: a statement (a row lock) an admin runs in a transaction
+        /// that stays open while the block runs, like a psql session holding a lock.
+        let hold: String?
         /// Worker arguments from an `<!-- example: args … -->` comment just before the block.
         let arguments: [String]
         /// From `<!-- example: today YYYY-MM-DD [zone] -->`: the day the example shows as today
@@ -44,6 +47,7 @@ struct ProtocolExamplesTests {
             var arguments: [String] = []
             var today: (date: String, zone: String)?
             var session: String?
+            var hold: String?
             var given: [String] = []
             var previous = index - 1
             while previous >= 0, lines[previous].trimmingCharacters(in: .whitespaces).isEmpty { previous -= 1 }
@@ -54,6 +58,7 @@ struct ProtocolExamplesTests {
                 case "args": arguments = Array(words.dropFirst())
                 case "today" where words.count >= 2: today = (words[1], words.count > 2 ? words[2] : "UTC")
                 case "session" where words.count == 2: session = words[1]
+                case "hold": hold = words.dropFirst().joined(separator: " ")
                 case "given": given.insert(words.dropFirst().joined(separator: " "), at: 0)
                 default: break
                 }
@@ -61,11 +66,11 @@ struct ProtocolExamplesTests {
             }
             // Only JSON-RPC exchanges: a block about a document's shape is not an example.
             if body.contains(where: { $0.contains(#""jsonrpc""#) }) {
-                let example = Example(line: start + 1, session: session, given: given, arguments: arguments, today: today, lines: body)
+                let example = Example(line: start + 1, session: session, given: given, hold: hold, arguments: arguments, today: today, lines: body)
                 // A block of answers only answers the block of requests before it.
                 if let last = examples.last, !body.contains(where: { expectedAnswer($0) == nil && !$0.isEmpty }),
                    !last.lines.contains(where: { expectedAnswer($0) != nil }) {
-                    examples[examples.count - 1] = Example(line: last.line, session: last.session, given: last.given,
+                    examples[examples.count - 1] = Example(line: last.line, session: last.session, given: last.given, hold: last.hold,
                                                            arguments: last.arguments, today: last.today, lines: last.lines + body)
                 } else {
                     examples.append(example)
@@ -82,6 +87,7 @@ struct ProtocolExamplesTests {
     static func expectedAnswer(_ line: String) -> WireJSON? {
         let made = line
             .replacingOccurrences(of: "[…]", with: #""\u0000any""#)
+            .replacingOccurrences(of: "{…}", with: #""\u0000any""#)
             .replacingOccurrences(of: ",…}", with: #","\u0000more":true}"#)
             .replacingOccurrences(of: ",…]", with: #","\u0000more"]"#)
         guard let value = try? WireJSON.parse(made) else { return nil }
@@ -115,26 +121,31 @@ struct ProtocolExamplesTests {
     struct Bindings {
         /// A UUID of the document → the worker's.
         var ids: [String: String] = [:]
+        /// A cursor of the document → the worker's, for the request that pages on with it.
+        var cursors: [String: String] = [:]
 
         /// A request as sent: every id the document names is the one bound to it, and an id not
         /// yet bound (a user, a client-chosen id, one that does not exist) gets a fresh one, so
         /// no example sees the rows of another heading's.
         mutating func request(_ text: String) -> String {
             var out = text
+            for (documented, actual) in cursors { out = out.replacingOccurrences(of: documented, with: actual) }
             let found = ProtocolExamplesTests.uuidInText.matches(in: text, range: NSRange(text.startIndex..., in: text))
             for match in found.reversed() {
                 let range = Range(match.range, in: out)!
-                let documented = String(out[range])
+                let written = String(out[range])
+                let documented = written.lowercased()
                 let actual = ids[documented] ?? UUID().uuidString.lowercased()
                 ids[documented] = actual
-                out.replaceSubrange(range, with: actual)
+                // Written in capitals (the worker takes any case): sent in capitals.
+                out.replaceSubrange(range, with: written == documented ? actual : actual.uppercased())
             }
             return out
         }
     }
 
     static let uuidPattern = try! NSRegularExpression(pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-    static let uuidInText = try! NSRegularExpression(pattern: "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    static let uuidInText = try! NSRegularExpression(pattern: "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
     static let clockPattern = try! NSRegularExpression(pattern: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+(Z|[+-]\d\d:\d\d)$"#)
 
     static func matches(_ pattern: NSRegularExpression, _ text: String) -> Bool {
@@ -157,7 +168,10 @@ struct ProtocolExamplesTests {
                 return nil
             }
             if matches(clockPattern, documented), matches(clockPattern, got) { return nil }
-            if key == "cursor" || key == "next_cursor", got.hasPrefix("v1."), documented.hasPrefix("v1.") { return nil }
+            if key == "cursor" || key == "next_cursor", !got.isEmpty, !documented.isEmpty {
+                bindings.cursors[documented] = got
+                return nil
+            }
             // Ids named inside a text (a message): the bound ones.
             var text = documented
             for match in uuidInText.matches(in: documented, range: NSRange(documented.startIndex..., in: documented)).reversed() {
@@ -241,10 +255,18 @@ struct ProtocolExamplesTests {
                 let arguments = ["--pool-size", "1"] + example.arguments
                 let worker: WorkerProcess
                 if let running = workers[arguments] { worker = running } else {
-                    worker = try WorkerProcess.serve(databaseURL: url, arguments: arguments)
+                    // `args --database-url …` (a server that is not there) replaces the test's.
+                    if let index = arguments.firstIndex(of: "--database-url"), index + 1 < arguments.count {
+                        var rest = arguments
+                        let other = rest.remove(at: index + 1)
+                        rest.remove(at: index)
+                        worker = try WorkerProcess.serve(databaseURL: other, arguments: rest)
+                    } else {
+                        worker = try WorkerProcess.serve(databaseURL: url, arguments: arguments)
+                    }
                     workers[arguments] = worker
                 }
-                if let failure = try Self.run(example, on: worker, &bindings, answered: &answered) {
+                if let failure = try Self.run(example, on: worker, &bindings, answered: &answered, database: database) {
                     failures.append("docs/protocol.md:\(example.line): \(failure)")
                     // Its unread answers must not meet the next example.
                     worker.forceStop()
@@ -259,7 +281,8 @@ struct ProtocolExamplesTests {
     /// Sends the example's requests one at a time (ids from earlier answers substituted), reads
     /// the answers each is documented with, and compares them; the worker's notifications
     /// last. Nil when every answer is as documented.
-    static func run(_ example: Example, on worker: WorkerProcess, _ bindings: inout Bindings, answered: inout Int) throws -> String? {
+    static func run(_ example: Example, on worker: WorkerProcess, _ bindings: inout Bindings, answered: inout Int,
+                    database: TestDatabase) throws -> String? {
         var expected: [(line: String, value: WireJSON)] = []
         var requests: [String] = []
         for line in try example.lines.map({ try shifted($0, example.today) }) where !line.isEmpty {
@@ -275,6 +298,21 @@ struct ProtocolExamplesTests {
             var ignored = bindings
             _ = unify(.null, answer, path: "", &ignored)
         }
+        if let hold = example.hold {
+            let admin = try database.connect()
+            defer { admin.close() }
+            let statement = bindings.request(hold)
+            return try admin.withTransaction { connection in
+                try connection.executeScript(unsafeSQL: statement)
+                return try exchange(expected, requests, on: worker, &bindings, answered: &answered)
+            }
+        }
+        return try exchange(expected, requests, on: worker, &bindings, answered: &answered)
+    }
+
+    /// The requests sent one by one, each answer compared with the one the document shows.
+    static func exchange(_ expected: [(line: String, value: WireJSON)], _ requests: [String], on worker: WorkerProcess,
+                         _ bindings: inout Bindings, answered: inout Int) throws -> String? {
         var unclaimed = expected
         func claim(where isOwned: (WireJSON) -> Bool) -> (line: String, value: WireJSON)? {
             guard let index = unclaimed.firstIndex(where: { isOwned($0.value) }) else { return nil }
