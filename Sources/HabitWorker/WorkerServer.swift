@@ -53,7 +53,20 @@ public final class WorkerServer: @unchecked Sendable {
         defer { health?.stop() }
         let prune = SyncPrune(configuration: configuration, logger: logger)
         defer { prune.stop() }
-        logger.info("serving", metadata: ["pool_size": "\(configuration.poolSize)", "max_in_flight": "\(configuration.maxInFlight)"])
+        // Every setting in effect, named as its flag: what an operator checks first, and what
+        // DocumentedDefaultsTests holds the docs' default columns to.
+        logger.info("serving", metadata: [
+            "pool_size": "\(configuration.poolSize)",
+            "max_per_round_trip": "\(configuration.maxRequestsPerRoundTrip)",
+            "max_in_flight": "\(configuration.maxInFlight)",
+            "statement_timeout_ms": "\(configuration.statementTimeoutMilliseconds)",
+            "max_line_bytes": "\(configuration.maxLineBytes)",
+            "max_batch": "\(configuration.maxBatchElements)",
+            "max_response_bytes": "\(configuration.maxResponseBytes)",
+            "connect_timeout": "\(configuration.connectTimeoutSeconds)",
+            "sync_retention_days": "\(configuration.syncRetentionDays)",
+            "prepared_statements": "\(configuration.preparedStatements.rawValue)",
+        ])
         // One thread per slot plus this one, which leads first: a thread is always free to read.
         let threads = DispatchGroup()
         for index in pool.slots.indices {

@@ -113,7 +113,8 @@ struct ConfigurationTests {
             #expect(worker.waitForExit() == 0)
             _ = worker.waitForStderrEnd()
             let log = worker.stderrText
-            #expect(log.contains(" INFO serving max_in_flight=7 pid=\(worker.pid) pool_size=3"), "\(log)")
+            let serving = log.split(separator: "\n").first { $0.contains(" INFO serving ") }.map { " \($0) " } ?? ""
+            #expect(serving.contains(" max_in_flight=7 ") && serving.contains(" pool_size=3 ") && serving.contains(" pid=\(worker.pid) "), "\(log)")
             #expect(log.contains(" DEBUG request "), "HABIT_LOG_LEVEL=debug: \(log)")
             #expect(!log.contains("{\"ts\""), "HABIT_LOG_FORMAT=text: \(log)")
 
@@ -125,7 +126,10 @@ struct ConfigurationTests {
             flagged.closeInput()
             #expect(flagged.waitForExit() == 0)
             _ = flagged.waitForStderrEnd()
-            #expect(flagged.stderrText.contains(#""msg":"serving","max_in_flight":7,"pid":\#(flagged.pid),"pool_size":2"#), "\(flagged.stderrText)")
+            let servingJSON = flagged.stderrText.split(separator: "\n").first { $0.contains(#""msg":"serving""#) }
+                .flatMap { try? WireJSON.parse(String($0)) }
+            #expect(servingJSON?["max_in_flight"]?.intValue == 7 && servingJSON?["pool_size"]?.intValue == 2
+                    && servingJSON?["pid"]?.intValue == Int(flagged.pid), "\(flagged.stderrText)")
 
             // A malformed value is a usage error, not a silent default.
             for (name, value) in [("HABIT_POOL_SIZE", "four"), ("HABIT_PREPARED_STATEMENTS", "maybe"), ("HABIT_LOG_FORMAT", "xml")] {
