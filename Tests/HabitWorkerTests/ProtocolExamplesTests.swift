@@ -128,9 +128,15 @@ struct ProtocolExamplesTests {
         /// yet bound (a user, a client-chosen id, one that does not exist) gets a fresh one, so
         /// no example sees the rows of another heading's.
         mutating func request(_ text: String) -> String {
+            // A cursor the worker answered stands for itself: the ids inside it are the
+            // worker's, so it is set aside while the document's ids are replaced.
             var out = text
-            for (documented, actual) in cursors { out = out.replacingOccurrences(of: documented, with: actual) }
-            let found = ProtocolExamplesTests.uuidInText.matches(in: text, range: NSRange(text.startIndex..., in: text))
+            var setAside: [String] = []
+            for (documented, actual) in cursors where out.contains(documented) {
+                out = out.replacingOccurrences(of: documented, with: "\u{1}\(setAside.count)\u{1}")
+                setAside.append(actual)
+            }
+            let found = ProtocolExamplesTests.uuidInText.matches(in: out, range: NSRange(out.startIndex..., in: out))
             for match in found.reversed() {
                 let range = Range(match.range, in: out)!
                 let written = String(out[range])
@@ -139,6 +145,9 @@ struct ProtocolExamplesTests {
                 ids[documented] = actual
                 // Written in capitals (the worker takes any case): sent in capitals.
                 out.replaceSubrange(range, with: written == documented ? actual : actual.uppercased())
+            }
+            for (index, actual) in setAside.enumerated() {
+                out = out.replacingOccurrences(of: "\u{1}\(index)\u{1}", with: actual)
             }
             return out
         }
