@@ -91,4 +91,38 @@ import Testing
             #expect(try worker.call("stats.calendar", params(user, ["from": "1970-01-01", "to": "1970-12-31"]))["days"]?.arrayValue?.count == 365)
         }
     }
+
+    @Test("account.import: a period starting, or a completion or skip lying, before 1970 is refused out_of_range at its JSON path; nothing written")
+    func importRefusesDatesBefore1970() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            let habitID: WireJSON = "aaaaaaaa-0000-4000-8000-000000000001"
+            func document(start: String, completion: String? = nil, skip: String? = nil) -> WireJSON {
+                .object([
+                    .init("format", "habit-account"), .init("version", 1), .init("profile", .null),
+                    .init("habits", [.object([.init("id", habitID), .init("name", "Walk"),
+                                              .init("periods", [.object([.init("started_at", .string(start)), .init("schedule", ["type": "daily"])])])])]),
+                    .init("completions", .array(completion.map { [.object([.init("template_id", habitID), .init("date", .string($0))])] } ?? [])),
+                    .init("skips", .array(skip.map { [.object([.init("template_id", habitID), .init("date", .string($0))])] } ?? [])),
+                    .init("lists", []), .init("tasks", []),
+                ])
+            }
+            let cases: [(WireJSON, String)] = [
+                (document(start: "1880-01-01T00:00:00Z"), "document.habits[0].periods[0].started_at"),
+                (document(start: "1970-01-01T00:00:00Z", completion: "1969-12-31"), "document.completions[0].date"),
+                (document(start: "1970-01-01T00:00:00Z", skip: "1881-03-03"), "document.skips[0].date"),
+            ]
+            for (refused, field) in cases {
+                for mode in ["merge", "replace"] as [WireJSON] {
+                    let response = try worker.request("account.import", params: params(user, ["document": refused, "mode": mode]))
+                    expectError(response, code: Code.invalidParams, id: nil, reason: "out_of_range", field: field)
+                }
+            }
+            #expect(try session.habitCount(user: user) == 0)
+            // The first day of the range is taken.
+            _ = try worker.call("account.import", params(user, ["document": document(start: "1970-01-01T00:00:00Z", completion: "1970-01-01"), "mode": "replace"]))
+            #expect(try session.completionCount(user: user) == 1)
+        }
+    }
 }
