@@ -42,6 +42,8 @@ SET LOCAL check_function_bodies = off;
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
 -- user's today (YYYY-MM-DD):
 --   id_conflict       the id is another user's row (never saying whose, or what it is)
+--   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
+--                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
@@ -200,6 +202,15 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM import_periods p
         WHERE p.ended_at > now() ORDER BY p.i, p.j LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'the period ends after now', today); END IF;
+
+        -- The range (sql/migrations/0021), backfill or not: periods start at or after
+        -- habit.earliest_day() 00:00 UTC, completions and skips lie on or after it.
+        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].started_at' AS path INTO bad FROM import_periods p
+        WHERE p.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' ORDER BY p.i, p.j LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day() || 'T00:00:00Z'); END IF;
+        SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+        WHERE d.day < habit.earliest_day() ORDER BY d.kind, d.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day()); END IF;
 
         -- Completions and skips: the rules of sql/0010 against the document's own periods.
         SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
@@ -971,6 +982,8 @@ COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
     'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
 
 -- The rules of completing and skipping, for every writer -------------------------------------
+--   23514 (CONSTRAINT habit_completions_date_range / habit_skips_date_range)  a day before
+--                           habit.earliest_day(), 1970-01-01 (sql/migrations/0021); backfill too
 --   HB003 future_date       done after the user's today, or skipped more than 366 days after it
 --                           (DETAIL: the user's today, YYYY-MM-DD)
 --   HB004 habit_not_active  the habit is not on that day (habit.habit_days_at)
@@ -1035,6 +1048,15 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         on_day boolean := false;
         s habit.streak_segment;
     BEGIN
+        -- The range (sql/migrations/0021), before anything else and for every writer, backfill
+        -- or not: a day before habit.earliest_day() is never written.
+        IF p_present AND p_day < habit.earliest_day() THEN
+            RAISE EXCEPTION '% on % is before %', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day()
+                USING ERRCODE = 'check_violation',
+                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
+                      TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
+                      COLUMN = CASE WHEN skipping THEN 'skipped_date' ELSE 'completed_date' END, SCHEMA = 'public';
+        END IF;
         -- The lock first, in a statement of its own: a writer that waited for it reads, in the
         -- next statement (a new snapshot), what the writer it waited for committed.
         PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
@@ -1119,7 +1141,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion or skip becoming present, raises HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
+    'Locks the habit and, for a completion or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -4585,6 +4607,53 @@ COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
     'Of due_habit_days, the skipped ones (habit_skips on a due day; since 0020, before: every skip on a day the habit was on).';
 
 """#),
+        SQLFile(path: "migrations/0021_date_ranges.sql", text: #"""
+-- 0021 (issue 31, finding 1 "Spans"): written dates and instants start at 1970-01-01.
+--
+-- A habit activated in 1880 made its writers and readers walk 146 years of days; a completion
+-- in 1881 likewise. Every writer (the worker, Supabase, psql, an account import, an admin's
+-- backfill) now meets the same floor in the tables' BEFORE triggers (current-state files):
+--   habit_completions.completed_date, habit_skips.skipped_date   >= habit.earliest_day()
+--       (habit.check_day, sql/functions/history.sql)
+--   habit_templates.activated_at, habit_periods.started_at       >= habit.earliest_day() 00:00 UTC
+--       (sql/triggers/habit_templates.sql, sql/triggers/habit_periods.sql)
+-- raising 23514 (check_violation) with CONSTRAINT habit_completions_date_range,
+-- habit_skips_date_range, habit_templates_activated_at_range or habit_periods_started_at_range
+-- and COLUMN the column, which the worker answers -32602 `out_of_range` naming the field
+-- (Sources/HabitStore/StoreError.swift). The upper bounds stay the user's today rules the
+-- triggers already keep (HB003 future_date: a completion after today, a skip after today +
+-- 366 days); "today" is not immutable, so no CHECK constraint could hold them.
+--
+-- Why triggers and not CHECK constraints: rows written before this migration may lie before
+-- 1970 (an import, a backfill). A CHECK constraint, even added NOT VALID, is checked on every
+-- later UPDATE of such a row — a rename, or the deactivation that closes its period — and
+-- would make those rows read-only; validating it would make this migration fail. The
+-- triggers check a date only when it is written or changed, so older rows are kept as they
+-- are and stay editable, and this migration touches no row. Admins find them with
+--   SELECT user_id, id, activated_at FROM public.habit_templates WHERE activated_at < '1970-01-01 00:00+00';
+--   SELECT user_id, template_id, completed_date FROM public.habit_completions WHERE completed_date < '1970-01-01';
+--
+-- The bound is one function, here rather than in sql/functions for the reason
+-- habit.has_no_bidi_controls is in 0019: changing it changes which rows may be written (a
+-- versioned migration, with a look at the stored rows). A SQL function without a SET clause,
+-- so PostgreSQL inlines it.
+CREATE FUNCTION habit.earliest_day() RETURNS date
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT date '1970-01-01'
+    $fn$;
+COMMENT ON FUNCTION habit.earliest_day() IS
+    'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
+
+COMMENT ON COLUMN public.habit_completions.completed_date IS
+    'The calendar date completed, in the user''s time zone (a date, never shifted): from 1970-01-01 to the user''s today (the triggers, sql/0021).';
+COMMENT ON COLUMN public.habit_skips.skipped_date IS
+    'The calendar date skipped, in the user''s time zone: from 1970-01-01 to the user''s today + 366 days (the triggers, sql/0021).';
+COMMENT ON COLUMN public.habit_templates.activated_at IS
+    'Start of the habit''s first period (habit_periods): from 1970-01-01 00:00 UTC when written (the triggers, sql/0021).';
+COMMENT ON COLUMN public.habit_periods.started_at IS 'Start (inclusive): from 1970-01-01 00:00 UTC when written (the triggers, sql/0021).';
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -4847,6 +4916,14 @@ CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
         IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
             RETURN NEW;
         END IF;
+        -- The range (sql/migrations/0021), as for habit_templates.activated_at: checked when
+        -- written or changed only, so older periods stay editable (closing one at now()).
+        IF (TG_OP = 'INSERT' OR NEW.started_at IS DISTINCT FROM OLD.started_at)
+           AND NEW.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
+            RAISE EXCEPTION 'started_at % is before % 00:00 UTC', NEW.started_at, habit.earliest_day()
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_periods_started_at_range',
+                      TABLE = 'habit_periods', COLUMN = 'started_at', SCHEMA = 'public';
+        END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'periods',
             CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
         RETURN NEW;
@@ -4976,7 +5053,8 @@ CREATE CONSTRAINT TRIGGER habit_streak_state_rebuild AFTER INSERT OR UPDATE ON p
 -- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
 -- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- BEFORE: on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
+-- BEFORE: a new or changed activated_at lies on or after 1970-01-01 00:00 UTC (23514,
+-- CONSTRAINT habit_templates_activated_at_range; sql/migrations/0021); on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
 -- updated_at is touched; the change number. SECURITY DEFINER: periods are written only here.
 CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4985,6 +5063,14 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
+        -- The range (sql/migrations/0021): a new or changed activation starts on or after
+        -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
+        IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)
+           AND NEW.activated_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
+            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC', NEW.activated_at, habit.earliest_day()
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_activated_at_range',
+                      TABLE = 'habit_templates', COLUMN = 'activated_at', SCHEMA = 'public';
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;

@@ -158,6 +158,13 @@ extension StoreError {
         "task_lists_name_bidi_check": ("name", .invalidCharacters),
         "tasks_title_bidi_check": ("title", .invalidCharacters),
         "tasks_notes_bidi_check": ("notes", .invalidCharacters),
+        // The date range (sql/migrations/0021), kept by the tables' BEFORE triggers, which raise
+        // 23514 with these names: the worker refuses such a date first, except for an import's
+        // or a sync's rows, which reach the database as they are.
+        "habit_completions_date_range": ("date", .outOfRange),
+        "habit_skips_date_range": ("date", .outOfRange),
+        "habit_templates_activated_at_range": ("activated_at", .outOfRange),
+        "habit_periods_started_at_range": ("activated_at", .outOfRange),
     ]
 
     /// The prose of the constraints no validation in Swift answers first (the others say
@@ -167,5 +174,9 @@ extension StoreError {
         "task_lists_name_bidi_check": "must not contain bidirectional control characters",
         "tasks_title_bidi_check": "must not contain bidirectional control characters",
         "tasks_notes_bidi_check": "must not contain bidirectional control characters",
+        "habit_completions_date_range": "must be on or after 1970-01-01",
+        "habit_skips_date_range": "must be on or after 1970-01-01",
+        "habit_templates_activated_at_range": "must be at or after 1970-01-01T00:00:00Z",
+        "habit_periods_started_at_range": "must be at or after 1970-01-01T00:00:00Z",
     ]
 }

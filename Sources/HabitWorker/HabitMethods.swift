@@ -89,7 +89,7 @@ enum HabitsCreate: DatabaseMethod {
             name: try params.requiredString("name", description: "Trimmed, then 1–100 characters, no control characters."),
             icon: try params.optionalString("icon", description: "SF Symbol name: lowercase dot-separated words."),
             color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),
-            activatedAt: try params.optionalTimestamp("activated_at", description: "When the habit starts; default now."),
+            activatedAt: try params.activationInstant(),
             sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest."),
             schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily.")
         ))
@@ -237,7 +237,7 @@ enum DayGet: SingleStatementMethod {
     typealias Result = DayView
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let timeZone: String?; let includeStreaks: Bool }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), date: try params.date("date", description: "Any date, past or future."),
+        Params(user: try params.userID(), date: try params.referenceDate("date", description: "Past or future."),
                timeZone: try params.timeZone(),
                includeStreaks: try params.optionalChoices("include", ["streaks"], description: "Extra members for each habit: \"streaks\" adds current_streak at date. Absent, null or []: none.").contains("streaks"))
     }
@@ -256,7 +256,7 @@ enum CompletionsSet: DatabaseMethod {
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let state: DayState; let legacy: Bool; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID(), template = try params.uuid("template_id", description: "The habit.")
-        let date = try params.date("date", description: "done: on or before today in the zone used; skipped (and none): up to today + 366 days.")
+        let date = try params.writtenDate("date", description: "done: on or before today in the zone used; skipped (and none): up to today + 366 days.")
         let completed = try params.optionalBool("completed", description: "true = state done, false = state none (but, as always, not after today). Exactly one of completed and state.")
         let state = try params.optionalString("state", oneOf: DayState.allCases.map(\.rawValue),
                                               description: "done, skipped or none; replaces the day's other state. Exactly one of completed and state.")
@@ -308,7 +308,7 @@ enum CompletionsToggle: DatabaseMethod {
     struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
-               date: try params.date("date", description: "On or before today in the zone used."),
+               date: try params.writtenDate("date", description: "On or before today in the zone used."),
                timeZone: try params.timeZone())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Toggled {
@@ -332,8 +332,8 @@ enum SkipsSetRange: DatabaseMethod {
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID()
         let template = try params.optionalUUID("template_id", description: "Only this habit. Absent or null: every habit of the user.")
-        let from = try params.date("from", description: "First day of the range.")
-        let to = try params.date("to", description: "Last day (inclusive): on or after from, at most 365 days after it (366 days in all); when skipping, at most today + 366 days.")
+        let from = try params.writtenDate("from", description: "First day of the range.")
+        let to = try params.writtenDate("to", description: "Last day (inclusive): on or after from, at most 365 days after it (366 days in all); when skipping, at most today + 366 days.")
         let skipped = try params.requiredBool("skipped", description: "true: skip each day a habit is on and not done (done days stay done); false: remove the range's skips.")
         let timeZone = try params.timeZone()
         guard to >= from else {
@@ -375,15 +375,8 @@ enum WeekCounts: DatabaseMethod {
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart?; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
-        let date = try params.date("date", description: "Any day of the week; the whole week must lie in 0001-01-01…9999-12-31.")
-        // The placeholders a describing reader returns pass this check, so the reads after it still declare.
-        // Without week_start the profile's applies: the week must fit whichever it is.
-        for start in weekStart.map({ [$0] }) ?? WeekStart.allCases {
-            let first = start.weekStart(containing: date)
-            guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
-                throw .invalidParams(field: "date", reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
-            }
-        }
+        // The range makes the week's days dates the API accepts back (its week may begin in 1969).
+        let date = try params.referenceDate("date", description: "Any day of the week.")
         return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Week {

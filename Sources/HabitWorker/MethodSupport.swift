@@ -232,6 +232,43 @@ private let placeholderDate = CalendarDate(year: 2000, month: 1, day: 1)!
 /// For the params an update can clear.
 private let clearableNote = "Absent: keep; null: clear."
 
+/// The documented range of dates and instants (issue 31, finding 1; docs/protocol.md,
+/// "Values"), checked while the params are read, before any statement runs. The database
+/// keeps the lower bound for every writer (its triggers, sql/migrations/0021) and the
+/// written dates' upper bound, the user's today (`future_date`), which needs the user's zone.
+/// A reference date's upper bound is known without the zone: five years after the latest
+/// today anywhere — UTC's date + 1 day (zones reach UTC+14) — so it holds every user's
+/// today + 5 years, and at most one more day.
+enum DateBounds {
+    static let earliest = CalendarDate(year: 1970, month: 1, day: 1)!
+    static let earliestInstant = PostgresTimestamp(rfc3339: "1970-01-01T00:00:00Z")!
+    static let yearsAhead = 5
+    static let referenceNote = "From 1970-01-01 to today + 5 years (UTC's today + 1 day + 5 years)."
+
+    /// `earliest` … five years after UTC's date + 1 at `now`.
+    static func reference(now: Date = Date()) -> ClosedRange<CalendarDate> {
+        let latestToday = CalendarDate(daysSinceUnixEpoch: Int((now.timeIntervalSince1970 / 86_400).rounded(.down)) + 1)
+        // 29 February + 5 years is 28 February.
+        let latest = CalendarDate(year: latestToday.year + yearsAhead, month: latestToday.month, day: latestToday.day)
+            ?? CalendarDate(year: latestToday.year + yearsAhead, month: latestToday.month, day: latestToday.day - 1)!
+        return earliest...latest
+    }
+
+    static func checkWritten(_ date: CalendarDate, field: String) throws(RPCError) {
+        guard date >= earliest else {
+            throw .invalidParams(field: field, reason: RPCReason.outOfRange, message: "must be on or after \(earliest)")
+        }
+    }
+
+    static func checkReference(_ date: CalendarDate, field: String) throws(RPCError) {
+        let range = reference()
+        guard range.contains(date) else {
+            throw .invalidParams(field: field, reason: RPCReason.outOfRange,
+                                 message: "must lie between \(range.lowerBound) and \(range.upperBound) (today + \(yearsAhead) years)")
+        }
+    }
+}
+
 extension ParamsReader {
     static let instantRange = PostgresTimestamp(rfc3339: "0001-01-01T00:00:00Z")!...PostgresTimestamp(rfc3339: "9999-12-31T23:59:59.999999Z")!
     static let dateRange = CalendarDate(year: 1, month: 1, day: 1)!...CalendarDate(year: 9999, month: 12, day: 31)!
@@ -270,6 +307,29 @@ extension ParamsReader {
         case .string?: return .some(try uuid(key))
         default: throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a UUID or null")
         }
+    }
+
+    /// A date a request writes (a completion's, a skip's): on or after `DateBounds.earliest`.
+    /// The upper bound is the user's today (`future_date`), which the database knows.
+    func writtenDate(_ key: String, description: String) throws(RPCError) -> CalendarDate {
+        let value = try date(key, description: "From 1970-01-01. " + description)
+        try DateBounds.checkWritten(value, field: key)
+        return value
+    }
+
+    /// A reference date (day.get's, week.counts', habits.stats', stats.calendar's): within
+    /// `DateBounds.reference()`.
+    func referenceDate(_ key: String, description: String) throws(RPCError) -> CalendarDate {
+        let value = try date(key, description: DateBounds.referenceNote + " " + description)
+        try DateBounds.checkReference(value, field: key)
+        return value
+    }
+
+    /// As `referenceDate`; absent or null → nil.
+    func optionalReferenceDate(_ key: String, description: String) throws(RPCError) -> CalendarDate? {
+        guard let value = try optionalDate(key, description: DateBounds.referenceNote + " " + description) else { return nil }
+        try DateBounds.checkReference(value, field: key)
+        return value
     }
 
     func date(_ key: String, description: String? = nil) throws(RPCError) -> CalendarDate {
@@ -311,6 +371,16 @@ extension ParamsReader {
             throw .invalidParams(field: key, reason: RPCReason.outOfRange, message: "must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z")
         }
         return timestamp
+    }
+
+    /// habits.create's `activated_at`: at or after 1970-01-01T00:00:00Z (`DateBounds`; the
+    /// database's trigger keeps the same bound for every writer). Absent or null → nil (now).
+    func activationInstant() throws(RPCError) -> PostgresTimestamp? {
+        guard let instant = try optionalTimestamp("activated_at", description: "When the habit starts; default now. At or after 1970-01-01T00:00:00Z; may be in the future.") else { return nil }
+        guard instant >= DateBounds.earliestInstant else {
+            throw .invalidParams(field: "activated_at", reason: RPCReason.outOfRange, message: "must be at or after 1970-01-01T00:00:00Z")
+        }
+        return instant
     }
 
     /// The optional `timezone` override, an IANA zone name; its validity is checked against

@@ -17,8 +17,7 @@ enum HabitsStats: SingleStatementMethod {
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID()
         let template = try params.optionalUUID("id", description: "Only this habit, whatever its state (active or not, on R or not). Absent or null: every habit on date, in day.get's order.")
-        let date = try params.optionalDate("date", description: "The reference date R; its week must lie between 0001-01-01 and 9999-12-31. Absent or null: today in the user's zone.")
-        if let date { try checkWeekInRange(date, field: "date") }
+        let date = try params.optionalReferenceDate("date", description: "The reference date R. Absent or null: today in the user's zone.")
         return Params(user: user, template: template, date: date)
     }
     static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<StatsReport> {
@@ -36,8 +35,8 @@ enum StatsCalendarMethod: SingleStatementMethod {
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID()
         let template = try params.optionalUUID("id", description: "Only this habit. Absent or null: every habit of the user.")
-        let from = try params.date("from", description: "First day of the range.")
-        let to = try params.date("to", description: "Last day (inclusive): on or after from, at most 365 days after it (366 days in all).")
+        let from = try params.referenceDate("from", description: "First day of the range.")
+        let to = try params.referenceDate("to", description: "Last day (inclusive): on or after from, at most 365 days after it (366 days in all).")
         guard to >= from else {
             throw .invalidParams(field: "to", reason: RPCReason.outOfRange, message: "must be on or after from")
         }
@@ -48,17 +47,6 @@ enum StatsCalendarMethod: SingleStatementMethod {
     }
     static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<StatsCalendar> {
         try context.habits.statsCalendarStatement(user: params.user, template: params.template, from: params.from, to: params.to)
-    }
-}
-
-/// A reference date's week, whichever day it starts on, lies in 0001-01-01…9999-12-31: a weekly
-/// streak's last day is the end of R's week, and results only carry dates the API accepts back.
-func checkWeekInRange(_ date: CalendarDate, field: String) throws(RPCError) {
-    for start in WeekStart.allCases {
-        let first = start.weekStart(containing: date)
-        guard ParamsReader.dateRange.contains(first), ParamsReader.dateRange.contains(first.adding(days: 6)) else {
-            throw .invalidParams(field: field, reason: RPCReason.outOfRange, message: "its week must lie between 0001-01-01 and 9999-12-31")
-        }
     }
 }
 

@@ -218,6 +218,7 @@ enum ErrorMapping {
         case "habit_not_active": return DomainErrorCode.habitNotActive.error(extra: [field])
         case "done_and_skipped": return DomainErrorCode.invalidState.error(extra: [("detail", .string("done_and_skipped")), field])
         case "invalid_timezone": return .invalidParams(field: path, reason: InputFailure.invalidTimeZone, message: "unknown time zone")
+        case "out_of_range": return .invalidParams(field: path, reason: InputFailure.outOfRange, message: "before 1970-01-01 (the earliest date the service keeps)")
         case "invalid_characters":
             return .invalidParams(field: path, reason: InputFailure.invalidCharacters, message: "must not contain bidirectional control characters")
         default: return .internalError()

@@ -20,6 +20,8 @@ SET LOCAL check_function_bodies = off;
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
 -- user's today (YYYY-MM-DD):
 --   id_conflict       the id is another user's row (never saying whose, or what it is)
+--   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
+--                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
@@ -178,6 +180,15 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM import_periods p
         WHERE p.ended_at > now() ORDER BY p.i, p.j LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'the period ends after now', today); END IF;
+
+        -- The range (sql/migrations/0021), backfill or not: periods start at or after
+        -- habit.earliest_day() 00:00 UTC, completions and skips lie on or after it.
+        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].started_at' AS path INTO bad FROM import_periods p
+        WHERE p.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' ORDER BY p.i, p.j LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day() || 'T00:00:00Z'); END IF;
+        SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+        WHERE d.day < habit.earliest_day() ORDER BY d.kind, d.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day()); END IF;
 
         -- Completions and skips: the rules of sql/0010 against the document's own periods.
         SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d

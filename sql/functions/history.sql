@@ -241,6 +241,8 @@ COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
     'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
 
 -- The rules of completing and skipping, for every writer -------------------------------------
+--   23514 (CONSTRAINT habit_completions_date_range / habit_skips_date_range)  a day before
+--                           habit.earliest_day(), 1970-01-01 (sql/migrations/0021); backfill too
 --   HB003 future_date       done after the user's today, or skipped more than 366 days after it
 --                           (DETAIL: the user's today, YYYY-MM-DD)
 --   HB004 habit_not_active  the habit is not on that day (habit.habit_days_at)
@@ -305,6 +307,15 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         on_day boolean := false;
         s habit.streak_segment;
     BEGIN
+        -- The range (sql/migrations/0021), before anything else and for every writer, backfill
+        -- or not: a day before habit.earliest_day() is never written.
+        IF p_present AND p_day < habit.earliest_day() THEN
+            RAISE EXCEPTION '% on % is before %', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day()
+                USING ERRCODE = 'check_violation',
+                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
+                      TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
+                      COLUMN = CASE WHEN skipping THEN 'skipped_date' ELSE 'completed_date' END, SCHEMA = 'public';
+        END IF;
         -- The lock first, in a statement of its own: a writer that waited for it reads, in the
         -- next statement (a new snapshot), what the writer it waited for committed.
         PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
@@ -389,7 +400,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion or skip becoming present, raises HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
+    'Locks the habit and, for a completion or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void

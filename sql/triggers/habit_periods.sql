@@ -16,6 +16,14 @@ CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
         IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
             RETURN NEW;
         END IF;
+        -- The range (sql/migrations/0021), as for habit_templates.activated_at: checked when
+        -- written or changed only, so older periods stay editable (closing one at now()).
+        IF (TG_OP = 'INSERT' OR NEW.started_at IS DISTINCT FROM OLD.started_at)
+           AND NEW.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
+            RAISE EXCEPTION 'started_at % is before % 00:00 UTC', NEW.started_at, habit.earliest_day()
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_periods_started_at_range',
+                      TABLE = 'habit_periods', COLUMN = 'started_at', SCHEMA = 'public';
+        END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'periods',
             CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
         RETURN NEW;

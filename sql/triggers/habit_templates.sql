@@ -8,7 +8,8 @@
 -- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
 -- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- BEFORE: on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
+-- BEFORE: a new or changed activated_at lies on or after 1970-01-01 00:00 UTC (23514,
+-- CONSTRAINT habit_templates_activated_at_range; sql/migrations/0021); on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
 -- updated_at is touched; the change number. SECURITY DEFINER: periods are written only here.
 CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -17,6 +18,14 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
+        -- The range (sql/migrations/0021): a new or changed activation starts on or after
+        -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
+        IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)
+           AND NEW.activated_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
+            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC', NEW.activated_at, habit.earliest_day()
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_activated_at_range',
+                      TABLE = 'habit_templates', COLUMN = 'activated_at', SCHEMA = 'public';
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
