@@ -2933,6 +2933,7 @@ CREATE OR REPLACE FUNCTION habit.habit_streak_state_rebuild() RETURNS trigger
 --   habit.sync_tombstones    one row per deleted key, with the number of the deletion
 --   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
 --   habit.prune_sync         drops tombstones and replay records older than the retention
+--   habit.prune_replay_records  keeps a user's newest replay records within the per-user caps
 --   habit.sync_reset         expires every cursor of a user (after writes that bypassed triggers)
 --
 -- Synced tables, with the kind and key a pull reports them by (docs/schema.md, "Sync"):
@@ -3069,6 +3070,46 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
     $fn$;
 COMMENT ON FUNCTION habit.prune_sync(interval) IS
     'Deletes tombstones and replay records older than p_retention and raises each affected user''s pruned_through; returns the counts.';
+
+-- Keeps p_user's newest replay records, at most 10,000 of them and 16 MiB of outcomes (as
+-- stored: pg_column_size, which reads no TOASTed value), and deletes the older ones: sync.push
+-- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
+-- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
+-- again. It reads the user's records by (user_id, created_at), at most caps + one push of
+-- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
+-- number of records deleted.
+CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        max_records constant bigint := 10000;
+        max_bytes constant bigint := 16 * 1048576;
+        deleted bigint;
+    BEGIN
+        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
+                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
+            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        WITH ranked AS (
+            SELECT m.client_id, m.mutation_id,
+                   row_number() OVER newest AS n,
+                   sum(coalesce(pg_column_size(m.outcome), 0)) OVER newest AS bytes
+            FROM habit.sync_mutations m
+            WHERE m.user_id = p_user
+            WINDOW newest AS (ORDER BY m.created_at DESC, m.client_id DESC, m.mutation_id DESC)
+        )
+        DELETE FROM habit.sync_mutations m
+        USING ranked r
+        WHERE m.user_id = p_user AND m.client_id = r.client_id AND m.mutation_id = r.mutation_id
+          AND (r.n > max_records OR r.bytes > max_bytes);
+        GET DIAGNOSTICS deleted = ROW_COUNT;
+        RETURN deleted;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.prune_replay_records(uuid) IS
+    'Keeps p_user''s newest 10,000 replay records and 16 MiB of outcomes, deleting older ones (0022); returns how many it deleted.';
 
 -- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
 -- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
@@ -3605,6 +3646,8 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.sync_reset(uuid) TO habit_admin;
+-- A push keeps its user's replay records within the per-user caps (as that user).
+GRANT EXECUTE ON FUNCTION habit.prune_replay_records(uuid) TO authenticated, service_role, habit_admin;
 
 -- The admin schema.
 GRANT EXECUTE ON FUNCTION admin.inactive_users(integer), admin.user_week(uuid, date, text) TO habit_admin;
@@ -4583,6 +4626,36 @@ UPDATE habit.weekly_counts_state SET covered = 'empty' WHERE NOT isempty(covered
 
 COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
     'Of due_habit_days, the skipped ones (habit_skips on a due day; since 0020, before: every skip on a day the habit was on).';
+
+"""#),
+        SQLFile(path: "migrations/0022_sync_bounds.sql", text: #"""
+-- 0022 (issue 31, items 2 and 3): sync.push keeps bounded replay records.
+--
+-- A push could carry reads (tasks.list, account.export…), and each answer was kept as a replay
+-- record for the retention: 20 tasks.list of a large account left 137 MB in
+-- habit.sync_mutations. The worker now refuses reads in a push (-32019 method_not_allowed), and:
+--
+-- - a record's outcome is at most 65,536 bytes of jsonb text (sync_mutations_outcome_size;
+--   every write's result fits, the worker records a larger one as -32014 response_too_large
+--   and rolls its effect back);
+-- - per user, habit.prune_replay_records (sql/functions/sync.sql) keeps the newest 10,000
+--   records and 16 MiB of outcomes after each push, deleting the oldest first.
+--
+-- Records kept from before, larger than the new bound, are the answers of reads (no write
+-- answers that much): they are deleted here, as the retention would have deleted them later.
+-- A device that pushes such a mutation id again is refused as a read.
+DELETE FROM habit.sync_mutations WHERE octet_length(outcome::text) > 65536;
+
+ALTER TABLE habit.sync_mutations
+    ADD CONSTRAINT sync_mutations_outcome_size CHECK (octet_length(outcome::text) <= 65536);
+
+-- The per-user cap walks a user's records newest first.
+CREATE INDEX sync_mutations_user_created_idx ON habit.sync_mutations (user_id, created_at);
+
+COMMENT ON COLUMN habit.sync_mutations.outcome IS
+    'NULL while claimed; then {"result": …} or {"error": {"code", "message", "data"}}, at most 65,536 bytes as text (0022).';
+COMMENT ON COLUMN habit.sync_mutations.created_at IS
+    'When it was claimed; prune_sync drops it after the retention, prune_replay_records past the per-user caps.';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""
