@@ -74,12 +74,14 @@ struct SyncPushBoundsTests {
                 .decode(Int.self, at: 0)
             #expect(size > 40_000 && size <= 65_536)
             // A direct writer meets the same bound (0022's CHECK).
-            #expect(throws: PostgresError.self) {
+            let refusal = #expect(throws: PostgresError.self) {
                 try session.admin.execute("""
                     INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id, outcome)
                     VALUES (\(user), 'psql', 'huge', jsonb_build_object('result', repeat('x', 70000)))
                     """)
             }
+            #expect(refusal?.constraint == "sync_mutations_outcome_size", "\(String(describing: refusal))")
+            #expect(try Self.recordCount(session.admin, user: user) == 1)
         }
     }
 
