@@ -146,6 +146,8 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.sync_reset(uuid) TO habit_admin;
+-- A push keeps its user's replay records within the per-user caps (as that user).
+GRANT EXECUTE ON FUNCTION habit.prune_replay_records(uuid) TO authenticated, service_role, habit_admin;
 
 -- The admin schema.
 GRANT EXECUTE ON FUNCTION admin.inactive_users(integer), admin.user_week(uuid, date, text) TO habit_admin;

@@ -42,8 +42,6 @@ SET LOCAL check_function_bodies = off;
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
 -- user's today (YYYY-MM-DD):
 --   id_conflict       the id is another user's row (never saying whose, or what it is)
---   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
---                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
@@ -202,15 +200,6 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM import_periods p
         WHERE p.ended_at > now() ORDER BY p.i, p.j LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'the period ends after now', today); END IF;
-
-        -- The range (sql/migrations/0021), backfill or not: periods start at or after
-        -- habit.earliest_day() 00:00 UTC, completions and skips lie on or after it.
-        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].started_at' AS path INTO bad FROM import_periods p
-        WHERE p.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' ORDER BY p.i, p.j LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day() || 'T00:00:00Z'); END IF;
-        SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
-        WHERE d.day < habit.earliest_day() ORDER BY d.kind, d.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day()); END IF;
 
         -- Completions and skips: the rules of sql/0010 against the document's own periods.
         SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
@@ -982,8 +971,6 @@ COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
     'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
 
 -- The rules of completing and skipping, for every writer -------------------------------------
---   23514 (CONSTRAINT habit_completions_date_range / habit_skips_date_range)  a day before
---                           habit.earliest_day(), 1970-01-01 (sql/migrations/0021); backfill too
 --   HB003 future_date       done after the user's today, or skipped more than 366 days after it
 --                           (DETAIL: the user's today, YYYY-MM-DD)
 --   HB004 habit_not_active  the habit is not on that day (habit.habit_days_at)
@@ -1048,15 +1035,6 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         on_day boolean := false;
         s habit.streak_segment;
     BEGIN
-        -- The range (sql/migrations/0021), before anything else and for every writer, backfill
-        -- or not: a day before habit.earliest_day() is never written.
-        IF p_present AND p_day < habit.earliest_day() THEN
-            RAISE EXCEPTION '% on % is before %', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day()
-                USING ERRCODE = 'check_violation',
-                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
-                      TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
-                      COLUMN = CASE WHEN skipping THEN 'skipped_date' ELSE 'completed_date' END, SCHEMA = 'public';
-        END IF;
         -- The lock first, in a statement of its own: a writer that waited for it reads, in the
         -- next statement (a new snapshot), what the writer it waited for committed.
         PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
@@ -1141,7 +1119,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
+    'Locks the habit and, for a completion or skip becoming present, raises HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -2955,6 +2933,7 @@ CREATE OR REPLACE FUNCTION habit.habit_streak_state_rebuild() RETURNS trigger
 --   habit.sync_tombstones    one row per deleted key, with the number of the deletion
 --   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
 --   habit.prune_sync         drops tombstones and replay records older than the retention
+--   habit.prune_replay_records  keeps a user's newest replay records within the per-user caps
 --   habit.sync_reset         expires every cursor of a user (after writes that bypassed triggers)
 --
 -- Synced tables, with the kind and key a pull reports them by (docs/schema.md, "Sync"):
@@ -3091,6 +3070,46 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
     $fn$;
 COMMENT ON FUNCTION habit.prune_sync(interval) IS
     'Deletes tombstones and replay records older than p_retention and raises each affected user''s pruned_through; returns the counts.';
+
+-- Keeps p_user's newest replay records, at most 10,000 of them and 16 MiB of outcomes (as
+-- stored: pg_column_size, which reads no TOASTed value), and deletes the older ones: sync.push
+-- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
+-- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
+-- again. It reads the user's records by (user_id, created_at), at most caps + one push of
+-- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
+-- number of records deleted.
+CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        max_records constant bigint := 10000;
+        max_bytes constant bigint := 16 * 1048576;
+        deleted bigint;
+    BEGIN
+        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
+                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
+            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        WITH ranked AS (
+            SELECT m.client_id, m.mutation_id,
+                   row_number() OVER newest AS n,
+                   sum(coalesce(pg_column_size(m.outcome), 0)) OVER newest AS bytes
+            FROM habit.sync_mutations m
+            WHERE m.user_id = p_user
+            WINDOW newest AS (ORDER BY m.created_at DESC, m.client_id DESC, m.mutation_id DESC)
+        )
+        DELETE FROM habit.sync_mutations m
+        USING ranked r
+        WHERE m.user_id = p_user AND m.client_id = r.client_id AND m.mutation_id = r.mutation_id
+          AND (r.n > max_records OR r.bytes > max_bytes);
+        GET DIAGNOSTICS deleted = ROW_COUNT;
+        RETURN deleted;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.prune_replay_records(uuid) IS
+    'Keeps p_user''s newest 10,000 replay records and 16 MiB of outcomes, deleting older ones (0022); returns how many it deleted.';
 
 -- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
 -- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
@@ -3627,6 +3646,8 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.sync_reset(uuid) TO habit_admin;
+-- A push keeps its user's replay records within the per-user caps (as that user).
+GRANT EXECUTE ON FUNCTION habit.prune_replay_records(uuid) TO authenticated, service_role, habit_admin;
 
 -- The admin schema.
 GRANT EXECUTE ON FUNCTION admin.inactive_users(integer), admin.user_week(uuid, date, text) TO habit_admin;
@@ -4607,51 +4628,34 @@ COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
     'Of due_habit_days, the skipped ones (habit_skips on a due day; since 0020, before: every skip on a day the habit was on).';
 
 """#),
-        SQLFile(path: "migrations/0021_date_ranges.sql", text: #"""
--- 0021 (issue 31, finding 1 "Spans"): written dates and instants start at 1970-01-01.
+        SQLFile(path: "migrations/0022_sync_bounds.sql", text: #"""
+-- 0022 (issue 31, items 2 and 3): sync.push keeps bounded replay records.
 --
--- A habit activated in 1880 made its writers and readers walk 146 years of days; a completion
--- in 1881 likewise. Every writer (the worker, Supabase, psql, an account import, an admin's
--- backfill) now meets the same floor in the tables' BEFORE triggers (current-state files):
---   habit_completions.completed_date, habit_skips.skipped_date   >= habit.earliest_day()
---       (habit.check_day, sql/functions/history.sql)
---   habit_templates.activated_at, habit_periods.started_at       >= habit.earliest_day() 00:00 UTC
---       (sql/triggers/habit_templates.sql, sql/triggers/habit_periods.sql)
--- raising 23514 (check_violation) with CONSTRAINT habit_completions_date_range,
--- habit_skips_date_range, habit_templates_activated_at_range or habit_periods_started_at_range
--- and COLUMN the column, which the worker answers -32602 `out_of_range` naming the field
--- (Sources/HabitStore/StoreError.swift). The upper bounds stay the user's today rules the
--- triggers already keep (HB003 future_date: a completion after today, a skip after today +
--- 366 days); "today" is not immutable, so no CHECK constraint could hold them.
+-- A push could carry reads (tasks.list, account.export…), and each answer was kept as a replay
+-- record for the retention: 20 tasks.list of a large account left 137 MB in
+-- habit.sync_mutations. The worker now refuses reads in a push (-32019 method_not_allowed), and:
 --
--- Why triggers and not CHECK constraints: rows written before this migration may lie before
--- 1970 (an import, a backfill). A CHECK constraint, even added NOT VALID, is checked on every
--- later UPDATE of such a row — a rename, or the deactivation that closes its period — and
--- would make those rows read-only; validating it would make this migration fail. The
--- triggers check a date only when it is written or changed, so older rows are kept as they
--- are and stay editable, and this migration touches no row. Admins find them with
---   SELECT user_id, id, activated_at FROM public.habit_templates WHERE activated_at < '1970-01-01 00:00+00';
---   SELECT user_id, template_id, completed_date FROM public.habit_completions WHERE completed_date < '1970-01-01';
+-- - a record's outcome is at most 65,536 bytes of jsonb text (sync_mutations_outcome_size;
+--   every write's result fits, the worker records a larger one as -32014 response_too_large
+--   and rolls its effect back);
+-- - per user, habit.prune_replay_records (sql/functions/sync.sql) keeps the newest 10,000
+--   records and 16 MiB of outcomes after each push, deleting the oldest first.
 --
--- The bound is one function, here rather than in sql/functions for the reason
--- habit.has_no_bidi_controls is in 0019: changing it changes which rows may be written (a
--- versioned migration, with a look at the stored rows). A SQL function without a SET clause,
--- so PostgreSQL inlines it.
-CREATE FUNCTION habit.earliest_day() RETURNS date
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $fn$
-    SELECT date '1970-01-01'
-    $fn$;
-COMMENT ON FUNCTION habit.earliest_day() IS
-    'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
+-- Records kept from before, larger than the new bound, are the answers of reads (no write
+-- answers that much): they are deleted here, as the retention would have deleted them later.
+-- A device that pushes such a mutation id again is refused as a read.
+DELETE FROM habit.sync_mutations WHERE octet_length(outcome::text) > 65536;
 
-COMMENT ON COLUMN public.habit_completions.completed_date IS
-    'The calendar date completed, in the user''s time zone (a date, never shifted): from 1970-01-01 to the user''s today (the triggers, sql/0021).';
-COMMENT ON COLUMN public.habit_skips.skipped_date IS
-    'The calendar date skipped, in the user''s time zone: from 1970-01-01 to the user''s today + 366 days (the triggers, sql/0021).';
-COMMENT ON COLUMN public.habit_templates.activated_at IS
-    'Start of the habit''s first period (habit_periods): from 1970-01-01 00:00 UTC when written (the triggers, sql/0021).';
-COMMENT ON COLUMN public.habit_periods.started_at IS 'Start (inclusive): from 1970-01-01 00:00 UTC when written (the triggers, sql/0021).';
+ALTER TABLE habit.sync_mutations
+    ADD CONSTRAINT sync_mutations_outcome_size CHECK (octet_length(outcome::text) <= 65536);
+
+-- The per-user cap walks a user's records newest first.
+CREATE INDEX sync_mutations_user_created_idx ON habit.sync_mutations (user_id, created_at);
+
+COMMENT ON COLUMN habit.sync_mutations.outcome IS
+    'NULL while claimed; then {"result": …} or {"error": {"code", "message", "data"}}, at most 65,536 bytes as text (0022).';
+COMMENT ON COLUMN habit.sync_mutations.created_at IS
+    'When it was claimed; prune_sync drops it after the retention, prune_replay_records past the per-user caps.';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""
@@ -4916,14 +4920,6 @@ CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
         IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
             RETURN NEW;
         END IF;
-        -- The range (sql/migrations/0021), as for habit_templates.activated_at: checked when
-        -- written or changed only, so older periods stay editable (closing one at now()).
-        IF (TG_OP = 'INSERT' OR NEW.started_at IS DISTINCT FROM OLD.started_at)
-           AND NEW.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
-            RAISE EXCEPTION 'started_at % is before % 00:00 UTC', NEW.started_at, habit.earliest_day()
-                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_periods_started_at_range',
-                      TABLE = 'habit_periods', COLUMN = 'started_at', SCHEMA = 'public';
-        END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'periods',
             CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
         RETURN NEW;
@@ -5053,8 +5049,7 @@ CREATE CONSTRAINT TRIGGER habit_streak_state_rebuild AFTER INSERT OR UPDATE ON p
 -- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
 -- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- BEFORE: a new or changed activated_at lies on or after 1970-01-01 00:00 UTC (23514,
--- CONSTRAINT habit_templates_activated_at_range; sql/migrations/0021); on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
+-- BEFORE: on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
 -- updated_at is touched; the change number. SECURITY DEFINER: periods are written only here.
 CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5063,14 +5058,6 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
-        -- The range (sql/migrations/0021): a new or changed activation starts on or after
-        -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
-        IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)
-           AND NEW.activated_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
-            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC', NEW.activated_at, habit.earliest_day()
-                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_activated_at_range',
-                      TABLE = 'habit_templates', COLUMN = 'activated_at', SCHEMA = 'public';
-        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;

@@ -10,7 +10,7 @@ import PostgresClient
 /// delete an account by a stray call with only the user's id. The rules (which tables, what is
 /// kept, who may) are `habit.delete_account`'s (sql/functions/accounts.sql; docs/schema.md, "What account
 /// deletion keeps"). Retry-safe: a repeat deletes nothing and answers zeros. Not allowed in a
-/// sync.push (`SyncPush.refusedMethods`).
+/// sync.push (`SyncPush.mutationMethods` leaves it out).
 enum AccountDelete: DatabaseMethod {
     static let name = "account.delete"
     static let retry = RetrySafety.always

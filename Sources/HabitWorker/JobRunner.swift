@@ -59,10 +59,9 @@ final class JobRunner: @unchecked Sendable {
             if job.envelope.deadline != nil {
                 // Connecting may have taken a while: the time left is what it is now.
                 guard let timeout = statementTimeout(for: job) else { return .failure(DomainErrorCode.deadlineExceeded.error()) }
-                if timeout != statementTimeoutMilliseconds {
-                    context = MethodContext(connection: context.connection, settings: StoreSettings(statementTimeoutMilliseconds: timeout),
-                                            syncRetention: context.syncRetention)
-                }
+                context = MethodContext(connection: context.connection, settings: StoreSettings(statementTimeoutMilliseconds: timeout),
+                                        syncRetention: context.syncRetention, deadline: job.envelope.deadline,
+                                        configuredStatementTimeoutMilliseconds: statementTimeoutMilliseconds)
             }
             guard let handOver, !handOver.done else { return .success(try job.run(context)) }
             return .success(try run(job, on: context, watchingInput: handOver))
@@ -162,10 +161,15 @@ final class JobRunner: @unchecked Sendable {
             } else {
                 logger.error("database error", metadata: job.logMetadata.merging(["error": "\(postgres)"]) { $1 })
             }
-        } else if !(error is StoreError) && !(error is RPCError) {
+            return ErrorMapping.rpcError(for: error)
+        }
+        let answer = ErrorMapping.rpcError(for: error)
+        // Every -32603 is logged with its cause (the answer carries none): an unexpected error,
+        // or a domain error the mapping does not know (an import refusal's unknown reason).
+        if answer.code == .internalError {
             logger.error("internal error", metadata: job.logMetadata.merging(["error": "\(error)"]) { $1 })
         }
-        return ErrorMapping.rpcError(for: error)
+        return answer
     }
 
     private func logRequest(_ job: Job, _ result: Result<JSONValue, RPCError>) {

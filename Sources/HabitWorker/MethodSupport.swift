@@ -13,11 +13,19 @@ public final class MethodContext {
     public let settings: StoreSettings
     /// `--sync-retention-days`: sync cursors older than this have expired.
     let syncRetention: Duration
+    /// The request's `deadline_ms`, if it has one (`settings` then holds the time that was left
+    /// when it started). A method of many transactions (`sync.push`) checks it between them.
+    let deadline: DispatchTime?
+    /// `--statement-timeout-ms` as configured (0: none), whatever a deadline left of it.
+    let configuredStatementTimeoutMilliseconds: Int
 
-    init(connection: Connection, settings: StoreSettings, syncRetention: Duration) {
+    init(connection: Connection, settings: StoreSettings, syncRetention: Duration,
+         deadline: DispatchTime? = nil, configuredStatementTimeoutMilliseconds: Int? = nil) {
         self.connection = connection
         self.settings = settings
         self.syncRetention = syncRetention
+        self.deadline = deadline
+        self.configuredStatementTimeoutMilliseconds = configuredStatementTimeoutMilliseconds ?? settings.statementTimeoutMilliseconds
         habits = HabitRepository(connection: connection, settings: settings)
         tasks = TaskRepository(connection: connection, settings: settings)
         scope = UserScope(connection: connection, settings: settings)
@@ -197,6 +205,8 @@ struct MethodRegistry: Sendable {
     }
 
     var methodNames: [String] { entries.keys.sorted() }
+
+    func has(_ method: String) -> Bool { entries[method] != nil }
 
     /// Resolves and decodes a request: unknown method → -32601, bad params → -32602 (an unknown
     /// key first, then what `decode` refuses).

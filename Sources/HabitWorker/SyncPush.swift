@@ -24,12 +24,30 @@ enum SyncPush: DatabaseMethod {
     static let maxMutations = 1_000
     /// habit.sync_mutations' CHECKs: 1…200 characters.
     static let idLengths = 1...200
-    /// Methods a push may not carry: they read or steer the protocol, not the user's data.
-    static let refusedPrefixes = ["sync.", "changes.", "rpc.", "system."]
-    /// Methods a push may not carry by name: deleting the account is a decision made online,
-    /// confirmed, and answered at once; replayed from an offline queue it would delete whatever
-    /// the user created since on other devices (and its own replay record with it).
-    static let refusedMethods: Set<String> = ["account.delete"]
+    /// The methods a push may carry: those that change the user's data, and only those. A read
+    /// in a push would be answered once and its answer kept as a replay record for the
+    /// retention (20 `tasks.list` of a large account: 137 MB, issue 31); a device reads with
+    /// `sync.pull`. Not here, so refused (-32019 `method_not_allowed`, recorded like any
+    /// outcome): every read, `sync.*`, `changes.*`, `rpc.*`, `system.*`, and `account.delete` —
+    /// deleting the account is a decision made online, confirmed, and answered at once; replayed
+    /// from an offline queue it would delete whatever the user created since on other devices.
+    /// A method added later is refused until it is listed here.
+    static let mutationMethods: [any MethodDeclaration.Type] = [
+        ProfileSet.self,
+        HabitsCreate.self, HabitsUpdate.self, HabitsDeactivate.self, HabitsActivate.self, HabitsDelete.self,
+        CompletionsSet.self, CompletionsToggle.self, SkipsSetRange.self,
+        ListsCreate.self, ListsUpdate.self, ListsDelete.self,
+        TasksCreate.self, TasksUpdate.self, TasksDelete.self, TasksComplete.self, TasksUncomplete.self, TasksCycle.self, TasksSetState.self,
+        AccountImport.self,
+    ]
+    static let mutationNames: [String] = mutationMethods.map { $0.name }
+    private static let mutationNameSet = Set(mutationNames)
+
+    /// Largest recorded outcome: its `jsonb` text, what every answer of the mutation repeats.
+    /// Every write's result fits (the largest, a task with a 500-character title and 10,000
+    /// characters of notes, is under 45 KiB); a larger one is rolled back and recorded as
+    /// -32014 `response_too_large` with `data.limit`. habit.sync_mutations' CHECK is the same.
+    static let maxOutcomeBytes = 65_536
 
     struct Mutation: Sendable {
         let id: String
@@ -46,7 +64,9 @@ enum SyncPush: DatabaseMethod {
     static let mutationSchema = JSONSchema.object([
         ("mutation_id", JSONSchema.described(JSONSchema.string(minLength: 1),
                                              "Unique per client_id (1-200 characters): the key of the replay record.")),
-        ("method", JSONSchema.described(JSONSchema.string(), "Any method that takes user_id, except sync.*, changes.*, rpc.*, system.* and account.delete.")),
+        ("method", JSONSchema.described(JSONSchema.string(),
+                                        "A method that writes: " + mutationNames.joined(separator: ", ")
+                                            + ". Any other is answered -32019 method_not_allowed (recorded).")),
         ("params", JSONSchema.described(JSONSchema.nullable(JSONSchema.type("object")),
                                         "The method's params; user_id may be left out (the push's is used) and must otherwise equal it.")),
     ], optional: ["params"])
@@ -94,49 +114,117 @@ enum SyncPush: DatabaseMethod {
     }
 
     static func run(_ params: Params, in context: MethodContext) throws -> PushResult {
+        let limit = PushLimit(context)
         var outcomes: [(id: String, outcome: JSONValue)] = []
         outcomes.reserveCapacity(params.mutations.count)
+        var stopped = false
         for mutation in params.mutations {
-            outcomes.append((mutation.id, try apply(mutation, of: params, in: context)))
+            if !stopped {
+                do {
+                    outcomes.append((mutation.id, try apply(mutation, of: params, in: context, within: limit)))
+                    continue
+                } catch is PushLimit.Reached {
+                    stopped = true
+                }
+            }
+            // Not started, or cut off and rolled back: nothing of it took effect and nothing is
+            // recorded, so the same mutation id pushed again runs.
+            outcomes.append((mutation.id, .object(["error": encoded(DomainErrorCode.deadlineExceeded.error())])))
         }
-        let cursor = try SyncRepository(connection: context.connection, settings: context.settings).currentCursor(user: params.user)
+        // With the configured statement timeout, not the time the deadline left: the mutations'
+        // outcomes are committed and must be answered.
+        let settings = StoreSettings(statementTimeoutMilliseconds: context.configuredStatementTimeoutMilliseconds)
+        // The user's replay records past the caps, oldest first (sql/functions/sync.sql).
+        _ = try UserScope(connection: context.connection, settings: settings)
+            .query(as: params.user, "SELECT habit.prune_replay_records(\(params.user))")
+        let cursor = try SyncRepository(connection: context.connection, settings: settings).currentCursor(user: params.user)
         return PushResult(outcomes: outcomes, cursor: cursor.text)
     }
 
+    /// When a push must stop: its `deadline_ms`, or `--statement-timeout-ms` after it started,
+    /// whichever comes first (no `--statement-timeout-ms`: the deadline only). A mutation
+    /// starts only with at least a millisecond left, and runs with `statement_timeout` = the
+    /// time left; cancelled (57014), or finished after the limit, it is rolled back.
+    struct PushLimit {
+        struct Reached: Error {}
+
+        let end: DispatchTime?
+
+        init(_ context: MethodContext) {
+            let ceiling = context.configuredStatementTimeoutMilliseconds
+            let byCeiling = ceiling > 0 ? DispatchTime.now() + .milliseconds(ceiling) : nil
+            end = switch (context.deadline, byCeiling) {
+            case let (deadline?, ceiling?): min(deadline, ceiling)
+            case let (deadline, ceiling): deadline ?? ceiling
+            }
+        }
+
+        /// The statement timeout (ms) for a mutation starting now; throws when none is left.
+        func timeLeft() throws -> Int? {
+            guard let end else { return nil }
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard end.uptimeNanoseconds >= now + 1_000_000 else { throw Reached() }
+            return Int((end.uptimeNanoseconds - now) / 1_000_000)
+        }
+
+        var passed: Bool { end.map { DispatchTime.now() >= $0 } ?? false }
+    }
+
     /// One mutation in its own transaction; returns its recorded outcome, `{"result": …}` or
-    /// `{"error": …}`, as the record holds it (so a replay answers the same bytes).
-    private static func apply(_ mutation: Mutation, of push: Params, in context: MethodContext) throws -> JSONValue {
+    /// `{"error": …}`, as the record holds it (so a replay answers the same bytes). Throws
+    /// `PushLimit.Reached` when the push's time ran out before it or while it ran (rolled back).
+    private static func apply(_ mutation: Mutation, of push: Params, in outer: MethodContext, within limit: PushLimit) throws -> JSONValue {
         let (user, client) = (push.user, push.clientID)
-        let recorded: String = try context.scope.transaction(as: user) { connection in
-            let claimed = try connection.queryOptional("""
-                INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (\(user), \(client), \(mutation.id))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """) != nil
-            guard claimed else {
-                // Recorded by an earlier push (committed: the claim waited for it).
-                let row = try connection.queryOne("""
-                    SELECT outcome::text FROM habit.sync_mutations
-                    WHERE user_id = \(user) AND client_id = \(client) AND mutation_id = \(mutation.id)
-                    """)
-                guard let outcome = try row.decode(String?.self, at: 0) else {
-                    throw PostgresError(kind: .misuse, message: "a committed replay record without an outcome")
+        var context = outer
+        if let left = try limit.timeLeft() {
+            context = MethodContext(connection: outer.connection, settings: StoreSettings(statementTimeoutMilliseconds: left),
+                                    syncRetention: outer.syncRetention, deadline: outer.deadline,
+                                    configuredStatementTimeoutMilliseconds: outer.configuredStatementTimeoutMilliseconds)
+        }
+        let recorded: String
+        do {
+            recorded = try context.scope.transaction(as: user) { connection in
+                let claimed = try connection.queryOptional("""
+                    INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (\(user), \(client), \(mutation.id))
+                    ON CONFLICT DO NOTHING RETURNING 1
+                    """) != nil
+                guard claimed else {
+                    // Recorded by an earlier push (committed: the claim waited for it).
+                    let row = try connection.queryOne("""
+                        SELECT outcome::text FROM habit.sync_mutations
+                        WHERE user_id = \(user) AND client_id = \(client) AND mutation_id = \(mutation.id)
+                        """)
+                    guard let outcome = try row.decode(String?.self, at: 0) else {
+                        throw PostgresError(kind: .misuse, message: "a committed replay record without an outcome")
+                    }
+                    return outcome
                 }
-                return outcome
+                var recorded: String?
+                do {
+                    // The result is recorded inside the savepoint, so a result past
+                    // maxOutcomeBytes rolls its effect back with it.
+                    recorded = try connection.withTransaction { connection in
+                        let result = try perform(mutation, as: user, in: context)
+                        guard let text = try record(JSONValue.object(["result": result]), of: mutation, push: push, on: connection) else {
+                            throw DomainErrorCode.responseTooLarge.error(extra: [("limit", .int(maxOutcomeBytes))])
+                        }
+                        return text
+                    }
+                } catch let error where isRecordable(error) {
+                    let outcome = JSONValue.object(["error": encoded(ErrorMapping.rpcError(for: error))])
+                    recorded = try record(outcome, of: mutation, push: push, on: connection)
+                }
+                guard let recorded else {
+                    throw PostgresError(kind: .misuse, message: "an error outcome larger than \(maxOutcomeBytes) bytes")
+                }
+                // Finished after the push's limit (a mutation of several statements, each
+                // allowed the time that was left when it began): rolled back, not recorded.
+                if limit.passed { throw PushLimit.Reached() }
+                return recorded
             }
-            let outcome: JSONValue
-            do {
-                let result = try connection.withTransaction { _ in try perform(mutation, as: user, in: context) }
-                outcome = .object(["result": result])
-            } catch let error where isRecordable(error) {
-                outcome = .object(["error": encoded(ErrorMapping.rpcError(for: error))])
-            }
-            // change_seq: the user's clock if this transaction moved it (sql/functions/sync.sql).
-            return try connection.queryOne("""
-                UPDATE habit.sync_mutations SET outcome = \(outcome.jsonString)::jsonb,
-                    change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = \(user) AND c.xact = pg_current_xact_id())
-                WHERE user_id = \(user) AND client_id = \(client) AND mutation_id = \(mutation.id)
-                RETURNING outcome::text
-                """).decode(String.self, at: 0)
+        } catch let error as PostgresError where error.sqlState == .queryCanceled && limit.end != nil {
+            // Its statement_timeout was the push's time left: the push's limit cut it off.
+            throw PushLimit.Reached()
         }
         do {
             return try JSONParser.parse(recorded)
@@ -145,10 +233,27 @@ enum SyncPush: DatabaseMethod {
         }
     }
 
+    /// Writes `outcome` into the mutation's claimed record with the user's change number (the
+    /// clock's, if this transaction moved it: sql/functions/sync.sql) and returns it as stored;
+    /// nil, writing nothing, when its `jsonb` text is longer than `maxOutcomeBytes`.
+    private static func record(_ outcome: JSONValue, of mutation: Mutation, push: Params, on connection: Connection) throws -> String? {
+        let (user, client) = (push.user, push.clientID)
+        return try connection.queryOptional("""
+            WITH o AS (SELECT \(outcome.jsonString)::jsonb AS outcome)
+            UPDATE habit.sync_mutations m SET outcome = o.outcome,
+                change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = \(user) AND c.xact = pg_current_xact_id())
+            FROM o
+            WHERE m.user_id = \(user) AND m.client_id = \(client) AND m.mutation_id = \(mutation.id)
+              AND octet_length(o.outcome::text) <= \(maxOutcomeBytes)
+            RETURNING m.outcome::text
+            """)?.decode(String.self, at: 0)
+    }
+
     /// Decodes the mutation with its method's own declaration and runs it on this connection
     /// (inside the caller's transaction: its own transactions become savepoints).
     private static func perform(_ mutation: Mutation, as user: UUID, in context: MethodContext) throws -> JSONValue {
-        if refusedPrefixes.contains(where: mutation.method.hasPrefix) || refusedMethods.contains(mutation.method) {
+        // A name no method has stays -32601 (what the method's own request would answer).
+        if !mutationNameSet.contains(mutation.method), MethodRegistry.standard.has(mutation.method) {
             throw DomainErrorCode.methodNotAllowed.error()
         }
         var params = mutation.params ?? JSONObject()
@@ -175,8 +280,13 @@ enum SyncPush: DatabaseMethod {
     /// mutation and may pass on a retry: the connection, the statement timeout, a conflict with
     /// a concurrent transaction, a prepared statement's name lost behind a pooler (the outer
     /// transaction runs again unnamed).
+    /// Nor is an error the push would answer as -32603 (a bug, not the mutation's outcome): it
+    /// rolls back, and the push answers -32603, logged with its cause (`JobRunner`).
     static func isRecordable(_ error: Error) -> Bool {
-        guard let postgres = error as? PostgresError else { return true }
+        if error is PushLimit.Reached { return false }
+        guard let postgres = error as? PostgresError else {
+            return ErrorMapping.rpcError(for: error).code != .internalError
+        }
         switch postgres.kind {
         case .connectionFailed, .connectionLost, .connectionClosed, .commitUnconfirmed: return false
         default: break
@@ -184,7 +294,7 @@ enum SyncPush: DatabaseMethod {
         if postgres.isConnectionLost || postgres.isTransactionConflict { return false }
         let transient: [SQLState] = [.queryCanceled, .tooManyConnections, .invalidSQLStatementName, .duplicatePreparedStatement,
                                      .inFailedSQLTransaction]
-        return !transient.contains { $0 == postgres.sqlState }
+        return !transient.contains { $0 == postgres.sqlState } && ErrorMapping.rpcError(for: postgres).code != .internalError
     }
 
     /// A JSON-RPC error object as a response carries it.

@@ -8,6 +8,7 @@
 --   habit.sync_tombstones    one row per deleted key, with the number of the deletion
 --   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
 --   habit.prune_sync         drops tombstones and replay records older than the retention
+--   habit.prune_replay_records  keeps a user's newest replay records within the per-user caps
 --   habit.sync_reset         expires every cursor of a user (after writes that bypassed triggers)
 --
 -- Synced tables, with the kind and key a pull reports them by (docs/schema.md, "Sync"):
@@ -144,6 +145,46 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
     $fn$;
 COMMENT ON FUNCTION habit.prune_sync(interval) IS
     'Deletes tombstones and replay records older than p_retention and raises each affected user''s pruned_through; returns the counts.';
+
+-- Keeps p_user's newest replay records, at most 10,000 of them and 16 MiB of outcomes (as
+-- stored: pg_column_size, which reads no TOASTed value), and deletes the older ones: sync.push
+-- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
+-- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
+-- again. It reads the user's records by (user_id, created_at), at most caps + one push of
+-- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
+-- number of records deleted.
+CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        max_records constant bigint := 10000;
+        max_bytes constant bigint := 16 * 1048576;
+        deleted bigint;
+    BEGIN
+        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
+                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
+            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        WITH ranked AS (
+            SELECT m.client_id, m.mutation_id,
+                   row_number() OVER newest AS n,
+                   sum(coalesce(pg_column_size(m.outcome), 0)) OVER newest AS bytes
+            FROM habit.sync_mutations m
+            WHERE m.user_id = p_user
+            WINDOW newest AS (ORDER BY m.created_at DESC, m.client_id DESC, m.mutation_id DESC)
+        )
+        DELETE FROM habit.sync_mutations m
+        USING ranked r
+        WHERE m.user_id = p_user AND m.client_id = r.client_id AND m.mutation_id = r.mutation_id
+          AND (r.n > max_records OR r.bytes > max_bytes);
+        GET DIAGNOSTICS deleted = ROW_COUNT;
+        RETURN deleted;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.prune_replay_records(uuid) IS
+    'Keeps p_user''s newest 10,000 replay records and 16 MiB of outcomes, deleting older ones (0022); returns how many it deleted.';
 
 -- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
 -- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
