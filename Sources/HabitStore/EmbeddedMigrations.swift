@@ -2933,7 +2933,6 @@ CREATE OR REPLACE FUNCTION habit.habit_streak_state_rebuild() RETURNS trigger
 --   habit.sync_tombstones    one row per deleted key, with the number of the deletion
 --   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
 --   habit.prune_sync         drops tombstones and replay records older than the retention
---   habit.prune_replay_records  keeps a user's newest replay records within the per-user caps
 --   habit.sync_reset         expires every cursor of a user (after writes that bypassed triggers)
 --
 -- Synced tables, with the kind and key a pull reports them by (docs/schema.md, "Sync"):
@@ -3021,18 +3020,75 @@ COMMENT ON FUNCTION habit.sync_stamp(uuid, text, text) IS
     'The change number of the current transaction for p_user (habit.next_change_seq''s rule), removing the tombstone of p_key when given.';
 
 -- A tombstone for a deleted key (or the old key of a moved row), numbered by its owner's clock.
+-- A new one is counted on the clock row; past habit.tombstone_cap() the user's oldest are
+-- trimmed (sql/0024). A key deleted again only renumbers its tombstone.
 CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key text) RETURNS void
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        inserted boolean;
+        recorded integer;
     BEGIN
+    -- xmax is 0 on a row version this statement inserted, not on one it updated.
     INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
     VALUES (p_user, p_kind, p_key, habit.next_change_seq(p_user))
-    ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
+    ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+    RETURNING t.xmax = 0 INTO inserted;
+    IF NOT inserted THEN
+        RETURN;
+    END IF;
+    UPDATE habit.sync_clocks c SET tombstones = c.tombstones + 1 WHERE c.user_id = p_user
+    RETURNING c.tombstones INTO recorded;
+    IF recorded > habit.tombstone_cap() THEN
+        PERFORM habit.trim_tombstones(p_user, habit.tombstone_cap() * 9 / 10);
+    END IF;
     END
     $fn$;
 COMMENT ON FUNCTION habit.sync_tombstone(uuid, text, text) IS
-    'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq.';
+    'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq; past habit.tombstone_cap() tombstones the user''s oldest are trimmed (sql/0024).';
+
+-- The most tombstones a user keeps (all tables together): a function, so a test can see it and
+-- the documentation names one place.
+CREATE OR REPLACE FUNCTION habit.tombstone_cap() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$ SELECT 10000 $fn$;
+COMMENT ON FUNCTION habit.tombstone_cap() IS
+    'The most tombstones a user keeps, all tables together (sql/0024); past it the oldest are trimmed to 90 % of it.';
+
+-- Keeps p_user's newest p_keep tombstones; the cursors that needed a dropped one expire
+-- (pruned_through), in the same transaction, and the clock's count becomes exact.
+CREATE OR REPLACE FUNCTION habit.trim_tombstones(p_user uuid, p_keep integer) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        dropped bigint;
+        total integer;
+    BEGIN
+        WITH ranked AS (
+            SELECT t.kind, t.key, t.change_seq,
+                   row_number() OVER (ORDER BY t.change_seq DESC, t.kind DESC, t.key DESC) AS newest
+            FROM habit.sync_tombstones t WHERE t.user_id = p_user
+        ),
+        pruned AS (
+            DELETE FROM habit.sync_tombstones t USING ranked r
+            WHERE t.user_id = p_user AND t.kind = r.kind AND t.key = r.key AND r.newest > p_keep
+            RETURNING t.change_seq
+        ),
+        raised AS (
+            UPDATE habit.sync_clocks c SET pruned_through = greatest(c.pruned_through, (SELECT max(p.change_seq) FROM pruned p)),
+                   updated_at = now()
+            WHERE c.user_id = p_user AND EXISTS (SELECT 1 FROM pruned)
+            RETURNING 1
+        )
+        SELECT count(*), (SELECT count(*) FROM ranked) INTO dropped, total FROM pruned;
+        UPDATE habit.sync_clocks c SET tombstones = greatest(total - dropped, 0) WHERE c.user_id = p_user;
+        RETURN dropped;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
+    'Deletes all but p_user''s newest p_keep tombstones, expires the cursors that needed them (pruned_through) and recounts the clock''s tombstones; returns how many it deleted (sql/0024).';
 
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
@@ -3054,12 +3110,13 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
             DELETE FROM habit.sync_tombstones t WHERE t.deleted_at < cutoff RETURNING t.user_id, t.change_seq
         ),
         marks AS (
-            SELECT p.user_id, max(p.change_seq) AS through FROM pruned p GROUP BY p.user_id
+            SELECT p.user_id, max(p.change_seq) AS through, count(*)::integer AS gone FROM pruned p GROUP BY p.user_id
         ),
         raised AS (
-            UPDATE habit.sync_clocks c SET pruned_through = m.through, updated_at = now()
+            UPDATE habit.sync_clocks c SET pruned_through = greatest(c.pruned_through, m.through),
+                   tombstones = greatest(c.tombstones - m.gone, 0), updated_at = now()
             FROM marks m
-            WHERE c.user_id = m.user_id AND c.pruned_through < m.through
+            WHERE c.user_id = m.user_id
             RETURNING c.user_id
         )
         SELECT count(*) INTO tombstones FROM pruned;
@@ -3070,46 +3127,6 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
     $fn$;
 COMMENT ON FUNCTION habit.prune_sync(interval) IS
     'Deletes tombstones and replay records older than p_retention and raises each affected user''s pruned_through; returns the counts.';
-
--- Keeps p_user's newest replay records, at most 10,000 of them and 16 MiB of outcomes (as
--- stored: pg_column_size, which reads no TOASTed value), and deletes the older ones: sync.push
--- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
--- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
--- again. It reads the user's records by (user_id, created_at), at most caps + one push of
--- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
--- number of records deleted.
-CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    DECLARE
-        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
-        max_records constant bigint := 10000;
-        max_bytes constant bigint := 16 * 1048576;
-        deleted bigint;
-    BEGIN
-        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
-                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
-            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
-        END IF;
-        WITH ranked AS (
-            SELECT m.client_id, m.mutation_id,
-                   row_number() OVER newest AS n,
-                   sum(coalesce(pg_column_size(m.outcome), 0)) OVER newest AS bytes
-            FROM habit.sync_mutations m
-            WHERE m.user_id = p_user
-            WINDOW newest AS (ORDER BY m.created_at DESC, m.client_id DESC, m.mutation_id DESC)
-        )
-        DELETE FROM habit.sync_mutations m
-        USING ranked r
-        WHERE m.user_id = p_user AND m.client_id = r.client_id AND m.mutation_id = r.mutation_id
-          AND (r.n > max_records OR r.bytes > max_bytes);
-        GET DIAGNOSTICS deleted = ROW_COUNT;
-        RETURN deleted;
-    END
-    $fn$;
-COMMENT ON FUNCTION habit.prune_replay_records(uuid) IS
-    'Keeps p_user''s newest 10,000 replay records and 16 MiB of outcomes, deleting older ones (0022); returns how many it deleted.';
 
 -- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
 -- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
@@ -3646,8 +3663,6 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.sync_reset(uuid) TO habit_admin;
--- A push keeps its user's replay records within the per-user caps (as that user).
-GRANT EXECUTE ON FUNCTION habit.prune_replay_records(uuid) TO authenticated, service_role, habit_admin;
 
 -- The admin schema.
 GRANT EXECUTE ON FUNCTION admin.inactive_users(integer), admin.user_week(uuid, date, text) TO habit_admin;
@@ -4628,34 +4643,30 @@ COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
     'Of due_habit_days, the skipped ones (habit_skips on a due day; since 0020, before: every skip on a day the habit was on).';
 
 """#),
-        SQLFile(path: "migrations/0022_sync_bounds.sql", text: #"""
--- 0022 (issue 31, items 2 and 3): sync.push keeps bounded replay records.
+        SQLFile(path: "migrations/0024_tombstone_cap.sql", text: #"""
+-- 0024 (issue 31, item 4): a user keeps at most 10,000 tombstones.
 --
--- A push could carry reads (tasks.list, account.export…), and each answer was kept as a replay
--- record for the retention: 20 tasks.list of a large account left 137 MB in
--- habit.sync_mutations. The worker now refuses reads in a push (-32019 method_not_allowed), and:
---
--- - a record's outcome is at most 65,536 bytes of jsonb text (sync_mutations_outcome_size;
---   every write's result fits, the worker records a larger one as -32014 response_too_large
---   and rolls its effect back);
--- - per user, habit.prune_replay_records (sql/functions/sync.sql) keeps the newest 10,000
---   records and 16 MiB of outcomes after each push, deleting the oldest first.
---
--- Records kept from before, larger than the new bound, are the answers of reads (no write
--- answers that much): they are deleted here, as the retention would have deleted them later.
--- A device that pushes such a mutation id again is refused as a read.
-DELETE FROM habit.sync_mutations WHERE octet_length(outcome::text) > 65536;
+-- Tombstones were pruned by age only (--sync-retention-days): three rounds of inserting and
+-- deleting 20,000 tasks left 60,000 of them (14 MB) while the user had no task. Now each
+-- user's clock row counts the tombstones recorded since it last counted them exactly, and
+-- habit.sync_tombstone trims the user's oldest when the count passes 10,000, keeping the
+-- newest 9,000 (so a trim, which counts and deletes, runs at most once per 1,000 deletions),
+-- and raises pruned_through past them: a device whose cursor is older than the newest
+-- dropped tombstone answers -32017 cursor_expired and pulls everything again, as after the
+-- age prune, so a deletion is never lost silently. The cap is per user, all tables together,
+-- so no table of a user ever holds more than 10,000. The functions are in
+-- functions/sync.sql; here the column, counted exactly for the rows already there (a user
+-- already past the cap is trimmed at their next deletion).
+ALTER TABLE habit.sync_clocks ADD COLUMN tombstones integer NOT NULL DEFAULT 0
+    CONSTRAINT sync_clocks_tombstones_check CHECK (tombstones >= 0);
+COMMENT ON COLUMN habit.sync_clocks.tombstones IS
+    'Tombstones of the user recorded since they were last counted exactly: at least as many as there are, within what resurrected keys removed (habit.sync_tombstone trims past 10,000; sql/0024).';
 
-ALTER TABLE habit.sync_mutations
-    ADD CONSTRAINT sync_mutations_outcome_size CHECK (octet_length(outcome::text) <= 65536);
-
--- The per-user cap walks a user's records newest first.
-CREATE INDEX sync_mutations_user_created_idx ON habit.sync_mutations (user_id, created_at);
-
-COMMENT ON COLUMN habit.sync_mutations.outcome IS
-    'NULL while claimed; then {"result": …} or {"error": {"code", "message", "data"}}, at most 65,536 bytes as text (0022).';
-COMMENT ON COLUMN habit.sync_mutations.created_at IS
-    'When it was claimed; prune_sync drops it after the retention, prune_replay_records past the per-user caps.';
+UPDATE habit.sync_clocks c SET tombstones = t.n
+FROM (SELECT user_id, count(*)::integer AS n FROM habit.sync_tombstones GROUP BY user_id) t
+WHERE c.user_id = t.user_id;
+COMMENT ON TABLE habit.sync_clocks IS
+    'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.prune_sync and habit.sync_reset.';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""

@@ -96,18 +96,75 @@ COMMENT ON FUNCTION habit.sync_stamp(uuid, text, text) IS
     'The change number of the current transaction for p_user (habit.next_change_seq''s rule), removing the tombstone of p_key when given.';
 
 -- A tombstone for a deleted key (or the old key of a moved row), numbered by its owner's clock.
+-- A new one is counted on the clock row; past habit.tombstone_cap() the user's oldest are
+-- trimmed (sql/0024). A key deleted again only renumbers its tombstone.
 CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key text) RETURNS void
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        inserted boolean;
+        recorded integer;
     BEGIN
+    -- xmax is 0 on a row version this statement inserted, not on one it updated.
     INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
     VALUES (p_user, p_kind, p_key, habit.next_change_seq(p_user))
-    ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
+    ON CONFLICT (user_id, kind, key) DO UPDATE SET change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+    RETURNING t.xmax = 0 INTO inserted;
+    IF NOT inserted THEN
+        RETURN;
+    END IF;
+    UPDATE habit.sync_clocks c SET tombstones = c.tombstones + 1 WHERE c.user_id = p_user
+    RETURNING c.tombstones INTO recorded;
+    IF recorded > habit.tombstone_cap() THEN
+        PERFORM habit.trim_tombstones(p_user, habit.tombstone_cap() * 9 / 10);
+    END IF;
     END
     $fn$;
 COMMENT ON FUNCTION habit.sync_tombstone(uuid, text, text) IS
-    'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq.';
+    'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq; past habit.tombstone_cap() tombstones the user''s oldest are trimmed (sql/0024).';
+
+-- The most tombstones a user keeps (all tables together): a function, so a test can see it and
+-- the documentation names one place.
+CREATE OR REPLACE FUNCTION habit.tombstone_cap() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$ SELECT 10000 $fn$;
+COMMENT ON FUNCTION habit.tombstone_cap() IS
+    'The most tombstones a user keeps, all tables together (sql/0024); past it the oldest are trimmed to 90 % of it.';
+
+-- Keeps p_user's newest p_keep tombstones; the cursors that needed a dropped one expire
+-- (pruned_through), in the same transaction, and the clock's count becomes exact.
+CREATE OR REPLACE FUNCTION habit.trim_tombstones(p_user uuid, p_keep integer) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        dropped bigint;
+        total integer;
+    BEGIN
+        WITH ranked AS (
+            SELECT t.kind, t.key, t.change_seq,
+                   row_number() OVER (ORDER BY t.change_seq DESC, t.kind DESC, t.key DESC) AS newest
+            FROM habit.sync_tombstones t WHERE t.user_id = p_user
+        ),
+        pruned AS (
+            DELETE FROM habit.sync_tombstones t USING ranked r
+            WHERE t.user_id = p_user AND t.kind = r.kind AND t.key = r.key AND r.newest > p_keep
+            RETURNING t.change_seq
+        ),
+        raised AS (
+            UPDATE habit.sync_clocks c SET pruned_through = greatest(c.pruned_through, (SELECT max(p.change_seq) FROM pruned p)),
+                   updated_at = now()
+            WHERE c.user_id = p_user AND EXISTS (SELECT 1 FROM pruned)
+            RETURNING 1
+        )
+        SELECT count(*), (SELECT count(*) FROM ranked) INTO dropped, total FROM pruned;
+        UPDATE habit.sync_clocks c SET tombstones = greatest(total - dropped, 0) WHERE c.user_id = p_user;
+        RETURN dropped;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
+    'Deletes all but p_user''s newest p_keep tombstones, expires the cursors that needed them (pruned_through) and recounts the clock''s tombstones; returns how many it deleted (sql/0024).';
 
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
@@ -129,12 +186,13 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
             DELETE FROM habit.sync_tombstones t WHERE t.deleted_at < cutoff RETURNING t.user_id, t.change_seq
         ),
         marks AS (
-            SELECT p.user_id, max(p.change_seq) AS through FROM pruned p GROUP BY p.user_id
+            SELECT p.user_id, max(p.change_seq) AS through, count(*)::integer AS gone FROM pruned p GROUP BY p.user_id
         ),
         raised AS (
-            UPDATE habit.sync_clocks c SET pruned_through = m.through, updated_at = now()
+            UPDATE habit.sync_clocks c SET pruned_through = greatest(c.pruned_through, m.through),
+                   tombstones = greatest(c.tombstones - m.gone, 0), updated_at = now()
             FROM marks m
-            WHERE c.user_id = m.user_id AND c.pruned_through < m.through
+            WHERE c.user_id = m.user_id
             RETURNING c.user_id
         )
         SELECT count(*) INTO tombstones FROM pruned;
