@@ -3033,6 +3033,71 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
 COMMENT ON FUNCTION habit.sync_tombstone(uuid, text, text) IS
     'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq.';
 
+-- Who a write acts for --------------------------------------------------------------------------
+-- The roles that act as one user (authenticated, and anon, which has no rights at all) may only
+-- make the SECURITY DEFINER functions below act for themselves (auth.uid()); every other role
+-- (service_role, habit_admin, the migrator, a superuser in psql) acts for whoever it names. Read
+-- from the role the session has set (SET ROLE / set_config('role', …)), which a SECURITY DEFINER
+-- function does not change. SQLSTATE 42501 (insufficient_privilege) otherwise. Granted to
+-- nobody: only the functions of ours that run as their owner call it.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF coalesce(nullif(current_setting('role', true), 'none'), session_user::text) IN ('authenticated', 'anon')
+           AND p_user IS DISTINCT FROM auth.uid() THEN
+            RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid())' USING ERRCODE = '42501';
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
+    'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
+
+-- Replay records (sync.push) -------------------------------------------------------------------
+-- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
+-- UPDATE its own rows of any size): a claim of (client_id, mutation_id), and its outcome,
+-- recorded once in the transaction that claimed it. The checks of the table (id lengths)
+-- apply as before.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_claim(p_user uuid, p_client text, p_mutation text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (p_user, p_client, p_mutation)
+        ON CONFLICT DO NOTHING;
+        RETURN FOUND;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
+    'Claims sync.push''s replay record (p_client, p_mutation) of p_user: true when this transaction made it, false when it exists (after waiting for a concurrent claim to end).';
+
+-- The outcome of a record claimed in this transaction (a committed record always has one: the
+-- claim and its outcome commit together), with the user's change number if this transaction
+-- took one. Returns the outcome as stored.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        stored jsonb;
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        UPDATE habit.sync_mutations m SET outcome = p_outcome,
+            change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id())
+        WHERE m.user_id = p_user AND m.client_id = p_client AND m.mutation_id = p_mutation AND m.outcome IS NULL
+        RETURNING m.outcome INTO stored;
+        IF NOT FOUND OR p_outcome IS NULL THEN
+            RAISE EXCEPTION 'no replay record claimed in this transaction for (%, %), or no outcome given', p_client, p_mutation
+                USING ERRCODE = '55000';
+        END IF;
+        RETURN stored;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_record(uuid, text, text, jsonb) IS
+    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored.';
+
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
 -- largest pruned tombstone number expire (pruned_through), in the same transaction, so a
@@ -3521,9 +3586,10 @@ GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 -- (habit.current_state_files: admins only, above).
 GRANT SELECT ON habit.time_zones TO authenticated, service_role, habit_worker, habit_batch;
 GRANT SELECT ON habit.schema_migrations TO service_role, habit_worker, habit_batch;
--- Sync: a pull reads its clock and tombstones; a push claims and records its replay records.
-GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones TO authenticated, service_role;
-GRANT SELECT, INSERT, UPDATE ON habit.sync_mutations TO authenticated, service_role;
+-- Sync: a pull reads its clock and tombstones; a push reads its replay records and writes them
+-- only through habit.sync_mutation_claim/_record (sql/0023: no INSERT or UPDATE of its own, so
+-- no record of any size written by hand).
+GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones, habit.sync_mutations TO authenticated, service_role;
 -- Incremental weekly counts: the batch keeps its state and claims the dirty days.
 GRANT SELECT, UPDATE ON habit.weekly_counts_state TO habit_batch;
 GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
@@ -3535,7 +3601,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
--- next_change_seq, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
+-- next_change_seq, check_acting_for, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
 -- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
@@ -3566,7 +3632,8 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
-    habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text)
+    habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
+    habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb)
     TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
@@ -4585,6 +4652,16 @@ COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
     'Of due_habit_days, the skipped ones (habit_skips on a due day; since 0020, before: every skip on a day the habit was on).';
 
 """#),
+        SQLFile(path: "migrations/0023_walls.sql", text: #"""
+-- 0023 (issue 31, items 5, 6, 9, 11): walls around what a user's role may touch.
+--
+-- Item 5: habit.sync_mutations (sync.push's replay records) is written only through
+-- habit.sync_mutation_claim and habit.sync_mutation_record (functions/sync.sql); authenticated
+-- loses INSERT and UPDATE (grants.sql) and the two policies that let it write its own rows go.
+DROP POLICY IF EXISTS sync_mutations_insert_own ON habit.sync_mutations;
+DROP POLICY IF EXISTS sync_mutations_update_own ON habit.sync_mutations;
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -4744,11 +4821,7 @@ ALTER TABLE habit.sync_mutations ENABLE ROW LEVEL SECURITY;
 ALTER TABLE habit.sync_mutations FORCE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sync_mutations_select_own ON habit.sync_mutations;
 CREATE POLICY sync_mutations_select_own ON habit.sync_mutations FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS sync_mutations_insert_own ON habit.sync_mutations;
-CREATE POLICY sync_mutations_insert_own ON habit.sync_mutations FOR INSERT TO authenticated WITH CHECK (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS sync_mutations_update_own ON habit.sync_mutations;
-CREATE POLICY sync_mutations_update_own ON habit.sync_mutations FOR UPDATE TO authenticated
-    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
+-- Written only by habit.sync_mutation_claim/_record (sql/0023 dropped the insert and update policies).
 DROP POLICY IF EXISTS sync_mutations_read_all ON habit.sync_mutations;
 CREATE POLICY sync_mutations_read_all ON habit.sync_mutations FOR SELECT TO habit_admin USING (true);
 

@@ -108,10 +108,10 @@ enum SyncPush: DatabaseMethod {
     private static func apply(_ mutation: Mutation, of push: Params, in context: MethodContext) throws -> JSONValue {
         let (user, client) = (push.user, push.clientID)
         let recorded: String = try context.scope.transaction(as: user) { connection in
-            let claimed = try connection.queryOptional("""
-                INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (\(user), \(client), \(mutation.id))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """) != nil
+            // Replay records are written only through their functions (sql/functions/sync.sql).
+            let claimed = try connection.queryOne("""
+                SELECT habit.sync_mutation_claim(\(user), \(client), \(mutation.id))
+                """).decode(Bool.self, at: 0)
             guard claimed else {
                 // Recorded by an earlier push (committed: the claim waited for it).
                 let row = try connection.queryOne("""
@@ -130,12 +130,9 @@ enum SyncPush: DatabaseMethod {
             } catch let error where isRecordable(error) {
                 outcome = .object(["error": encoded(ErrorMapping.rpcError(for: error))])
             }
-            // change_seq: the user's clock if this transaction moved it (sql/functions/sync.sql).
+            // With change_seq: the user's clock if this transaction moved it (sql/functions/sync.sql).
             return try connection.queryOne("""
-                UPDATE habit.sync_mutations SET outcome = \(outcome.jsonString)::jsonb,
-                    change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = \(user) AND c.xact = pg_current_xact_id())
-                WHERE user_id = \(user) AND client_id = \(client) AND mutation_id = \(mutation.id)
-                RETURNING outcome::text
+                SELECT habit.sync_mutation_record(\(user), \(client), \(mutation.id), \(outcome.jsonString)::jsonb)::text
                 """).decode(String.self, at: 0)
         }
         do {

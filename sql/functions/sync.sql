@@ -108,6 +108,71 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
 COMMENT ON FUNCTION habit.sync_tombstone(uuid, text, text) IS
     'Records the deletion of key p_key of kind p_kind of p_user, numbered by habit.next_change_seq.';
 
+-- Who a write acts for --------------------------------------------------------------------------
+-- The roles that act as one user (authenticated, and anon, which has no rights at all) may only
+-- make the SECURITY DEFINER functions below act for themselves (auth.uid()); every other role
+-- (service_role, habit_admin, the migrator, a superuser in psql) acts for whoever it names. Read
+-- from the role the session has set (SET ROLE / set_config('role', …)), which a SECURITY DEFINER
+-- function does not change. SQLSTATE 42501 (insufficient_privilege) otherwise. Granted to
+-- nobody: only the functions of ours that run as their owner call it.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF coalesce(nullif(current_setting('role', true), 'none'), session_user::text) IN ('authenticated', 'anon')
+           AND p_user IS DISTINCT FROM auth.uid() THEN
+            RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid())' USING ERRCODE = '42501';
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
+    'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
+
+-- Replay records (sync.push) -------------------------------------------------------------------
+-- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
+-- UPDATE its own rows of any size): a claim of (client_id, mutation_id), and its outcome,
+-- recorded once in the transaction that claimed it. The checks of the table (id lengths)
+-- apply as before.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_claim(p_user uuid, p_client text, p_mutation text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (p_user, p_client, p_mutation)
+        ON CONFLICT DO NOTHING;
+        RETURN FOUND;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
+    'Claims sync.push''s replay record (p_client, p_mutation) of p_user: true when this transaction made it, false when it exists (after waiting for a concurrent claim to end).';
+
+-- The outcome of a record claimed in this transaction (a committed record always has one: the
+-- claim and its outcome commit together), with the user's change number if this transaction
+-- took one. Returns the outcome as stored.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        stored jsonb;
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        UPDATE habit.sync_mutations m SET outcome = p_outcome,
+            change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id())
+        WHERE m.user_id = p_user AND m.client_id = p_client AND m.mutation_id = p_mutation AND m.outcome IS NULL
+        RETURNING m.outcome INTO stored;
+        IF NOT FOUND OR p_outcome IS NULL THEN
+            RAISE EXCEPTION 'no replay record claimed in this transaction for (%, %), or no outcome given', p_client, p_mutation
+                USING ERRCODE = '55000';
+        END IF;
+        RETURN stored;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_record(uuid, text, text, jsonb) IS
+    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored.';
+
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
 -- largest pruned tombstone number expire (pruned_through), in the same transaction, so a
