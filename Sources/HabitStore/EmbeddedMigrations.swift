@@ -114,8 +114,9 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- One import of a user at a time: a second waits here, then (READ COMMITTED: each
         -- statement sees what committed before it) finds the first's rows and compares, instead
         -- of colliding on their keys (a unique violation the caller could only see as an
-        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too.
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.import_account ' || p_user::text, 0));
+        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too; the
+        -- user's clock row, which no other user can lock (sql/0023; an advisory key before).
+        PERFORM habit.lock_user_writes(p_user);
         backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
@@ -621,8 +622,10 @@ SET LOCAL check_function_bodies = off;
 -- The sort_order of a habit created without one: after the user's last (1 for the first),
 -- at most the largest integer. PL/pgSQL keeps its plan per session (a SQL function reading a
 -- table is never inlined and would be planned on every call).
--- Unique per user whatever the concurrency (several workers included): a transaction-level
--- advisory lock per user, taken before the read, and VOLATILE so that the read takes a fresh
+-- Unique per user whatever the concurrency (several workers included): the user's writer lock
+-- (habit.lock_user_writes, functions/sync.sql: the user's clock row, which only the user and
+-- the roles acting for users can lock; an advisory lock on a guessable key until 0023), taken
+-- before the read, and VOLATILE so that the read takes a fresh
 -- snapshot after the wait (READ COMMITTED: the other creator has committed by then and its
 -- row is seen). The lock is held until commit, so the insert that uses the number is visible
 -- before the next creator reads. Writers that give their own sort_order (the seed apps
@@ -634,7 +637,7 @@ CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS
     DECLARE
         last_order integer;
     BEGIN
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || acting_user::text, 0));
+        PERFORM habit.lock_user_writes(acting_user);
         SELECT max(h.sort_order) INTO last_order FROM public.habit_templates h WHERE h.user_id = acting_user;
         RETURN least(coalesce(last_order, 0)::bigint + 1, 2147483647)::integer;
     END
@@ -3054,6 +3057,33 @@ CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
     'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
 
+-- A user's writers, one at a time ------------------------------------------------------------------
+-- The creates that number rows after the user's last (habit.next_habit_sort_order,
+-- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
+-- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
+-- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
+-- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
+-- row-level security hides other users' clocks. Before, these were advisory locks on guessable
+-- keys (hashtextextended('habit.next_habit_sort_order ' || user, 0)) that any role could hold
+-- for as long as its session lasted. A user without a clock gets one at 0 (no number taken:
+-- the first write still takes 1), race-free by ON CONFLICT. Held until the transaction ends.
+CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks (user_id, seq) VALUES (p_user, 0) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
+    'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
+
 -- Replay records (sync.push) -------------------------------------------------------------------
 -- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
 -- UPDATE its own rows of any size): a claim of (client_id, mutation_id), and its outcome,
@@ -3181,9 +3211,9 @@ CREATE OR REPLACE FUNCTION habit.next_task_position(acting_user uuid, day date) 
     DECLARE
         last_position integer;
     BEGIN
-        -- One lock per user for every day: creating tasks is rare enough, and one key cannot
-        -- miss a task moved between days by a concurrent update.
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_task_position ' || acting_user::text, 0));
+        -- One lock per user for every day (habit.lock_user_writes): creating tasks is rare
+        -- enough, and one lock cannot miss a task moved between days by a concurrent update.
+        PERFORM habit.lock_user_writes(acting_user);
         IF day IS NULL THEN
             SELECT max(t.position) INTO last_position FROM public.tasks t
             WHERE t.user_id = acting_user AND t.scheduled_date IS NULL;
@@ -3633,7 +3663,8 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
     habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
-    habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb)
+    habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
+    habit.lock_user_writes(uuid)
     TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
@@ -5058,6 +5089,12 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
@@ -5179,6 +5216,12 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
@@ -5249,6 +5292,12 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
@@ -5308,6 +5357,12 @@ CREATE OR REPLACE FUNCTION habit.tasks_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;

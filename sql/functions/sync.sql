@@ -129,6 +129,33 @@ CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
     'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
 
+-- A user's writers, one at a time ------------------------------------------------------------------
+-- The creates that number rows after the user's last (habit.next_habit_sort_order,
+-- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
+-- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
+-- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
+-- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
+-- row-level security hides other users' clocks. Before, these were advisory locks on guessable
+-- keys (hashtextextended('habit.next_habit_sort_order ' || user, 0)) that any role could hold
+-- for as long as its session lasted. A user without a clock gets one at 0 (no number taken:
+-- the first write still takes 1), race-free by ON CONFLICT. Held until the transaction ends.
+CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks (user_id, seq) VALUES (p_user, 0) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
+    'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
+
 -- Replay records (sync.push) -------------------------------------------------------------------
 -- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
 -- UPDATE its own rows of any size): a claim of (client_id, mutation_id), and its outcome,

@@ -17,6 +17,12 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
