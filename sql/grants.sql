@@ -95,6 +95,8 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
 -- that writes those tables evaluates it (a CHECK's function needs EXECUTE like any call);
 -- admins and the batch may look for rows with it, as with habit.valid_schedule.
 GRANT EXECUTE ON FUNCTION habit.has_no_bidi_controls(text) TO authenticated, service_role, habit_batch, habit_admin;
+-- The zone-name rule of habit.time_zones' CHECK (sql/0023): admins may look for rows with it.
+GRANT EXECUTE ON FUNCTION habit.is_zone_name(text) TO habit_admin;
 GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
     habit.completion_refusal(boolean, date, date, boolean),
     habit.backfilling(), habit.check_future(date, date, boolean)
