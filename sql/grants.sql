@@ -62,9 +62,10 @@ GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 -- (habit.current_state_files: admins only, above).
 GRANT SELECT ON habit.time_zones TO authenticated, service_role, habit_worker, habit_batch;
 GRANT SELECT ON habit.schema_migrations TO service_role, habit_worker, habit_batch;
--- Sync: a pull reads its clock and tombstones; a push claims and records its replay records.
-GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones TO authenticated, service_role;
-GRANT SELECT, INSERT, UPDATE ON habit.sync_mutations TO authenticated, service_role;
+-- Sync: a pull reads its clock and tombstones; a push reads its replay records and writes them
+-- only through habit.sync_mutation_claim/_record (sql/0023: no INSERT or UPDATE of its own, so
+-- no record of any size written by hand).
+GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones, habit.sync_mutations TO authenticated, service_role;
 -- Incremental weekly counts: the batch keeps its state and claims the dirty days.
 GRANT SELECT, UPDATE ON habit.weekly_counts_state TO habit_batch;
 GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
@@ -76,7 +77,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
--- next_change_seq, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
+-- next_change_seq, check_acting_for, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
 -- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
@@ -94,6 +95,8 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
 -- that writes those tables evaluates it (a CHECK's function needs EXECUTE like any call);
 -- admins and the batch may look for rows with it, as with habit.valid_schedule.
 GRANT EXECUTE ON FUNCTION habit.has_no_bidi_controls(text) TO authenticated, service_role, habit_batch, habit_admin;
+-- The zone-name rule of habit.time_zones' CHECK (sql/0023): admins may look for rows with it.
+GRANT EXECUTE ON FUNCTION habit.is_zone_name(text) TO habit_admin;
 GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
     habit.completion_refusal(boolean, date, date, boolean),
     habit.backfilling(), habit.check_future(date, date, boolean)
@@ -107,7 +110,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
-    habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text)
+    habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
+    habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
+    habit.lock_user_writes(uuid)
     TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;

@@ -156,10 +156,6 @@ ALTER TABLE habit.sync_mutations ENABLE ROW LEVEL SECURITY;
 ALTER TABLE habit.sync_mutations FORCE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sync_mutations_select_own ON habit.sync_mutations;
 CREATE POLICY sync_mutations_select_own ON habit.sync_mutations FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS sync_mutations_insert_own ON habit.sync_mutations;
-CREATE POLICY sync_mutations_insert_own ON habit.sync_mutations FOR INSERT TO authenticated WITH CHECK (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS sync_mutations_update_own ON habit.sync_mutations;
-CREATE POLICY sync_mutations_update_own ON habit.sync_mutations FOR UPDATE TO authenticated
-    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
+-- Written only by habit.sync_mutation_claim/_record (sql/0023 dropped the insert and update policies).
 DROP POLICY IF EXISTS sync_mutations_read_all ON habit.sync_mutations;
 CREATE POLICY sync_mutations_read_all ON habit.sync_mutations FOR SELECT TO habit_admin USING (true);

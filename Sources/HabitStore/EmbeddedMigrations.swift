@@ -42,6 +42,8 @@ SET LOCAL check_function_bodies = off;
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
 -- user's today (YYYY-MM-DD):
 --   id_conflict       the id is another user's row (never saying whose, or what it is)
+--   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
+--                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
@@ -114,8 +116,9 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- One import of a user at a time: a second waits here, then (READ COMMITTED: each
         -- statement sees what committed before it) finds the first's rows and compares, instead
         -- of colliding on their keys (a unique violation the caller could only see as an
-        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too.
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.import_account ' || p_user::text, 0));
+        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too; the
+        -- user's clock row, which no other user can lock (sql/0023; an advisory key before).
+        PERFORM habit.lock_user_writes(p_user);
         backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
@@ -200,6 +203,15 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM import_periods p
         WHERE p.ended_at > now() ORDER BY p.i, p.j LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'the period ends after now', today); END IF;
+
+        -- The range (sql/migrations/0021), backfill or not: periods start at or after
+        -- habit.earliest_day() 00:00 UTC, completions and skips lie on or after it.
+        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].started_at' AS path INTO bad FROM import_periods p
+        WHERE p.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' ORDER BY p.i, p.j LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day() || 'T00:00:00Z'); END IF;
+        SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+        WHERE d.day < habit.earliest_day() ORDER BY d.kind, d.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day()); END IF;
 
         -- Completions and skips: the rules of sql/0010 against the document's own periods.
         SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
@@ -621,8 +633,10 @@ SET LOCAL check_function_bodies = off;
 -- The sort_order of a habit created without one: after the user's last (1 for the first),
 -- at most the largest integer. PL/pgSQL keeps its plan per session (a SQL function reading a
 -- table is never inlined and would be planned on every call).
--- Unique per user whatever the concurrency (several workers included): a transaction-level
--- advisory lock per user, taken before the read, and VOLATILE so that the read takes a fresh
+-- Unique per user whatever the concurrency (several workers included): the user's writer lock
+-- (habit.lock_user_writes, functions/sync.sql: the user's clock row, which only the user and
+-- the roles acting for users can lock; an advisory lock on a guessable key until 0023), taken
+-- before the read, and VOLATILE so that the read takes a fresh
 -- snapshot after the wait (READ COMMITTED: the other creator has committed by then and its
 -- row is seen). The lock is held until commit, so the insert that uses the number is visible
 -- before the next creator reads. Writers that give their own sort_order (the seed apps
@@ -634,7 +648,7 @@ CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS
     DECLARE
         last_order integer;
     BEGIN
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || acting_user::text, 0));
+        PERFORM habit.lock_user_writes(acting_user);
         SELECT max(h.sort_order) INTO last_order FROM public.habit_templates h WHERE h.user_id = acting_user;
         RETURN least(coalesce(last_order, 0)::bigint + 1, 2147483647)::integer;
     END
@@ -971,6 +985,8 @@ COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
     'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
 
 -- The rules of completing and skipping, for every writer -------------------------------------
+--   23514 (CONSTRAINT habit_completions_date_range / habit_skips_date_range)  a day before
+--                           habit.earliest_day(), 1970-01-01 (sql/migrations/0021); backfill too
 --   HB003 future_date       done after the user's today, or skipped more than 366 days after it
 --                           (DETAIL: the user's today, YYYY-MM-DD)
 --   HB004 habit_not_active  the habit is not on that day (habit.habit_days_at)
@@ -1035,6 +1051,15 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         on_day boolean := false;
         s habit.streak_segment;
     BEGIN
+        -- The range (sql/migrations/0021), before anything else and for every writer, backfill
+        -- or not: a day before habit.earliest_day() is never written.
+        IF p_present AND p_day < habit.earliest_day() THEN
+            RAISE EXCEPTION '% on % is before %', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day()
+                USING ERRCODE = 'check_violation',
+                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
+                      TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
+                      COLUMN = CASE WHEN skipping THEN 'skipped_date' ELSE 'completed_date' END, SCHEMA = 'public';
+        END IF;
         -- The lock first, in a statement of its own: a writer that waited for it reads, in the
         -- next statement (a new snapshot), what the writer it waited for committed.
         PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
@@ -1119,7 +1144,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion or skip becoming present, raises HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
+    'Locks the habit and, for a completion or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -2933,6 +2958,7 @@ CREATE OR REPLACE FUNCTION habit.habit_streak_state_rebuild() RETURNS trigger
 --   habit.sync_tombstones    one row per deleted key, with the number of the deletion
 --   habit.sync_mutations     sync.push's replay records: (client_id, mutation_id) → outcome
 --   habit.prune_sync         drops tombstones and replay records older than the retention
+--   habit.prune_replay_records  keeps a user's newest replay records within the per-user caps
 --   habit.sync_reset         expires every cursor of a user (after writes that bypassed triggers)
 --
 -- Synced tables, with the kind and key a pull reports them by (docs/schema.md, "Sync"):
@@ -3090,6 +3116,98 @@ CREATE OR REPLACE FUNCTION habit.trim_tombstones(p_user uuid, p_keep integer) RE
 COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
     'Deletes all but p_user''s newest p_keep tombstones, expires the cursors that needed them (pruned_through) and recounts the clock''s tombstones; returns how many it deleted (sql/0024).';
 
+-- Who a write acts for --------------------------------------------------------------------------
+-- The roles that act as one user (authenticated, and anon, which has no rights at all) may only
+-- make the SECURITY DEFINER functions below act for themselves (auth.uid()); every other role
+-- (service_role, habit_admin, the migrator, a superuser in psql) acts for whoever it names. Read
+-- from the role the session has set (SET ROLE / set_config('role', …)), which a SECURITY DEFINER
+-- function does not change. SQLSTATE 42501 (insufficient_privilege) otherwise. Granted to
+-- nobody: only the functions of ours that run as their owner call it.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF coalesce(nullif(current_setting('role', true), 'none'), session_user::text) IN ('authenticated', 'anon')
+           AND p_user IS DISTINCT FROM auth.uid() THEN
+            RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid())' USING ERRCODE = '42501';
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
+    'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
+
+-- A user's writers, one at a time ------------------------------------------------------------------
+-- The creates that number rows after the user's last (habit.next_habit_sort_order,
+-- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
+-- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
+-- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
+-- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
+-- row-level security hides other users' clocks. Before, these were advisory locks on guessable
+-- keys (hashtextextended('habit.next_habit_sort_order ' || user, 0)) that any role could hold
+-- for as long as its session lasted. A user without a clock gets one at 0 (no number taken:
+-- the first write still takes 1), race-free by ON CONFLICT. Held until the transaction ends.
+CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks (user_id, seq) VALUES (p_user, 0) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
+    'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
+
+-- Replay records (sync.push) -------------------------------------------------------------------
+-- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
+-- UPDATE its own rows of any size): a claim of (client_id, mutation_id), and its outcome,
+-- recorded once in the transaction that claimed it. The checks of the table (id lengths)
+-- apply as before.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_claim(p_user uuid, p_client text, p_mutation text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (p_user, p_client, p_mutation)
+        ON CONFLICT DO NOTHING;
+        RETURN FOUND;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
+    'Claims sync.push''s replay record (p_client, p_mutation) of p_user: true when this transaction made it, false when it exists (after waiting for a concurrent claim to end).';
+
+-- The outcome of a record claimed in this transaction (a committed record always has one: the
+-- claim and its outcome commit together), with the user's change number if this transaction
+-- took one. Returns the outcome as stored.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        stored jsonb;
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        UPDATE habit.sync_mutations m SET outcome = p_outcome,
+            change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id())
+        WHERE m.user_id = p_user AND m.client_id = p_client AND m.mutation_id = p_mutation AND m.outcome IS NULL
+        RETURNING m.outcome INTO stored;
+        IF NOT FOUND OR p_outcome IS NULL THEN
+            RAISE EXCEPTION 'no replay record claimed in this transaction for (%, %), or no outcome given', p_client, p_mutation
+                USING ERRCODE = '55000';
+        END IF;
+        RETURN stored;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_record(uuid, text, text, jsonb) IS
+    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored.';
+
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
 -- largest pruned tombstone number expire (pruned_through), in the same transaction, so a
@@ -3127,6 +3245,46 @@ CREATE OR REPLACE FUNCTION habit.prune_sync(p_retention interval) RETURNS TABLE 
     $fn$;
 COMMENT ON FUNCTION habit.prune_sync(interval) IS
     'Deletes tombstones and replay records older than p_retention and raises each affected user''s pruned_through; returns the counts.';
+
+-- Keeps p_user's newest replay records, at most 10,000 of them and 16 MiB of outcomes (as
+-- stored: pg_column_size, which reads no TOASTed value), and deletes the older ones: sync.push
+-- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
+-- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
+-- again. It reads the user's records by (user_id, created_at), at most caps + one push of
+-- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
+-- number of records deleted.
+CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+        max_records constant bigint := 10000;
+        max_bytes constant bigint := 16 * 1048576;
+        deleted bigint;
+    BEGIN
+        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
+                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
+            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        WITH ranked AS (
+            SELECT m.client_id, m.mutation_id,
+                   row_number() OVER newest AS n,
+                   sum(coalesce(pg_column_size(m.outcome), 0)) OVER newest AS bytes
+            FROM habit.sync_mutations m
+            WHERE m.user_id = p_user
+            WINDOW newest AS (ORDER BY m.created_at DESC, m.client_id DESC, m.mutation_id DESC)
+        )
+        DELETE FROM habit.sync_mutations m
+        USING ranked r
+        WHERE m.user_id = p_user AND m.client_id = r.client_id AND m.mutation_id = r.mutation_id
+          AND (r.n > max_records OR r.bytes > max_bytes);
+        GET DIAGNOSTICS deleted = ROW_COUNT;
+        RETURN deleted;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.prune_replay_records(uuid) IS
+    'Keeps p_user''s newest 10,000 replay records and 16 MiB of outcomes, deleting older ones (0022); returns how many it deleted.';
 
 -- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
 -- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
@@ -3174,9 +3332,9 @@ CREATE OR REPLACE FUNCTION habit.next_task_position(acting_user uuid, day date) 
     DECLARE
         last_position integer;
     BEGIN
-        -- One lock per user for every day: creating tasks is rare enough, and one key cannot
-        -- miss a task moved between days by a concurrent update.
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_task_position ' || acting_user::text, 0));
+        -- One lock per user for every day (habit.lock_user_writes): creating tasks is rare
+        -- enough, and one lock cannot miss a task moved between days by a concurrent update.
+        PERFORM habit.lock_user_writes(acting_user);
         IF day IS NULL THEN
             SELECT max(t.position) INTO last_position FROM public.tasks t
             WHERE t.user_id = acting_user AND t.scheduled_date IS NULL;
@@ -3579,9 +3737,10 @@ GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 -- (habit.current_state_files: admins only, above).
 GRANT SELECT ON habit.time_zones TO authenticated, service_role, habit_worker, habit_batch;
 GRANT SELECT ON habit.schema_migrations TO service_role, habit_worker, habit_batch;
--- Sync: a pull reads its clock and tombstones; a push claims and records its replay records.
-GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones TO authenticated, service_role;
-GRANT SELECT, INSERT, UPDATE ON habit.sync_mutations TO authenticated, service_role;
+-- Sync: a pull reads its clock and tombstones; a push reads its replay records and writes them
+-- only through habit.sync_mutation_claim/_record (sql/0023: no INSERT or UPDATE of its own, so
+-- no record of any size written by hand).
+GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones, habit.sync_mutations TO authenticated, service_role;
 -- Incremental weekly counts: the batch keeps its state and claims the dirty days.
 GRANT SELECT, UPDATE ON habit.weekly_counts_state TO habit_batch;
 GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
@@ -3593,7 +3752,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
--- next_change_seq, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
+-- next_change_seq, check_acting_for, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
 -- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
@@ -3611,6 +3770,8 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
 -- that writes those tables evaluates it (a CHECK's function needs EXECUTE like any call);
 -- admins and the batch may look for rows with it, as with habit.valid_schedule.
 GRANT EXECUTE ON FUNCTION habit.has_no_bidi_controls(text) TO authenticated, service_role, habit_batch, habit_admin;
+-- The zone-name rule of habit.time_zones' CHECK (sql/0023): admins may look for rows with it.
+GRANT EXECUTE ON FUNCTION habit.is_zone_name(text) TO habit_admin;
 GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
     habit.completion_refusal(boolean, date, date, boolean),
     habit.backfilling(), habit.check_future(date, date, boolean)
@@ -3624,7 +3785,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
-    habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text)
+    habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
+    habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
+    habit.lock_user_writes(uuid)
     TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
@@ -3663,6 +3826,8 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.sync_reset(uuid) TO habit_admin;
+-- A push keeps its user's replay records within the per-user caps (as that user).
+GRANT EXECUTE ON FUNCTION habit.prune_replay_records(uuid) TO authenticated, service_role, habit_admin;
 
 -- The admin schema.
 GRANT EXECUTE ON FUNCTION admin.inactive_users(integer), admin.user_week(uuid, date, text) TO habit_admin;
@@ -4643,6 +4808,126 @@ COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
     'Of due_habit_days, the skipped ones (habit_skips on a due day; since 0020, before: every skip on a day the habit was on).';
 
 """#),
+        SQLFile(path: "migrations/0021_date_ranges.sql", text: #"""
+-- 0021 (issue 31, finding 1 "Spans"): written dates and instants start at 1970-01-01.
+--
+-- A habit activated in 1880 made its writers and readers walk 146 years of days; a completion
+-- in 1881 likewise. Every writer (the worker, Supabase, psql, an account import, an admin's
+-- backfill) now meets the same floor in the tables' BEFORE triggers (current-state files):
+--   habit_completions.completed_date, habit_skips.skipped_date   >= habit.earliest_day()
+--       (habit.check_day, sql/functions/history.sql)
+--   habit_templates.activated_at, habit_periods.started_at       >= habit.earliest_day() 00:00 UTC
+--       (sql/triggers/habit_templates.sql, sql/triggers/habit_periods.sql)
+-- raising 23514 (check_violation) with CONSTRAINT habit_completions_date_range,
+-- habit_skips_date_range, habit_templates_activated_at_range or habit_periods_started_at_range
+-- and COLUMN the column, which the worker answers -32602 `out_of_range` naming the field
+-- (Sources/HabitStore/StoreError.swift). The upper bounds stay the user's today rules the
+-- triggers already keep (HB003 future_date: a completion after today, a skip after today +
+-- 366 days); "today" is not immutable, so no CHECK constraint could hold them.
+--
+-- Why triggers and not CHECK constraints: rows written before this migration may lie before
+-- 1970 (an import, a backfill). A CHECK constraint, even added NOT VALID, is checked on every
+-- later UPDATE of such a row — a rename, or the deactivation that closes its period — and
+-- would make those rows read-only; validating it would make this migration fail. The
+-- triggers check a date only when it is written or changed, so older rows are kept as they
+-- are and stay editable, and this migration touches no row. Admins find them with
+--   SELECT user_id, id, activated_at FROM public.habit_templates WHERE activated_at < '1970-01-01 00:00+00';
+--   SELECT user_id, template_id, completed_date FROM public.habit_completions WHERE completed_date < '1970-01-01';
+--
+-- The bound is one function, here rather than in sql/functions for the reason
+-- habit.has_no_bidi_controls is in 0019: changing it changes which rows may be written (a
+-- versioned migration, with a look at the stored rows). A SQL function without a SET clause,
+-- so PostgreSQL inlines it.
+CREATE FUNCTION habit.earliest_day() RETURNS date
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT date '1970-01-01'
+    $fn$;
+COMMENT ON FUNCTION habit.earliest_day() IS
+    'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
+
+COMMENT ON COLUMN public.habit_completions.completed_date IS
+    'The calendar date completed, in the user''s time zone (a date, never shifted): from 1970-01-01 to the user''s today (the triggers, sql/0021).';
+COMMENT ON COLUMN public.habit_skips.skipped_date IS
+    'The calendar date skipped, in the user''s time zone: from 1970-01-01 to the user''s today + 366 days (the triggers, sql/0021).';
+COMMENT ON COLUMN public.habit_templates.activated_at IS
+    'Start of the habit''s first period (habit_periods): from 1970-01-01 00:00 UTC when written (the triggers, sql/0021).';
+COMMENT ON COLUMN public.habit_periods.started_at IS 'Start (inclusive): from 1970-01-01 00:00 UTC when written (the triggers, sql/0021).';
+
+"""#),
+        SQLFile(path: "migrations/0022_sync_bounds.sql", text: #"""
+-- 0022 (issue 31, items 2 and 3): sync.push keeps bounded replay records.
+--
+-- A push could carry reads (tasks.list, account.export…), and each answer was kept as a replay
+-- record for the retention: 20 tasks.list of a large account left 137 MB in
+-- habit.sync_mutations. The worker now refuses reads in a push (-32019 method_not_allowed), and:
+--
+-- - a record's outcome is at most 65,536 bytes of jsonb text (sync_mutations_outcome_size;
+--   every write's result fits, the worker records a larger one as -32014 response_too_large
+--   and rolls its effect back);
+-- - per user, habit.prune_replay_records (sql/functions/sync.sql) keeps the newest 10,000
+--   records and 16 MiB of outcomes after each push, deleting the oldest first.
+--
+-- Records kept from before, larger than the new bound, are the answers of reads (no write
+-- answers that much): they are deleted here, as the retention would have deleted them later.
+-- A device that pushes such a mutation id again is refused as a read.
+DELETE FROM habit.sync_mutations WHERE octet_length(outcome::text) > 65536;
+
+ALTER TABLE habit.sync_mutations
+    ADD CONSTRAINT sync_mutations_outcome_size CHECK (octet_length(outcome::text) <= 65536);
+
+-- The per-user cap walks a user's records newest first.
+CREATE INDEX sync_mutations_user_created_idx ON habit.sync_mutations (user_id, created_at);
+
+COMMENT ON COLUMN habit.sync_mutations.outcome IS
+    'NULL while claimed; then {"result": …} or {"error": {"code", "message", "data"}}, at most 65,536 bytes as text (0022).';
+COMMENT ON COLUMN habit.sync_mutations.created_at IS
+    'When it was claimed; prune_sync drops it after the retention, prune_replay_records past the per-user caps.';
+
+"""#),
+        SQLFile(path: "migrations/0023_walls.sql", text: #"""
+-- 0023 (issue 31, items 5 and 11): walls around what a user's role may write.
+--
+-- Item 5: habit.sync_mutations (sync.push's replay records) is written only through
+-- habit.sync_mutation_claim and habit.sync_mutation_record (functions/sync.sql); authenticated
+-- loses INSERT and UPDATE (grants.sql) and the two policies that let it write its own rows go.
+DROP POLICY IF EXISTS sync_mutations_insert_own ON habit.sync_mutations;
+DROP POLICY IF EXISTS sync_mutations_update_own ON habit.sync_mutations;
+
+-- Item 11: a user's zone is an IANA zone name (or an alias tzdata keeps for one, such as
+-- US/Pacific), never one of the other names PostgreSQL reads from its zoneinfo directory:
+-- `localtime` (the database host's own zone: a user's today would follow the host), `posixrules`
+-- (the rules file for POSIX TZ strings), `Factory` (tzdata's "local time zone must be set"
+-- placeholder), and the `posix/` and `right/` copies of the tree (right/ counts leap seconds).
+-- Profiles holding one move to the zone it copies (posix/Europe/Paris → Europe/Paris), the
+-- others to UTC (docs/admin.md); the names leave habit.time_zones, and a CHECK keeps them out
+-- of it (the documented refresh from pg_timezone_names included), so profiles_timezone_fkey
+-- refuses them for every writer and the worker, which reads this table, answers
+-- invalid_timezone.
+-- The rule, once: the CHECK below and the refresh after a tzdata upgrade (docs/schema.md) call
+-- it. Changing it is a versioned migration, as for habit.valid_schedule.
+CREATE OR REPLACE FUNCTION habit.is_zone_name(p_name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT p_name NOT IN ('localtime', 'posixrules', 'Factory', 'posix', 'right') AND p_name !~ '^(posix|right)/'
+    $fn$;
+COMMENT ON FUNCTION habit.is_zone_name(text) IS
+    'Whether a name pg_timezone_names lists is a zone a user may have: IANA names and their aliases, not localtime, posixrules, Factory, nor the posix/ and right/ copies (sql/0023).';
+
+UPDATE public.profiles p
+SET timezone = CASE WHEN p.timezone ~ '^(posix|right)/'
+                         AND EXISTS (SELECT 1 FROM habit.time_zones z WHERE z.name = regexp_replace(p.timezone, '^(posix|right)/', ''))
+                    THEN regexp_replace(p.timezone, '^(posix|right)/', '') ELSE 'UTC' END
+WHERE NOT habit.is_zone_name(p.timezone);
+DELETE FROM habit.time_zones z
+WHERE NOT habit.is_zone_name(z.name);
+ALTER TABLE habit.time_zones ADD CONSTRAINT time_zones_name_check
+    CHECK (habit.is_zone_name(name));
+COMMENT ON CONSTRAINT time_zones_name_check ON habit.time_zones IS
+    'IANA zone names and their aliases only: not localtime, posixrules, Factory, nor the posix/ and right/ copies (sql/0023).';
+
+"""#),
         SQLFile(path: "migrations/0024_tombstone_cap.sql", text: #"""
 -- 0024 (issue 31, item 4): a user keeps at most 10,000 tombstones.
 --
@@ -4666,7 +4951,7 @@ UPDATE habit.sync_clocks c SET tombstones = t.n
 FROM (SELECT user_id, count(*)::integer AS n FROM habit.sync_tombstones GROUP BY user_id) t
 WHERE c.user_id = t.user_id;
 COMMENT ON TABLE habit.sync_clocks IS
-    'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.prune_sync and habit.sync_reset.';
+    'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.lock_user_writes, habit.prune_sync and habit.sync_reset.';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""
@@ -4828,11 +5113,7 @@ ALTER TABLE habit.sync_mutations ENABLE ROW LEVEL SECURITY;
 ALTER TABLE habit.sync_mutations FORCE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sync_mutations_select_own ON habit.sync_mutations;
 CREATE POLICY sync_mutations_select_own ON habit.sync_mutations FOR SELECT TO authenticated USING (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS sync_mutations_insert_own ON habit.sync_mutations;
-CREATE POLICY sync_mutations_insert_own ON habit.sync_mutations FOR INSERT TO authenticated WITH CHECK (user_id = (SELECT auth.uid()));
-DROP POLICY IF EXISTS sync_mutations_update_own ON habit.sync_mutations;
-CREATE POLICY sync_mutations_update_own ON habit.sync_mutations FOR UPDATE TO authenticated
-    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
+-- Written only by habit.sync_mutation_claim/_record (sql/0023 dropped the insert and update policies).
 DROP POLICY IF EXISTS sync_mutations_read_all ON habit.sync_mutations;
 CREATE POLICY sync_mutations_read_all ON habit.sync_mutations FOR SELECT TO habit_admin USING (true);
 
@@ -4930,6 +5211,14 @@ CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
     BEGIN
         IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
             RETURN NEW;
+        END IF;
+        -- The range (sql/migrations/0021), as for habit_templates.activated_at: checked when
+        -- written or changed only, so older periods stay editable (closing one at now()).
+        IF (TG_OP = 'INSERT' OR NEW.started_at IS DISTINCT FROM OLD.started_at)
+           AND NEW.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
+            RAISE EXCEPTION 'started_at % is before % 00:00 UTC', NEW.started_at, habit.earliest_day()
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_periods_started_at_range',
+                      TABLE = 'habit_periods', COLUMN = 'started_at', SCHEMA = 'public';
         END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'periods',
             CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
@@ -5060,7 +5349,8 @@ CREATE CONSTRAINT TRIGGER habit_streak_state_rebuild AFTER INSERT OR UPDATE ON p
 -- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
 -- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
--- BEFORE: on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
+-- BEFORE: a new or changed activated_at lies on or after 1970-01-01 00:00 UTC (23514,
+-- CONSTRAINT habit_templates_activated_at_range; sql/migrations/0021); on UPDATE, the periods follow is_active and schedule (sql/0010's rules, at now()),
 -- updated_at is touched; the change number. SECURITY DEFINER: periods are written only here.
 CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5069,6 +5359,20 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
+        -- The range (sql/migrations/0021): a new or changed activation starts on or after
+        -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
+        IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)
+           AND NEW.activated_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
+            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC', NEW.activated_at, habit.earliest_day()
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_activated_at_range',
+                      TABLE = 'habit_templates', COLUMN = 'activated_at', SCHEMA = 'public';
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
@@ -5190,6 +5494,12 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
@@ -5260,6 +5570,12 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
@@ -5319,6 +5635,12 @@ CREATE OR REPLACE FUNCTION habit.tasks_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;

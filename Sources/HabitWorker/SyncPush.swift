@@ -184,10 +184,10 @@ enum SyncPush: DatabaseMethod {
         let recorded: String
         do {
             recorded = try context.scope.transaction(as: user) { connection in
-                let claimed = try connection.queryOptional("""
-                    INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (\(user), \(client), \(mutation.id))
-                    ON CONFLICT DO NOTHING RETURNING 1
-                    """) != nil
+                // Replay records are written only through their functions (sql/functions/sync.sql).
+                let claimed = try connection.queryOne("""
+                    SELECT habit.sync_mutation_claim(\(user), \(client), \(mutation.id))
+                    """).decode(Bool.self, at: 0)
                 guard claimed else {
                     // Recorded by an earlier push (committed: the claim waited for it).
                     let row = try connection.queryOne("""
@@ -238,14 +238,12 @@ enum SyncPush: DatabaseMethod {
     /// nil, writing nothing, when its `jsonb` text is longer than `maxOutcomeBytes`.
     private static func record(_ outcome: JSONValue, of mutation: Mutation, push: Params, on connection: Connection) throws -> String? {
         let (user, client) = (push.user, push.clientID)
+        // Past maxOutcomeBytes nothing is recorded (nil); with change_seq: the user's clock if
+        // this transaction moved it (habit.sync_mutation_record).
         return try connection.queryOptional("""
             WITH o AS (SELECT \(outcome.jsonString)::jsonb AS outcome)
-            UPDATE habit.sync_mutations m SET outcome = o.outcome,
-                change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = \(user) AND c.xact = pg_current_xact_id())
-            FROM o
-            WHERE m.user_id = \(user) AND m.client_id = \(client) AND m.mutation_id = \(mutation.id)
-              AND octet_length(o.outcome::text) <= \(maxOutcomeBytes)
-            RETURNING m.outcome::text
+            SELECT habit.sync_mutation_record(\(user), \(client), \(mutation.id), o.outcome)::text
+            FROM o WHERE octet_length(o.outcome::text) <= \(maxOutcomeBytes)
             """)?.decode(String.self, at: 0)
     }
 

@@ -95,7 +95,9 @@ import Testing
 
     /// Derived tables a migration since the baseline counts anew (their rows differ by design).
     static let recomputed: Set<String> = ["public.habit_streak_slots", "public.habit_streak_state", "public.habit_streak_runs",
-                                          "habit.user_row_counts"]
+                                          "habit.user_row_counts",
+                                          // 0023 drops the names that are not zones (ZoneNameTests checks what is left).
+                                          "habit.time_zones"]
 
     /// The row counters' counts, whatever columns their table has.
     private static func rowCounters(_ connection: Connection) throws -> [String] {

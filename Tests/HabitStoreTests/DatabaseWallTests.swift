@@ -198,12 +198,12 @@ import Testing
                                   'public.habit_streak_runs', 'public.habit_streak_state']) AS relation
                 UNION ALL
                 -- Sync (sql/0012): a pull reads its clock and tombstones (written only by the
-                -- triggers' SECURITY DEFINER functions); a push claims and records its replays.
+                -- triggers' SECURITY DEFINER functions); a push reads its replay records, which
+                -- only habit.sync_mutation_claim/_record write (sql/0023).
                 SELECT grantee, relation, privilege
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
                      (VALUES ('habit.sync_clocks', 'SELECT'), ('habit.sync_tombstones', 'SELECT'),
-                             ('habit.sync_mutations', 'SELECT'), ('habit.sync_mutations', 'INSERT'),
-                             ('habit.sync_mutations', 'UPDATE')) AS sync (relation, privilege)
+                             ('habit.sync_mutations', 'SELECT')) AS sync (relation, privilege)
                 UNION ALL
                 VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )

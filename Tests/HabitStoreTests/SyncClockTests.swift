@@ -195,7 +195,8 @@ import Testing
     }
 
     /// Row-level security on the sync tables: a user sees only its own clock, tombstones and
-    /// replay records, and cannot write clocks or tombstones (only the triggers' functions do).
+    /// replay records, and writes none of them directly (clocks and tombstones only through the
+    /// triggers' functions, replay records only through habit.sync_mutation_claim/_record).
     @Test func syncTablesAreWalledPerUser() throws {
         try HabitFixture.with { fixture throws in
             let alice = UUID(), bob = UUID()
@@ -204,8 +205,9 @@ import Testing
                 try scope.transaction(as: user) { c in
                     _ = try c.execute("INSERT INTO task_lists (user_id, name) VALUES (\(user), 'L')")
                     _ = try c.execute("DELETE FROM task_lists WHERE user_id = \(user)")
-                    _ = try c.execute("INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (\(user), 'phone', 'm1')")
-                    _ = try c.execute("UPDATE habit.sync_mutations SET outcome = '{\"result\": null}' WHERE user_id = \(user)")
+                    // Replay records only through their functions (sql/0023, issue 31 item 5).
+                    #expect(try c.queryOne("SELECT habit.sync_mutation_claim(\(user), 'phone', 'm1')").decode(Bool.self, at: 0))
+                    _ = try c.queryOne("SELECT habit.sync_mutation_record(\(user), 'phone', 'm1', '{\"result\": null}')")
                 }
             }
             try scope.transaction(as: bob) { c in
@@ -213,7 +215,8 @@ import Testing
                     let users = try c.query(Query(unsafeSQL: "SELECT DISTINCT user_id FROM \(table)")).map { try $0.decode(UUID.self, at: 0) }
                     #expect(users == [bob], "\(table)")
                 }
-                #expect(try c.execute("UPDATE habit.sync_mutations SET outcome = NULL WHERE user_id = \(alice)") == 0)
+                // A claim that exists is not claimed again.
+                #expect(try c.queryOne("SELECT habit.sync_mutation_claim(\(bob), 'phone', 'm1')").decode(Bool.self, at: 0) == false)
             }
             let writes: [Query] = [
                 "UPDATE habit.sync_clocks SET seq = 0",
@@ -221,7 +224,14 @@ import Testing
                 "DELETE FROM habit.sync_tombstones",
                 "INSERT INTO habit.sync_tombstones (user_id, kind, key, change_seq) VALUES (\(bob), 'tasks', 'x', 1)",
                 "INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (\(alice), 'phone', 'm2')",
+                // Not even its own (issue 31 item 5: 300 rows of 180 KB went in this way).
+                "INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id, outcome) VALUES (\(bob), 'phone', 'm2', '{}')",
+                "UPDATE habit.sync_mutations SET outcome = '{\"result\": 1}' WHERE user_id = \(bob)",
+                "UPDATE habit.sync_mutations SET outcome = NULL WHERE user_id = \(alice)",
                 "DELETE FROM habit.sync_mutations",
+                // The functions act only for the caller.
+                "SELECT habit.sync_mutation_claim(\(alice), 'phone', 'm3')",
+                "SELECT habit.sync_mutation_record(\(alice), 'phone', 'm1', '{}')",
                 "SELECT habit.next_change_seq(\(bob))",
                 "SELECT habit.sync_reset(\(bob))",
                 "SELECT * FROM habit.prune_sync('0')",
@@ -232,6 +242,11 @@ import Testing
                 }
                 #expect(error.sqlState == .insufficientPrivilege, "\(write.sql): \(error)")
             }
+            // An outcome is recorded only for a claim of the same transaction, once.
+            let error = try #require(throws: PostgresError.self) {
+                try scope.transaction(as: bob) { try $0.queryOne("SELECT habit.sync_mutation_record(\(bob), 'phone', 'm1', '{}')") }
+            }
+            #expect(error.sqlState == "55000", "\(error)")
         }
     }
 }

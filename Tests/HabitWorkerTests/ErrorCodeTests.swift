@@ -127,6 +127,15 @@ struct ErrorCodeTests {
             ("week.counts", #"{"user_id":"\#(user)","date":"2026-01-01","week_start":"tuesday"}"#, "week_start", "invalid_choice"),
             ("profile.set", #"{"user_id":"\#(user)"}"#, "timezone", "required"),
             ("profile.set", #"{"user_id":"\#(user)","timezone":"Not/AZone"}"#, "timezone", "invalid_timezone"),
+            // Names PostgreSQL reads but IANA does not define as zones (issue 31 #11): the host's
+            // clock, the POSIX rules file, tzdata's placeholder, and the posix/ and right/ copies.
+            ("profile.set", #"{"user_id":"\#(user)","timezone":"localtime"}"#, "timezone", "invalid_timezone"),
+            ("profile.set", #"{"user_id":"\#(user)","timezone":"posixrules"}"#, "timezone", "invalid_timezone"),
+            ("profile.set", #"{"user_id":"\#(user)","timezone":"Factory"}"#, "timezone", "invalid_timezone"),
+            ("profile.set", #"{"user_id":"\#(user)","timezone":"posix/Europe/Paris"}"#, "timezone", "invalid_timezone"),
+            ("profile.set", #"{"user_id":"\#(user)","timezone":"right/Europe/Paris"}"#, "timezone", "invalid_timezone"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01","timezone":"localtime"}"#, "timezone", "invalid_timezone"),
+            ("day.get", #"{"user_id":"\#(user)","date":"2026-01-01","timezone":"posix/Europe/Paris"}"#, "timezone", "invalid_timezone"),
         ]
         try WorkerSession.with { session in
             let worker = session.worker

@@ -87,14 +87,15 @@ struct RetrySafeCreatesTests {
             let request = params(user, ["id": .uuid(id), "name": "Walk", "icon": "figure.walk"])
             let watcher = try session.database.connect()
             defer { watcher.close() }
-            // Hold the per-user lock habit.next_habit_sort_order takes (sql/0008): the create waits for it.
+            // Hold the per-user lock habit.next_habit_sort_order takes (the user's clock row since
+            // sql/0023; an advisory lock before), as the owner may: the create waits for it.
             let blocker = try session.database.connect()
             defer { blocker.close() }
             try blocker.execute("BEGIN")
-            try blocker.execute("SELECT pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || \(user)::text, 0))")
+            _ = try blocker.queryOne("SELECT habit.lock_user_writes(\(user))")
             try session.worker.sendRequest("habits.create", params: request, id: "lost")
-            // The create waits for the advisory lock.
-            let waiting = try #require(try watcher.workerBackendsWaitingForLocks(event: "advisory").first)
+            // The create waits for the row lock (for the blocker's transaction to end).
+            let waiting = try #require(try watcher.workerBackendsWaitingForLocks(event: "transactionid").first)
             #expect(session.worker.terminate(signal: SIGKILL))
             #expect(session.worker.waitForExit() != nil)
             try blocker.execute("ROLLBACK")

@@ -94,8 +94,9 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- One import of a user at a time: a second waits here, then (READ COMMITTED: each
         -- statement sees what committed before it) finds the first's rows and compares, instead
         -- of colliding on their keys (a unique violation the caller could only see as an
-        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too.
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.import_account ' || p_user::text, 0));
+        -- internal error). Transaction-scoped, so it holds behind a transaction pooler too; the
+        -- user's clock row, which no other user can lock (sql/0023; an advisory key before).
+        PERFORM habit.lock_user_writes(p_user);
         backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';

@@ -12,8 +12,10 @@ SET LOCAL check_function_bodies = off;
 -- The sort_order of a habit created without one: after the user's last (1 for the first),
 -- at most the largest integer. PL/pgSQL keeps its plan per session (a SQL function reading a
 -- table is never inlined and would be planned on every call).
--- Unique per user whatever the concurrency (several workers included): a transaction-level
--- advisory lock per user, taken before the read, and VOLATILE so that the read takes a fresh
+-- Unique per user whatever the concurrency (several workers included): the user's writer lock
+-- (habit.lock_user_writes, functions/sync.sql: the user's clock row, which only the user and
+-- the roles acting for users can lock; an advisory lock on a guessable key until 0023), taken
+-- before the read, and VOLATILE so that the read takes a fresh
 -- snapshot after the wait (READ COMMITTED: the other creator has committed by then and its
 -- row is seen). The lock is held until commit, so the insert that uses the number is visible
 -- before the next creator reads. Writers that give their own sort_order (the seed apps
@@ -25,7 +27,7 @@ CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS
     DECLARE
         last_order integer;
     BEGIN
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_habit_sort_order ' || acting_user::text, 0));
+        PERFORM habit.lock_user_writes(acting_user);
         SELECT max(h.sort_order) INTO last_order FROM public.habit_templates h WHERE h.user_id = acting_user;
         RETURN least(coalesce(last_order, 0)::bigint + 1, 2147483647)::integer;
     END

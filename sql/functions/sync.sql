@@ -166,6 +166,98 @@ CREATE OR REPLACE FUNCTION habit.trim_tombstones(p_user uuid, p_keep integer) RE
 COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
     'Deletes all but p_user''s newest p_keep tombstones, expires the cursors that needed them (pruned_through) and recounts the clock''s tombstones; returns how many it deleted (sql/0024).';
 
+-- Who a write acts for --------------------------------------------------------------------------
+-- The roles that act as one user (authenticated, and anon, which has no rights at all) may only
+-- make the SECURITY DEFINER functions below act for themselves (auth.uid()); every other role
+-- (service_role, habit_admin, the migrator, a superuser in psql) acts for whoever it names. Read
+-- from the role the session has set (SET ROLE / set_config('role', …)), which a SECURITY DEFINER
+-- function does not change. SQLSTATE 42501 (insufficient_privilege) otherwise. Granted to
+-- nobody: only the functions of ours that run as their owner call it.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF coalesce(nullif(current_setting('role', true), 'none'), session_user::text) IN ('authenticated', 'anon')
+           AND p_user IS DISTINCT FROM auth.uid() THEN
+            RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid())' USING ERRCODE = '42501';
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
+    'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
+
+-- A user's writers, one at a time ------------------------------------------------------------------
+-- The creates that number rows after the user's last (habit.next_habit_sort_order,
+-- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
+-- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
+-- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
+-- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
+-- row-level security hides other users' clocks. Before, these were advisory locks on guessable
+-- keys (hashtextextended('habit.next_habit_sort_order ' || user, 0)) that any role could hold
+-- for as long as its session lasted. A user without a clock gets one at 0 (no number taken:
+-- the first write still takes 1), race-free by ON CONFLICT. Held until the transaction ends.
+CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks (user_id, seq) VALUES (p_user, 0) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
+    'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
+
+-- Replay records (sync.push) -------------------------------------------------------------------
+-- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
+-- UPDATE its own rows of any size): a claim of (client_id, mutation_id), and its outcome,
+-- recorded once in the transaction that claimed it. The checks of the table (id lengths)
+-- apply as before.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_claim(p_user uuid, p_client text, p_mutation text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id) VALUES (p_user, p_client, p_mutation)
+        ON CONFLICT DO NOTHING;
+        RETURN FOUND;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
+    'Claims sync.push''s replay record (p_client, p_mutation) of p_user: true when this transaction made it, false when it exists (after waiting for a concurrent claim to end).';
+
+-- The outcome of a record claimed in this transaction (a committed record always has one: the
+-- claim and its outcome commit together), with the user's change number if this transaction
+-- took one. Returns the outcome as stored.
+CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        stored jsonb;
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        UPDATE habit.sync_mutations m SET outcome = p_outcome,
+            change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id())
+        WHERE m.user_id = p_user AND m.client_id = p_client AND m.mutation_id = p_mutation AND m.outcome IS NULL
+        RETURNING m.outcome INTO stored;
+        IF NOT FOUND OR p_outcome IS NULL THEN
+            RAISE EXCEPTION 'no replay record claimed in this transaction for (%, %), or no outcome given', p_client, p_mutation
+                USING ERRCODE = '55000';
+        END IF;
+        RETURN stored;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_mutation_record(uuid, text, text, jsonb) IS
+    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored.';
+
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the
 -- largest pruned tombstone number expire (pruned_through), in the same transaction, so a

@@ -20,9 +20,9 @@ CREATE OR REPLACE FUNCTION habit.next_task_position(acting_user uuid, day date) 
     DECLARE
         last_position integer;
     BEGIN
-        -- One lock per user for every day: creating tasks is rare enough, and one key cannot
-        -- miss a task moved between days by a concurrent update.
-        PERFORM pg_advisory_xact_lock(hashtextextended('habit.next_task_position ' || acting_user::text, 0));
+        -- One lock per user for every day (habit.lock_user_writes): creating tasks is rare
+        -- enough, and one lock cannot miss a task moved between days by a concurrent update.
+        PERFORM habit.lock_user_writes(acting_user);
         IF day IS NULL THEN
             SELECT max(t.position) INTO last_position FROM public.tasks t
             WHERE t.user_id = acting_user AND t.scheduled_date IS NULL;

@@ -20,4 +20,4 @@ UPDATE habit.sync_clocks c SET tombstones = t.n
 FROM (SELECT user_id, count(*)::integer AS n FROM habit.sync_tombstones GROUP BY user_id) t
 WHERE c.user_id = t.user_id;
 COMMENT ON TABLE habit.sync_clocks IS
-    'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.prune_sync and habit.sync_reset.';
+    'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.lock_user_writes, habit.prune_sync and habit.sync_reset.';

@@ -18,6 +18,12 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     DECLARE
         open_period public.habit_periods;
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         -- The range (sql/migrations/0021): a new or changed activation starts on or after
         -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
         IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)

@@ -15,6 +15,12 @@ CREATE OR REPLACE FUNCTION habit.tasks_before() RETURNS trigger
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     BEGIN
+        -- A user's request writing another user's row: row-level security refuses it after this
+        -- trigger; nothing here may run first (sql/0023: the change number would lock the other
+        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
+        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            RETURN NEW;
+        END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
