@@ -128,6 +128,7 @@ COMMENT ON FUNCTION habit.sync_tombstone(uuid, text, text) IS
 -- the documentation names one place.
 CREATE OR REPLACE FUNCTION habit.tombstone_cap() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $fn$ SELECT 10000 $fn$;
 COMMENT ON FUNCTION habit.tombstone_cap() IS
     'The most tombstones a user keeps, all tables together (sql/0024); past it the oldest are trimmed to 90 % of it.';
