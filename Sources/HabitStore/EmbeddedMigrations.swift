@@ -773,6 +773,17 @@ SET LOCAL check_function_bodies = off;
 
 -- A schedule change, for the worker and psql: the caller's habit (row-level security
 -- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
+-- The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a
+-- habit or period may start at (issue 31, finding 1; sql/migrations/0021). A SQL function
+-- without a SET clause, so PostgreSQL inlines it (docs/schema.md, "search_path").
+CREATE OR REPLACE FUNCTION habit.earliest_day() RETURNS date
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT date '1970-01-01'
+    $fn$;
+COMMENT ON FUNCTION habit.earliest_day() IS
+    'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
+
 CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) RETURNS SETOF public.habit_templates
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -4835,17 +4846,10 @@ COMMENT ON COLUMN public.weekly_completion_counts.skipped_habit_days IS
 --   SELECT user_id, id, activated_at FROM public.habit_templates WHERE activated_at < '1970-01-01 00:00+00';
 --   SELECT user_id, template_id, completed_date FROM public.habit_completions WHERE completed_date < '1970-01-01';
 --
--- The bound is one function, here rather than in sql/functions for the reason
--- habit.has_no_bidi_controls is in 0019: changing it changes which rows may be written (a
--- versioned migration, with a look at the stored rows). A SQL function without a SET clause,
--- so PostgreSQL inlines it.
-CREATE FUNCTION habit.earliest_day() RETURNS date
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $fn$
-    SELECT date '1970-01-01'
-    $fn$;
-COMMENT ON FUNCTION habit.earliest_day() IS
-    'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
+-- The bound is one function, habit.earliest_day() (sql/functions/history.sql), which the
+-- triggers and habit.import_account call: a current-state file like them, so a database
+-- migrated to any earlier version can run today's functions (the migrations' tests do).
+-- Changing it changes which rows may be written: a change to review like a migration.
 
 COMMENT ON COLUMN public.habit_completions.completed_date IS
     'The calendar date completed, in the user''s time zone (a date, never shifted): from 1970-01-01 to the user''s today (the triggers, sql/0021).';

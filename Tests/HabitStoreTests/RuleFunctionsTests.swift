@@ -120,14 +120,21 @@ import Testing
                     INSERT INTO public.habit_templates (user_id, name, sort_order) VALUES (\(alice), 'a', habit.next_habit_sort_order(\(alice)))
                     """)
                 #expect(try next(day) == 3 && next(day.adding(days: 1)) == 1 && next(nil) == 2 && nextHabit() == 2)
-                // Bob's positions are invisible to alice (row-level security), even when asked for.
+                // Bob's positions are invisible to alice (row-level security).
                 #expect(try next(nil) == 2)
-                #expect(try Int(connection.queryOne("SELECT habit.next_task_position(\(bob), NULL)").decode(Int32.self, at: 0)) == 1)
                 // The ceiling: after the largest integer comes the largest integer.
                 try connection.execute("INSERT INTO public.tasks (user_id, title, scheduled_date, position) VALUES (\(alice), 'max', \(day), 2147483647)")
                 try connection.execute("INSERT INTO public.habit_templates (user_id, name, sort_order) VALUES (\(alice), 'max', 2147483647)")
                 #expect(try next(day) == 2_147_483_647 && nextHabit() == 2_147_483_647)
             }
+            // Asked for bob's, alice is refused (sql/0023: a user's request acts only for
+            // that user, so it cannot take bob's writer lock either).
+            let refused = #expect(throws: PostgresError.self) {
+                try Self.asUser(alice, on: connection) { connection in
+                    try connection.queryOne("SELECT habit.next_task_position(\(bob), NULL)")
+                }
+            }
+            #expect(refused?.sqlState == .insufficientPrivilege, "\(String(describing: refused))")
             // The repositories use the same functions.
             let tasks = TaskRepository(connection: try database.connect(user: "habit_worker"))
             #expect(try tasks.createTask(user: alice, TaskDraft(title: "repo", scheduledDate: day.adding(days: 1))).position == 1)

@@ -29,6 +29,17 @@ SET LOCAL check_function_bodies = off;
 
 -- A schedule change, for the worker and psql: the caller's habit (row-level security
 -- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
+-- The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a
+-- habit or period may start at (issue 31, finding 1; sql/migrations/0021). A SQL function
+-- without a SET clause, so PostgreSQL inlines it (docs/schema.md, "search_path").
+CREATE OR REPLACE FUNCTION habit.earliest_day() RETURNS date
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT date '1970-01-01'
+    $fn$;
+COMMENT ON FUNCTION habit.earliest_day() IS
+    'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
+
 CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) RETURNS SETOF public.habit_templates
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
