@@ -194,6 +194,21 @@ struct ChangeNotificationTests {
         }
     }
 
+    @Test("a user subscribed while the worker already listens, who never wrote, hears their first write (the token is learnt on subscribe)")
+    func laterSubscriberHearsFirstWrite() throws {
+        try WorkerSession.with { session in
+            let subscriber = ChangeSubscriber(session.worker)
+            let (first, later) = (UUID(), UUID())
+            _ = try subscriber.listen(to: first)
+            #expect(try subscriber.call("changes.subscribe", params(later))["subscribed"] == true)
+            _ = try subscriber.call("habits.create", params(later, ["name": "First"]))
+            let seq = try session.changeSeq(of: later)
+            #expect(seq == 1)
+            let next = try subscriber.nextChange()
+            #expect(next.user == later && next.seq == seq, "\(next)")
+        }
+    }
+
     @Test("a session LISTENing on habit_changes as another user sees no user id in the payloads of a user's writes")
     func listenerOfAnotherRoleSeesNoUserID() throws {
         try WorkerSession.with { session in
