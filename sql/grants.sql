@@ -114,6 +114,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
     habit.lock_user_writes(uuid)
     TO authenticated, service_role;
+-- The worker's change listener learns each subscribed user's notification token, as that user
+-- (sql/0025).
+GRANT EXECUTE ON FUNCTION habit.change_token(uuid) TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
 

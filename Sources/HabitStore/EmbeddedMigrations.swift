@@ -2979,6 +2979,13 @@ CREATE OR REPLACE FUNCTION habit.habit_streak_state_rebuild() RETURNS trigger
 --   task_lists 'lists' id              tasks 'tasks' id
 -- Derived tables (streak runs and state, weekly counts, row counts) are not synced: they follow from these.
 --
+-- Notifications: each new number sends NOTIFY habit_changes with the user's notification token
+-- (habit.sync_clocks.notify_token, sql/0025), a random uuid, as the whole payload: any role can
+-- LISTEN, so the payload names no user and carries no number. The token comes back from the
+-- upsert's RETURNING, so it costs no statement. A payload proves nothing (any role can NOTIFY):
+-- the worker maps the tokens of the users it subscribed (habit.change_token) and reads the
+-- user's clock before it tells anyone.
+--
 -- Why no change is ever skipped: next_change_seq updates the user's clock row, and the row
 -- lock is held until the transaction ends. A transaction that got number n therefore ends
 -- before any other transaction gets n + 1 (the second one's upsert waits for the lock, then
@@ -3007,6 +3014,7 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
     AS $fn$
     DECLARE
         number bigint;
+        token uuid;
     BEGIN
         SELECT c.seq INTO number FROM habit.sync_clocks c
         WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
@@ -3017,13 +3025,13 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
         ON CONFLICT (user_id) DO UPDATE
             SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                 xact = excluded.xact, updated_at = now()
-        RETURNING c.seq INTO number;
-        PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+        RETURNING c.seq, c.notify_token INTO number, token;
+        PERFORM pg_notify('habit_changes', token::text);
         RETURN number;
     END
     $fn$;
 COMMENT ON FUNCTION habit.next_change_seq(uuid) IS
-    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with ''<user> <seq>''.';
+    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with the user''s notify_token (sql/0025).';
 
 -- 1. Sync: change numbers and tombstones --------------------------------------------------------
 -- The change number of this transaction for p_user (a new one on its first call, under the
@@ -3035,6 +3043,7 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
     AS $fn$
     DECLARE
         number bigint;
+        token uuid;
     BEGIN
         -- The tombstone goes in the same statement as the clock's read (one round of the
         -- executor: this runs for every row written).
@@ -3047,8 +3056,8 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
             ON CONFLICT (user_id) DO UPDATE
                 SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                     xact = excluded.xact, updated_at = now()
-            RETURNING c.seq INTO number;
-            PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+            RETURNING c.seq, c.notify_token INTO number, token;
+            PERFORM pg_notify('habit_changes', token::text);
         END IF;
         RETURN number;
     END
@@ -3175,6 +3184,32 @@ CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
     $fn$;
 COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
     'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
+
+-- A user's notification token (sql/0025) ---------------------------------------------------------
+-- What the user's habit_changes notifications carry (habit.next_change_seq): the worker calls
+-- it, as the user, for each user it subscribes, to know whose notification is whose. A user
+-- without a clock gets one at 0 (no number taken, as habit.lock_user_writes makes it), so the
+-- token exists before the user's first write: its notification is recognised. Only for the
+-- caller (habit.check_acting_for); a user may know their own token (it names only them).
+CREATE OR REPLACE FUNCTION habit.change_token(p_user uuid) RETURNS uuid
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        token uuid;
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        SELECT c.notify_token INTO token FROM habit.sync_clocks c WHERE c.user_id = p_user;
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks AS c (user_id, seq) VALUES (p_user, 0)
+            ON CONFLICT (user_id) DO UPDATE SET user_id = c.user_id -- a concurrent first write: read its row
+            RETURNING c.notify_token INTO token;
+        END IF;
+        RETURN token;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.change_token(uuid) IS
+    'The payload of p_user''s habit_changes notifications (habit.sync_clocks.notify_token), the clock made at 0 when missing; only for the caller (42501 otherwise) (sql/0025).';
 
 -- Replay records (sync.push) -------------------------------------------------------------------
 -- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
@@ -3308,12 +3343,13 @@ CREATE OR REPLACE FUNCTION habit.sync_reset(p_user uuid) RETURNS bigint
     AS $fn$
     DECLARE
         number bigint;
+        token uuid;
     BEGIN
         INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, pruned_through) VALUES (p_user, 1, pg_current_xact_id(), 1)
         ON CONFLICT (user_id) DO UPDATE
             SET seq = c.seq + 1, pruned_through = c.seq + 1, xact = excluded.xact, updated_at = now()
-        RETURNING c.seq INTO number;
-        PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+        RETURNING c.seq, c.notify_token INTO number, token;
+        PERFORM pg_notify('habit_changes', token::text);
         RETURN number;
     END
     $fn$;
@@ -3801,6 +3837,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
     habit.lock_user_writes(uuid)
     TO authenticated, service_role;
+-- The worker's change listener learns each subscribed user's notification token, as that user
+-- (sql/0025).
+GRANT EXECUTE ON FUNCTION habit.change_token(uuid) TO authenticated, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
 
@@ -4957,6 +4996,30 @@ FROM (SELECT user_id, count(*)::integer AS n FROM habit.sync_tombstones GROUP BY
 WHERE c.user_id = t.user_id;
 COMMENT ON TABLE habit.sync_clocks IS
     'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.lock_user_writes, habit.prune_sync and habit.sync_reset.';
+
+"""#),
+        SQLFile(path: "migrations/0025_notification_tokens.sql", text: #"""
+-- 0025 (issue 31, item 9): change notifications name no user.
+--
+-- habit.next_change_seq, habit.sync_stamp and habit.sync_reset sent
+-- NOTIFY habit_changes, '<user> <seq>'. PostgreSQL has no privilege on LISTEN or NOTIFY: any
+-- role that can connect could LISTEN and see every user's id each time they wrote, and could
+-- pg_notify('habit_changes', '<V> 999999999') so that the worker told V's devices about a
+-- change that never happened, with a forged cursor. Now the payload is the user's notification
+-- token, a random uuid kept on the user's clock row (row-level security shows it to that user
+-- only; no other role but the owner, admins and service_role reads it), and nothing else. The
+-- writers read it in the RETURNING of the upsert they already make, so the write path costs
+-- no extra statement. The worker learns the tokens of the users it subscribes
+-- (habit.change_token, as each user) and, on a notification, reads the user's clock itself
+-- before it writes anything (docs/protocol.md, "Change notifications").
+--
+-- ADD COLUMN with a volatile default gives every existing clock its own token (the table is
+-- rewritten: one row per user who ever wrote).
+ALTER TABLE habit.sync_clocks ADD COLUMN notify_token uuid NOT NULL DEFAULT gen_random_uuid();
+COMMENT ON COLUMN habit.sync_clocks.notify_token IS
+    'The payload of the user''s habit_changes notifications: random, never the user id; read by the worker through habit.change_token (sql/0025).';
+COMMENT ON TABLE habit.sync_clocks IS
+    'Per-user change clock (sql/0012): written only by habit.next_change_seq, habit.sync_stamp, habit.sync_tombstone, habit.trim_tombstones, habit.lock_user_writes, habit.change_token, habit.prune_sync and habit.sync_reset.';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""

@@ -61,6 +61,32 @@ public struct SyncRepository {
         return .caughtUp(seq: clock.seq, issuedAt: Self.unixNow())
     }
 
+    /// The caught-up cursors of `users` at their clocks now: one transaction per user, as that
+    /// user, all in one round trip (the change listener, checking notifications). A failure of
+    /// one user's statement is that user's result; losing the connection throws.
+    public func currentCursors(users: [UUID]) throws -> [Result<SyncCursor, Error>] {
+        guard !users.isEmpty else { return [] }
+        let now = Self.unixNow()
+        return try scope.queries(users.map { ($0, Self.clockStatement(user: $0)) }).map { result in
+            result.flatMap { rows in Result { .caughtUp(seq: try SyncClock(rows: rows).seq, issuedAt: now) } }
+        }
+    }
+
+    /// The payload of each user's `habit_changes` notifications (`habit.change_token`, sql/0025:
+    /// a random token, never the user id; the user's clock row is made at 0 if missing), as
+    /// that user, all in one round trip. Failures as in `currentCursors`.
+    public func changeTokens(users: [UUID]) throws -> [Result<UUID, Error>] {
+        guard !users.isEmpty else { return [] }
+        return try scope.queries(users.map { ($0, "SELECT habit.change_token(\($0))") }).map { result in
+            result.flatMap { rows in
+                Result {
+                    guard let row = rows.first else { throw StoreError.notFound }
+                    return try row.decode(UUID.self, at: 0)
+                }
+            }
+        }
+    }
+
     static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970.rounded(.down)) }
 
     static func clockStatement(user: UUID) -> Query {

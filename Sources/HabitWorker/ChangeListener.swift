@@ -11,9 +11,15 @@ import PostgresClient
 /// Two threads of its own, started by the first subscribe:
 /// - `habit-listen` holds the one LISTEN connection (`--listen-url`), opened while somebody is
 ///   subscribed and closed when the last one leaves. It waits with poll(2) on the connection's
-///   socket and a wake pipe, reads NOTIFYs (`habit_changes`, payload "<user_id> <seq>", sent
-///   at commit by `habit.next_change_seq`), and records each for its user if subscribed. After
-///   a loss it reconnects with backoff; every (re)connect notifies every subscribed user,
+///   socket and a wake pipe, and reads NOTIFYs (`habit_changes`, sent at commit by
+///   `habit.next_change_seq`). A payload is the user's notification token (sql/0025), never
+///   the user id, and proves nothing: any role can LISTEN and NOTIFY. So the thread learns the
+///   token of each user it subscribes (`habit.change_token`, as the user), marks the user a
+///   notification names, and reads that user's clock itself (as the user, at most once per
+///   `window`); only a change number the database shows, larger than the last one it handed
+///   on, is recorded. A forged payload therefore writes nothing, or a line as true as a real
+///   notification's; an unknown token costs a dictionary lookup. After a loss it reconnects
+///   with backoff; every (re)connect notifies every subscribed user with the cursor read then,
 ///   because changes may have been committed while nobody listened.
 /// - `habit-notify` writes the notifications. Per user, the first change after a quiet
 ///   `window` goes out at once; later ones within the window are folded into one, with the
@@ -50,6 +56,16 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         /// The caught-up cursor of the latest change not yet written.
         var pending: SyncCursor?
         var due: UInt64 = 0
+        /// The payload of this user's notifications (nil: not learnt on this connection yet).
+        var token: UUID?
+        /// Reading the token failed short of losing the connection: tried again after a reconnect.
+        var tokenFailed = false
+        /// The largest change number read from the database and recorded (-1: none yet).
+        var confirmed: Int64 = -1
+        /// A notification named this user since its clock was last read.
+        var named = false
+        /// When its clock may be read again (uptime ns): at most once per window.
+        var nextRead: UInt64 = 0
     }
 
     private let settings: Settings
@@ -59,6 +75,10 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     private let state = NSCondition()
     private var subscribers: [UUID: Subscriber] = [:]
+    /// Notification token → subscribed user (the listen connection's: rebuilt on a reconnect).
+    private var tokens: [UUID: UUID] = [:]
+    /// A payload that is not a token was logged on this connection (once: any role can send them).
+    private var loggedMalformed = false
     /// Users with a pending notification, in the order they got it.
     private var scheduled: [UUID] = []
     private var status = Status()
@@ -94,7 +114,9 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     /// Unsubscribes `user` (nothing pending is written); false, the state after the call.
     func unsubscribe(_ user: UUID) -> Bool {
         state.lock()
-        let removed = subscribers.removeValue(forKey: user) != nil
+        let gone = subscribers.removeValue(forKey: user)
+        if let token = gone?.token { tokens[token] = nil }
+        let removed = gone != nil
         status.subscribers = subscribers.count
         let last = removed && subscribers.isEmpty
         state.unlock()
@@ -134,12 +156,16 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     // MARK: - Recording changes (listen thread)
 
-    /// A change of `user` (ignored unless subscribed): written at once after a quiet window,
-    /// else folded into the one written when the window ends.
-    private func record(_ user: UUID, _ change: SyncCursor) {
+    /// A change of `user` read from the database (ignored unless subscribed, and, when
+    /// `onlyNewer`, unless its number is larger than the last one recorded): written at once
+    /// after a quiet window, else folded into the one written when the window ends.
+    private func record(_ user: UUID, _ change: SyncCursor, onlyNewer: Bool) {
         state.lock()
         defer { state.unlock() }
         guard var subscriber = subscribers[user] else { return }
+        if onlyNewer && change.seq <= subscriber.confirmed { return }
+        // A (re)connect's reading is the truth now, even below an earlier one (a restored database).
+        subscriber.confirmed = onlyNewer ? max(subscriber.confirmed, change.seq) : change.seq
         if let pending = subscriber.pending {
             // The latest change wins (NOTIFYs of one user arrive in commit order; a cursor read
             // after a reconnect covers every change before it).
@@ -155,11 +181,38 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     private var windowNanoseconds: UInt64 { UInt64(max(0, settings.windowMilliseconds)) * 1_000_000 }
 
-    /// "<uuid> <seq>" (`habit.next_change_seq`); anything else is logged and ignored.
-    static func parse(payload: String) -> (UUID, Int64)? {
-        let parts = payload.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 2, let user = UUID(canonical: String(parts[0])), let seq = Int64(parts[1]), seq >= 0 else { return nil }
-        return (user, seq)
+    /// A notification token (`habit.next_change_seq`: a uuid, alone); nil for anything else.
+    static func parse(payload: String) -> UUID? {
+        UUID(canonical: payload)
+    }
+
+    /// Marks the subscribed users whose tokens `payloads` carry; unknown tokens (other users',
+    /// forged ones) are ignored, a payload that is no token is logged once per connection.
+    private func markNamed(_ payloads: [String]) {
+        state.lock()
+        defer { state.unlock() }
+        for payload in payloads {
+            guard let token = Self.parse(payload: payload) else {
+                if !loggedMalformed {
+                    loggedMalformed = true
+                    logger.warning("unexpected change notification payload (not logged again on this connection)",
+                                   metadata: ["bytes": "\(payload.utf8.count)"])
+                }
+                continue
+            }
+            if let user = tokens[token], var subscriber = subscribers[user] {
+                subscriber.named = true
+                subscribers[user] = subscriber
+            }
+        }
+    }
+
+    /// Ms until the first named user's clock may be read (nil: nobody is waiting).
+    private func nextReadMilliseconds() -> Int? {
+        state.withLock {
+            let now = DispatchTime.now().uptimeNanoseconds
+            return subscribers.values.filter(\.named).map { Int(($0.nextRead - min($0.nextRead, now)) / 1_000_000) + 1 }.min()
+        }
     }
 
     // MARK: - The listen thread
@@ -168,6 +221,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         var connection: Connection?
         var backoff = settings.firstBackoffMilliseconds
         var nextAttempt = DispatchTime.now()
+        var ranStatements = false
         defer { connection?.close() }
         while true {
             state.lock()
@@ -190,6 +244,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                 }
                 do {
                     connection = try openListening()
+                    ranStatements = true
                     backoff = settings.firstBackoffMilliseconds
                 } catch {
                     failed(reason: "connect_failed", error: error)
@@ -199,16 +254,18 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                 continue
             }
             // A timeout also reads: a TLS connection may hold decrypted bytes poll cannot see.
-            waitForWake(socket: open.socketDescriptor, timeoutMilliseconds: 1_000)
+            // No wait after a round that ran statements: notifications that came with their
+            // answers are already in libpq's list, where poll cannot see them.
+            if !ranStatements {
+                waitForWake(socket: open.socketDescriptor, timeoutMilliseconds: min(1_000, nextReadMilliseconds() ?? 1_000))
+            }
             do {
-                let store = SyncRepository(connection: open, settings: settings.store)
-                for notification in try open.consumeNotifications() where notification.channel == Self.channel {
-                    guard let (user, seq) = Self.parse(payload: notification.payload) else {
-                        logger.warning("unexpected change notification payload", metadata: ["bytes": "\(notification.payload.utf8.count)"])
-                        continue
-                    }
-                    record(user, store.cursor(user: user, seq: seq))
-                }
+                // In this order: a user subscribed before a notification of theirs was consumed
+                // has their token learnt before the payloads are mapped.
+                let payloads = try open.consumeNotifications().filter { $0.channel == Self.channel }.map(\.payload)
+                ranStatements = try learnTokens(on: open)
+                markNamed(payloads)
+                ranStatements = try readNamedClocks(on: open) || ranStatements
             } catch {
                 close(open, because: error)
                 connection = nil
@@ -228,8 +285,20 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                 status.listening = true
             }
             logger.info("listening for changes")
-            for user in state.withLock({ Array(subscribers.keys) }) {
-                record(user, try currentCursor(user, on: connection))
+            state.withLock {
+                tokens = [:]
+                loggedMalformed = false
+                for user in subscribers.keys {
+                    subscribers[user]?.token = nil
+                    subscribers[user]?.tokenFailed = false
+                    subscribers[user]?.named = false
+                }
+            }
+            _ = try learnTokens(on: connection)
+            let users = state.withLock { Array(subscribers.keys) }
+            let store = SyncRepository(connection: connection, settings: settings.store)
+            for (user, cursor) in zip(users, try store.currentCursors(users: users)) {
+                record(user, try checked(cursor, of: user, fallback: store.cursor(user: user, seq: 0)), onlyNewer: false)
             }
             return connection
         } catch {
@@ -239,16 +308,66 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         }
     }
 
-    /// The user's cursor now; if reading it fails short of losing the connection (a bug, or
-    /// a role without access), the cursor of change 0, logged: the user is notified either way.
-    private func currentCursor(_ user: UUID, on connection: Connection) throws -> SyncCursor {
-        let store = SyncRepository(connection: connection, settings: settings.store)
-        do {
-            return try store.currentCursor(user: user)
-        } catch let error as PostgresError where !error.isConnectionLost {
-            logger.error("change listener: reading a cursor failed", metadata: ["error": "\(error)"])
-            return store.cursor(user: user, seq: 0)
+    /// A user's result read on the listen connection: a lost connection throws (the caller
+    /// reconnects); another failure (a bug, or a role without access) is logged and gives
+    /// `fallback`.
+    private func checked<Value>(_ result: Result<Value, Error>, of user: UUID, fallback: Value?) throws -> Value? {
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            if let postgres = error as? PostgresError, postgres.isConnectionLost { throw error }
+            logger.error("change listener: reading a user's notification token or clock failed", metadata: ["error": "\(error)"])
+            return fallback
         }
+    }
+
+    private func checked(_ result: Result<SyncCursor, Error>, of user: UUID, fallback: SyncCursor) throws -> SyncCursor {
+        try checked(result, of: user, fallback: Optional(fallback)) ?? fallback
+    }
+
+    /// Learns the notification tokens of the subscribed users whose token is not known on this
+    /// connection, in one round trip; true if it ran statements.
+    private func learnTokens(on connection: Connection) throws -> Bool {
+        let users = state.withLock { subscribers.filter { $0.value.token == nil && !$0.value.tokenFailed }.map(\.key) }
+        guard !users.isEmpty else { return false }
+        let results = try SyncRepository(connection: connection, settings: settings.store).changeTokens(users: users)
+        for (user, result) in zip(users, results) {
+            let token = try checked(result, of: user, fallback: nil)
+            state.withLock {
+                guard subscribers[user] != nil else { return } // unsubscribed meanwhile
+                if let token {
+                    subscribers[user]?.token = token
+                    tokens[token] = user
+                } else {
+                    subscribers[user]?.tokenFailed = true
+                }
+            }
+        }
+        return true
+    }
+
+    /// Reads the clocks of the users notifications named whose window has passed, in one round
+    /// trip, and records the changes the database shows; true if it ran statements.
+    private func readNamedClocks(on connection: Connection) throws -> Bool {
+        let users: [UUID] = state.withLock {
+            let now = DispatchTime.now().uptimeNanoseconds
+            var due: [UUID] = []
+            for (user, subscriber) in subscribers where subscriber.named && subscriber.nextRead <= now {
+                subscribers[user]?.named = false
+                subscribers[user]?.nextRead = now + windowNanoseconds
+                due.append(user)
+            }
+            return due
+        }
+        guard !users.isEmpty else { return false }
+        let results = try SyncRepository(connection: connection, settings: settings.store).currentCursors(users: users)
+        for (user, result) in zip(users, results) {
+            if let cursor = try checked(result, of: user, fallback: nil) {
+                record(user, cursor, onlyNewer: true)
+            }
+        }
+        return true
     }
 
     /// Closes the connection: UNLISTEN first when nobody is subscribed any more (a clean end

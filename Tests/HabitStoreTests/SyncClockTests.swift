@@ -215,6 +215,9 @@ import Testing
                     let users = try c.query(Query(unsafeSQL: "SELECT DISTINCT user_id FROM \(table)")).map { try $0.decode(UUID.self, at: 0) }
                     #expect(users == [bob], "\(table)")
                 }
+                // The user's notification token (sql/0025): only their own clock row shows one.
+                let token = try c.queryOne("SELECT habit.change_token(\(bob))").decode(UUID.self, at: 0)
+                #expect(try c.queryOne("SELECT notify_token FROM habit.sync_clocks").decode(UUID.self, at: 0) == token)
                 // A claim that exists is not claimed again.
                 #expect(try c.queryOne("SELECT habit.sync_mutation_claim(\(bob), 'phone', 'm1')").decode(Bool.self, at: 0) == false)
             }
@@ -233,6 +236,7 @@ import Testing
                 "SELECT habit.sync_mutation_claim(\(alice), 'phone', 'm3')",
                 "SELECT habit.sync_mutation_record(\(alice), 'phone', 'm1', '{}')",
                 "SELECT habit.next_change_seq(\(bob))",
+                "SELECT habit.change_token(\(alice))",
                 "SELECT habit.sync_reset(\(bob))",
                 "SELECT * FROM habit.prune_sync('0')",
             ]

@@ -160,6 +160,85 @@ struct ChangeNotificationTests {
         }
     }
 
+    @Test("forged NOTIFYs of another user's role for a subscribed user (the old '<user> <seq>' form, and the user's own token) write no line: the next one carries the real change")
+    func forgedNotificationsAreNotBelieved() throws {
+        try WorkerSession.with { session in
+            let subscriber = ChangeSubscriber(session.worker)
+            let (user, forger) = (UUID(), UUID())
+            _ = try subscriber.listen(to: user)
+            let habit = try #require(try subscriber.call("habits.create", params(user, ["name": "Real"]))["id"]?.stringValue)
+            let created = try session.changeSeq(of: user)
+            #expect(try subscriber.waitForChange(of: user, atLeast: created).seq == created)
+            // The user's token, read as the owner (to_jsonb: before sql/0025 there is no column).
+            let token = try session.admin.queryOne("""
+                SELECT coalesce(to_jsonb(c) ->> 'notify_token', '') FROM habit.sync_clocks c WHERE c.user_id = \(user)
+                """).decode(String.self, at: 0)
+            let forgery = try session.database.connect()
+            defer { forgery.close() }
+            try forgery.execute("""
+                SELECT set_config('role', 'authenticated', false), set_config('request.jwt.claim.sub', \(forger.lowercaseString), false)
+                """)
+            for payload in ["\(user.lowercaseString) 999999999", "\(user.lowercaseString) \(created + 1)", token, "\(token) 999999999"] {
+                try forgery.execute("SELECT pg_notify('habit_changes', \(payload))")
+            }
+            // Committed after the forgeries, so heard after them: the first line about the user
+            // is this change, with its own cursor.
+            try session.admin.execute("UPDATE public.habit_templates SET name = 'Renamed' WHERE id = \(habit)::uuid")
+            let renamed = try session.changeSeq(of: user)
+            #expect(renamed == created + 1)
+            let next = try subscriber.nextChange()
+            #expect(next.user == user && next.seq == renamed, "\(next)")
+            // Nothing else came: the next line is the answer of a ping.
+            #expect(try subscriber.call("system.ping")["ok"] == true)
+            #expect(subscriber.buffered.isEmpty, "\(subscriber.buffered)")
+        }
+    }
+
+    @Test("a user subscribed while the worker already listens, who never wrote, hears their first write (the token is learnt on subscribe)")
+    func laterSubscriberHearsFirstWrite() throws {
+        try WorkerSession.with { session in
+            let subscriber = ChangeSubscriber(session.worker)
+            let (first, later) = (UUID(), UUID())
+            _ = try subscriber.listen(to: first)
+            #expect(try subscriber.call("changes.subscribe", params(later))["subscribed"] == true)
+            _ = try subscriber.call("habits.create", params(later, ["name": "First"]))
+            let seq = try session.changeSeq(of: later)
+            #expect(seq == 1)
+            let next = try subscriber.nextChange()
+            #expect(next.user == later && next.seq == seq, "\(next)")
+        }
+    }
+
+    @Test("a session LISTENing on habit_changes as another user sees no user id in the payloads of a user's writes")
+    func listenerOfAnotherRoleSeesNoUserID() throws {
+        try WorkerSession.with { session in
+            let (user, spy) = (UUID(), UUID())
+            let listener = try session.database.connect()
+            defer { listener.close() }
+            try listener.execute("""
+                SELECT set_config('role', 'authenticated', false), set_config('request.jwt.claim.sub', \(spy.lowercaseString), false)
+                """)
+            try listener.execute("LISTEN habit_changes")
+            _ = try session.worker.createHabit(user: user, name: "Private")
+            try session.admin.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), 'UTC')")
+            // The listener's own NOTIFY comes after the two commits in the queue: once it is
+            // here, theirs are too.
+            try listener.execute("SELECT pg_notify('habit_changes', 'end of test')")
+            var payloads: [String] = []
+            for _ in 0..<100 where payloads.last != "end of test" {
+                payloads += try listener.consumeNotifications().filter { $0.channel == "habit_changes" }.map(\.payload)
+                try listener.execute("SELECT 1") // another round trip, should the server still be sending
+            }
+            try #require(payloads.last == "end of test", "\(payloads)")
+            let heard = payloads.dropLast()
+            #expect(heard.count >= 2, "\(payloads)")
+            for payload in heard {
+                #expect(!payload.lowercased().contains(user.lowercaseString), "\(payload)")
+                #expect(!payload.contains(" "), "a payload is a token alone: \(payload)")
+            }
+        }
+    }
+
     @Test("on the subscriber's own stdout, notifications come between whole responses and batch arrays, never inside one")
     func notificationsInterleaveWholeLines() throws {
         try WorkerSession.with { session in
@@ -291,6 +370,8 @@ final class ChangeSubscriber {
 
     let worker: WorkerProcess
     private var changes: [Change] = []
+    /// Notifications read while waiting for an answer, not yet taken by `nextChange`.
+    var buffered: [Change] { changes }
     private var calls = 0
 
     init(_ worker: WorkerProcess) {

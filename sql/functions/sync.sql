@@ -18,6 +18,13 @@
 --   task_lists 'lists' id              tasks 'tasks' id
 -- Derived tables (streak runs and state, weekly counts, row counts) are not synced: they follow from these.
 --
+-- Notifications: each new number sends NOTIFY habit_changes with the user's notification token
+-- (habit.sync_clocks.notify_token, sql/0025), a random uuid, as the whole payload: any role can
+-- LISTEN, so the payload names no user and carries no number. The token comes back from the
+-- upsert's RETURNING, so it costs no statement. A payload proves nothing (any role can NOTIFY):
+-- the worker maps the tokens of the users it subscribed (habit.change_token) and reads the
+-- user's clock before it tells anyone.
+--
 -- Why no change is ever skipped: next_change_seq updates the user's clock row, and the row
 -- lock is held until the transaction ends. A transaction that got number n therefore ends
 -- before any other transaction gets n + 1 (the second one's upsert waits for the lock, then
@@ -46,6 +53,7 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
     AS $fn$
     DECLARE
         number bigint;
+        token uuid;
     BEGIN
         SELECT c.seq INTO number FROM habit.sync_clocks c
         WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
@@ -56,13 +64,13 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
         ON CONFLICT (user_id) DO UPDATE
             SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                 xact = excluded.xact, updated_at = now()
-        RETURNING c.seq INTO number;
-        PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+        RETURNING c.seq, c.notify_token INTO number, token;
+        PERFORM pg_notify('habit_changes', token::text);
         RETURN number;
     END
     $fn$;
 COMMENT ON FUNCTION habit.next_change_seq(uuid) IS
-    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with ''<user> <seq>''.';
+    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with the user''s notify_token (sql/0025).';
 
 -- 1. Sync: change numbers and tombstones --------------------------------------------------------
 -- The change number of this transaction for p_user (a new one on its first call, under the
@@ -74,6 +82,7 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
     AS $fn$
     DECLARE
         number bigint;
+        token uuid;
     BEGIN
         -- The tombstone goes in the same statement as the clock's read (one round of the
         -- executor: this runs for every row written).
@@ -86,8 +95,8 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
             ON CONFLICT (user_id) DO UPDATE
                 SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                     xact = excluded.xact, updated_at = now()
-            RETURNING c.seq INTO number;
-            PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+            RETURNING c.seq, c.notify_token INTO number, token;
+            PERFORM pg_notify('habit_changes', token::text);
         END IF;
         RETURN number;
     END
@@ -214,6 +223,32 @@ CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
     $fn$;
 COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
     'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
+
+-- A user's notification token (sql/0025) ---------------------------------------------------------
+-- What the user's habit_changes notifications carry (habit.next_change_seq): the worker calls
+-- it, as the user, for each user it subscribes, to know whose notification is whose. A user
+-- without a clock gets one at 0 (no number taken, as habit.lock_user_writes makes it), so the
+-- token exists before the user's first write: its notification is recognised. Only for the
+-- caller (habit.check_acting_for); a user may know their own token (it names only them).
+CREATE OR REPLACE FUNCTION habit.change_token(p_user uuid) RETURNS uuid
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        token uuid;
+    BEGIN
+        PERFORM habit.check_acting_for(p_user);
+        SELECT c.notify_token INTO token FROM habit.sync_clocks c WHERE c.user_id = p_user;
+        IF NOT FOUND THEN
+            INSERT INTO habit.sync_clocks AS c (user_id, seq) VALUES (p_user, 0)
+            ON CONFLICT (user_id) DO UPDATE SET user_id = c.user_id -- a concurrent first write: read its row
+            RETURNING c.notify_token INTO token;
+        END IF;
+        RETURN token;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.change_token(uuid) IS
+    'The payload of p_user''s habit_changes notifications (habit.sync_clocks.notify_token), the clock made at 0 when missing; only for the caller (42501 otherwise) (sql/0025).';
 
 -- Replay records (sync.push) -------------------------------------------------------------------
 -- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
@@ -347,12 +382,13 @@ CREATE OR REPLACE FUNCTION habit.sync_reset(p_user uuid) RETURNS bigint
     AS $fn$
     DECLARE
         number bigint;
+        token uuid;
     BEGIN
         INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, pruned_through) VALUES (p_user, 1, pg_current_xact_id(), 1)
         ON CONFLICT (user_id) DO UPDATE
             SET seq = c.seq + 1, pruned_through = c.seq + 1, xact = excluded.xact, updated_at = now()
-        RETURNING c.seq INTO number;
-        PERFORM pg_notify('habit_changes', p_user::text || ' ' || number::text);
+        RETURNING c.seq, c.notify_token INTO number, token;
+        PERFORM pg_notify('habit_changes', token::text);
         RETURN number;
     END
     $fn$;
