@@ -12,20 +12,29 @@ SET LOCAL check_function_bodies = off;
 -- The one place the writes and rules of `account.import` and `habit account import` live:
 -- habit.import_account takes a "habit-account" version 1 document (docs/protocol.md
 -- "Accounts", docs/account-format.schema.json) whose shape the caller has already checked
--- (types, formats, duplicate ids, references inside the document, period order: the worker
--- names the JSON path of each), checks what needs the database, and writes it in the caller's
+-- (types, formats, each value's rules, which the tables' CHECKs also keep), checks the rest —
+-- the caps, duplicates, references inside the document, period order (issue 31, finding 7:
+-- a direct caller meets them too) — and what needs the database, and writes it in the caller's
 -- transaction.
 --
 -- Refusals: SQLSTATE HB010 with COLUMN = the JSON path of the offending member (e.g.
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
 -- user's today (YYYY-MM-DD):
+--   too_many          an array over its cap (10,000 habits, 500,000 completions or skips,
+--                     10,000 lists, 200,000 tasks, 10,000 periods of one habit)
+--   duplicate_value   a second habit, list or task id, or a second (habit, date) of a kind
+--   unknown_reference a completion's or skip's template_id, or a task's list_id, not in the document
+--   invalid_order     periods not oldest first, overlapping, ending before they start, or open
+--                     before the last
 --   id_conflict       the id is another user's row (never saying whose, or what it is)
 --   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
 --                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
---                     make it on (habit.period_on_days, functions/history.sql)
+--                     make it on (habit.period_on_days, functions/history.sql); in merge, also
+--                     a kept row of the user's (the document lacks it) that is on now and
+--                     would not be: COLUMN the habit's periods, TABLE its table, HINT its date
 --   done_and_skipped  the same habit and day both completed and skipped in the document
 --   invalid_timezone  a profile zone PostgreSQL does not know
 --   invalid_characters  a name, title or notes with a bidirectional control character
