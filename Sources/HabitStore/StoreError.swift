@@ -30,8 +30,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case exportChanged
     /// `habit.import_account` (sql/functions/accounts.sql) refused the document: `path` is the JSON path of the
     /// member at fault (`document.completions[3].date`), `reason` one of its codes (SQLSTATE
-    /// HB010's COLUMN and DETAIL); `today`, for future_date, the user's today (its HINT).
-    case importRefused(path: String, reason: String, today: CalendarDate?)
+    /// HB010's COLUMN and DETAIL); `today`, for future_date, the user's today (its HINT);
+    /// `kept`, when a `merge` would take a habit off a day of one of the user's completions or
+    /// skips the document lacks (its TABLE and HINT): that row, and `path` the habit's periods.
+    case importRefused(path: String, reason: String, today: CalendarDate?, kept: ImportKeptDay? = nil)
 
     public var description: String {
         switch self {
@@ -45,7 +47,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidCursor: "invalid sync cursor"
         case .cursorExpired: "sync cursor expired"
         case .exportChanged: "the account changed during the export; export again from the start"
-        case .importRefused(let path, let reason, _): "import refused at \(path): \(reason)"
+        case .importRefused(let path, let reason, _, _): "import refused at \(path): \(reason)"
         }
     }
 }
@@ -100,6 +102,26 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case tooMany = "too_many"
 }
 
+/// One of the user's completions or skips that an `account.import` `merge` keeps (the document
+/// lacks it) and would leave on a day its habit is not on: `kind` `completions` or `skips`.
+public struct ImportKeptDay: Equatable, Sendable {
+    public let kind: String
+    public let date: CalendarDate
+
+    public init(kind: String, date: CalendarDate) {
+        self.kind = kind
+        self.date = date
+    }
+
+    static func kind(ofTable table: String) -> String? {
+        switch table {
+        case "habit_completions": "completions"
+        case "habit_skips": "skips"
+        default: nil
+        }
+    }
+}
+
 extension StoreError {
     /// Maps the database errors that stand for a domain rule; anything else is rethrown as is
     /// (connection loss, timeouts and bugs are the caller's to classify).
@@ -120,8 +142,14 @@ extension StoreError {
         case .idConflict:
             return StoreError.idConflict
         case .importRefused:
-            return StoreError.importRefused(path: postgres.column ?? "document", reason: postgres.detail ?? "",
-                                            today: postgres.hint.flatMap(CalendarDate.init(iso8601:)))
+            // With TABLE set, HINT is the date of the user's row in that table that a merge would
+            // leave on a day its habit is not on (sql/functions/accounts.sql); otherwise today.
+            let date = postgres.hint.flatMap(CalendarDate.init(iso8601:))
+            if let table = postgres.table, let kind = ImportKeptDay.kind(ofTable: table), let date {
+                return StoreError.importRefused(path: postgres.column ?? "document", reason: postgres.detail ?? "", today: nil,
+                                                kept: ImportKeptDay(kind: kind, date: date))
+            }
+            return StoreError.importRefused(path: postgres.column ?? "document", reason: postgres.detail ?? "", today: date)
         // The completion and skip rules (sql/functions/history.sql), raised by the tables' triggers for every
         // writer. HB003's DETAIL is the user's today (a documented field, not message text).
         case .futureDate:

@@ -32,8 +32,15 @@ public enum AccountDocument {
     }
 
     /// Checks `document` (the value of params `document`; paths start with `document`): types,
-    /// formats, the rules of each value, duplicate ids, references inside the document, period
-    /// order and row counts. The first problem is thrown as -32602 with `data.field` its path.
+    /// formats, the rules of each value and row counts. The first problem is thrown as -32602
+    /// with `data.field` its path.
+    ///
+    /// The document's consistency — duplicate ids and days, references inside the document,
+    /// the periods' order (oldest first, only the last open) — is `habit.import_account`'s
+    /// (sql/functions/accounts.sql), which answers the same paths and reasons for every caller,
+    /// psql and PostgREST included (issue 31, finding 7). The row caps are checked in both
+    /// places: here they bound the worker's own work on a document before it reaches the
+    /// database (`habit account import` reads files of any size).
     public static func check(_ document: JSONValue) throws(RPCError) -> Checked {
         let top = try object(document, "document",
                              required: ["format", "version", "habits", "completions", "skips", "lists", "tasks"],
@@ -62,15 +69,11 @@ public enum AccountDocument {
             }
         }
 
-        var habits = Set<UUID>()
         for (index, value) in try array(top["habits"]!, "document.habits").enumerated() {
             let path = "document.habits[\(index)]"
             let fields = try object(value, path, required: ["id", "name", "periods"],
                                     optional: ["icon", "color", "sort_order", "created_at", "updated_at"])
-            let id = try uuid(fields["id"]!, path + ".id")
-            guard habits.insert(id).inserted else {
-                throw .invalidParams(field: path + ".id", reason: InputFailure.duplicateValue, message: "a second habit with this id")
-            }
+            _ = try uuid(fields["id"]!, path + ".id")
             try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
             if let icon = try optionalString(fields["icon"], path + ".icon") { try rule(path + ".icon") { try AccountRepository.checkIcon(icon) } }
             if let color = try optionalString(fields["color"], path + ".color") { try rule(path + ".color") { try AccountRepository.checkColor(color) } }
@@ -79,46 +82,27 @@ public enum AccountDocument {
         }
 
         for member in ["completions", "skips"] {
-            var days = Set<DayKey>()
             for (index, value) in try array(top[member]!, "document.\(member)").enumerated() {
                 let path = "document.\(member)[\(index)]"
                 let fields = try object(value, path, required: ["template_id", "date"])
-                let template = try uuid(fields["template_id"]!, path + ".template_id")
-                guard habits.contains(template) else {
-                    throw .invalidParams(field: path + ".template_id", reason: InputFailure.unknownReference, message: "no habit of the document has this id")
-                }
-                let date = try calendarDate(fields["date"]!, path + ".date")
-                guard days.insert(DayKey(templateID: template, date: date)).inserted else {
-                    throw .invalidParams(field: path, reason: InputFailure.duplicateValue, message: "the same habit and date twice")
-                }
+                _ = try uuid(fields["template_id"]!, path + ".template_id")
+                _ = try calendarDate(fields["date"]!, path + ".date")
             }
         }
 
-        var lists = Set<UUID>()
         for (index, value) in try array(top["lists"]!, "document.lists").enumerated() {
             let path = "document.lists[\(index)]"
             let fields = try object(value, path, required: ["id", "name"], optional: ["created_at", "updated_at"])
-            let id = try uuid(fields["id"]!, path + ".id")
-            guard lists.insert(id).inserted else {
-                throw .invalidParams(field: path + ".id", reason: InputFailure.duplicateValue, message: "a second list with this id")
-            }
+            _ = try uuid(fields["id"]!, path + ".id")
             try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
         }
 
-        var tasks = Set<UUID>()
         for (index, value) in try array(top["tasks"]!, "document.tasks").enumerated() {
             let path = "document.tasks[\(index)]"
             let fields = try object(value, path, required: ["id", "title", "state", "position"],
                                     optional: ["list_id", "notes", "scheduled_date", "completed_at", "created_at", "updated_at"])
-            let id = try uuid(fields["id"]!, path + ".id")
-            guard tasks.insert(id).inserted else {
-                throw .invalidParams(field: path + ".id", reason: InputFailure.duplicateValue, message: "a second task with this id")
-            }
-            if let list = fields["list_id"], !list.isNull {
-                guard lists.contains(try uuid(list, path + ".list_id")) else {
-                    throw .invalidParams(field: path + ".list_id", reason: InputFailure.unknownReference, message: "no list of the document has this id")
-                }
-            }
+            _ = try uuid(fields["id"]!, path + ".id")
+            if let list = fields["list_id"], !list.isNull { _ = try uuid(list, path + ".list_id") }
             try rule(path + ".title") { try AccountRepository.checkTaskTitle(try string(fields["title"]!, path + ".title")) }
             if let notes = try optionalString(fields["notes"], path + ".notes") { try rule(path + ".notes") { try AccountRepository.checkTaskNotes(notes) } }
             let state = try string(fields["state"]!, path + ".state")
@@ -140,29 +124,17 @@ public enum AccountDocument {
         guard periods.count <= maxPeriods else {
             throw .invalidParams(field: path, reason: InputFailure.tooMany, message: "at most \(maxPeriods) periods per habit")
         }
-        var previousEnd: PostgresTimestamp?
+        // Their order (oldest first, only the last open) is habit.import_account's to check.
         for (index, value) in periods.enumerated() {
             let at = "\(path)[\(index)]"
             let fields = try object(value, at, required: ["started_at", "schedule"], optional: ["ended_at"])
-            let start = try timestamp(fields["started_at"]!, at + ".started_at")
-            let end = try optionalTimestamp(fields["ended_at"], at + ".ended_at")
-            if index > 0 {
-                guard let previousEnd else {
-                    throw .invalidParams(field: "\(path)[\(index - 1)].ended_at", reason: InputFailure.invalidOrder, message: "only the last period may be open")
-                }
-                guard start >= previousEnd else {
-                    throw .invalidParams(field: at + ".started_at", reason: InputFailure.invalidOrder, message: "starts before the previous period ends")
-                }
-            }
-            if let end, end <= start {
-                throw .invalidParams(field: at + ".ended_at", reason: InputFailure.invalidOrder, message: "must be after started_at")
-            }
+            _ = try timestamp(fields["started_at"]!, at + ".started_at")
+            _ = try optionalTimestamp(fields["ended_at"], at + ".ended_at")
             do {
                 _ = try ParamsReader.schedule(fields["schedule"]!)
             } catch {
                 throw prefixed(error, with: at)
             }
-            previousEnd = end
         }
     }
 

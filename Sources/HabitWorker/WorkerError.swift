@@ -191,7 +191,7 @@ enum ErrorMapping {
             case .invalidCursor: return .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a sync cursor")
             case .cursorExpired: return DomainErrorCode.cursorExpired.error()
             case .exportChanged: return DomainErrorCode.exportChanged.error()
-            case .importRefused(let path, let reason, let today): return importRefusal(path: path, reason: reason, today: today)
+            case .importRefused(let path, let reason, let today, let kept): return importRefusal(path: path, reason: reason, today: today, kept: kept)
             }
         case let postgres as PostgresError:
             if postgres.kind == .commitUnconfirmed { return DomainErrorCode.commitUnconfirmed.error() }
@@ -210,12 +210,25 @@ enum ErrorMapping {
 
     /// habit.import_account's refusals (sql/functions/accounts.sql), each as the error the same
     /// rule gets elsewhere, with `data.field`.
-    static func importRefusal(path: String, reason: String, today: CalendarDate?) -> RPCError {
+    static func importRefusal(path: String, reason: String, today: CalendarDate?, kept: ImportKeptDay? = nil) -> RPCError {
         let field: (String, JSONValue) = ("field", .string(path))
         switch reason {
         case "id_conflict": return DomainErrorCode.idConflict.error(extra: [field])
         case "future_date": return DomainErrorCode.futureDate.error(extra: [("today", .string(today?.description ?? "")), field])
-        case "habit_not_active": return DomainErrorCode.habitNotActive.error(extra: [field])
+        case "habit_not_active":
+            // A merge that would take the habit (field: its periods) off a day the user keeps
+            // a completion or skip on names that row.
+            guard let kept else { return DomainErrorCode.habitNotActive.error(extra: [field]) }
+            var row = JSONObject()
+            row["kind"] = .string(kept.kind)
+            row["date"] = .string(kept.date.description)
+            return DomainErrorCode.habitNotActive.error(extra: [field, ("kept", .object(row))])
+        // The document's own consistency (also checked by AccountDocument before the call;
+        // here for direct callers of habit.import_account, issue 31 finding 7).
+        case "too_many": return .invalidParams(field: path, reason: InputFailure.tooMany, message: "more than one import takes (docs/protocol.md, account.import)")
+        case "invalid_order": return .invalidParams(field: path, reason: InputFailure.invalidOrder, message: "periods must be oldest first, only the last open, each ending after it starts")
+        case "duplicate_value": return .invalidParams(field: path, reason: InputFailure.duplicateValue, message: "a second row with the same key")
+        case "unknown_reference": return .invalidParams(field: path, reason: InputFailure.unknownReference, message: "no row of the document has this id")
         case "done_and_skipped": return DomainErrorCode.invalidState.error(extra: [("detail", .string("done_and_skipped")), field])
         case "invalid_timezone": return .invalidParams(field: path, reason: InputFailure.invalidTimeZone, message: "unknown time zone")
         case "out_of_range": return .invalidParams(field: path, reason: InputFailure.outOfRange, message: "before 1970-01-01 (the earliest date the service keeps)")

@@ -593,4 +593,42 @@ struct AccountTests {
             #expect(left["habits"]?.arrayValue?.count == 1 && left["lists"]?.arrayValue?.isEmpty == true && left["completions"]?.arrayValue?.isEmpty == true)
         }
     }
+    /// Issue 31, finding 8: a merge keeps the user's completions and skips the document lacks,
+    /// so it may not take their habit off their days: such a merge is refused (-32003
+    /// `habit_not_active`, `field` the habit's periods, `kept` the row), nothing written.
+    /// Before, the merge went in and left a completion on a day re-setting it refuses.
+    @Test("merge that would take a habit off a kept completion's or skip's day is refused, naming the row; nothing written")
+    func mergeKeepsTheDayRules() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, admin = session.admin, user = UUID()
+            let open = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", nil)])
+            _ = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [open], completions: [Self.day("2025-02-10")],
+                                                                                         skips: [Self.day("2025-02-12")]),
+                                                                "mode": "merge"]))
+            let before = try Self.checksum(admin)
+            // Closed before both days: the completion (habit_completions sorts first) is named.
+            let closedEarly = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-02-01T08:00:00Z")])
+            let early = try worker.request("account.import", params: params(user, ["document": Self.minimal(habits: [closedEarly]), "mode": "merge"]))
+            expectError(early, code: -32003, id: nil, reason: "habit_not_active", field: "document.habits[0].periods")
+            #expect(early.data?["kept"] == .object([.init("kind", "completions"), .init("date", "2025-02-10")]), "\(early.raw)")
+            // Closed between them (on through 2025-02-11 in UTC): the skip is named.
+            let closedBetween = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-02-11T08:00:00Z")])
+            let between = try worker.request("account.import", params: params(user, ["document": Self.minimal(habits: [closedBetween]), "mode": "merge"]))
+            expectError(between, code: -32003, id: nil, reason: "habit_not_active", field: "document.habits[0].periods")
+            #expect(between.data?["kept"] == .object([.init("kind", "skips"), .init("date", "2025-02-12")]), "\(between.raw)")
+            #expect(try Self.checksum(admin) == before, "a refused merge wrote something")
+            // Re-setting the kept completion still works: the habit is still on that day.
+            _ = try worker.call("completions.set", params(user, ["template_id": .string(Self.habitID), "date": "2025-02-10", "completed": false]))
+            _ = try worker.call("completions.set", params(user, ["template_id": .string(Self.habitID), "date": "2025-02-10", "completed": true]))
+            // Closed after both days: merged, both rows kept.
+            let closedLater = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])
+            let later = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [closedLater]), "mode": "merge"]))
+            #expect(later["counts"]?["habits"]?["updated"] == 1, "\(later)")
+            let kept = try Self.export(worker, user: user, limit: 1_000)
+            #expect(kept["completions"]?.arrayValue?.count == 1 && kept["skips"]?.arrayValue?.count == 1, "\(kept)")
+            // Replace deletes the rows the document lacks, so it may close the habit early.
+            let replaced = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [closedEarly]), "mode": "replace"]))
+            #expect(replaced["counts"]?["completions"]?["deleted"] == 1 && replaced["counts"]?["skips"]?["deleted"] == 1, "\(replaced)")
+        }
+    }
 }

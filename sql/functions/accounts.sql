@@ -12,20 +12,29 @@ SET LOCAL check_function_bodies = off;
 -- The one place the writes and rules of `account.import` and `habit account import` live:
 -- habit.import_account takes a "habit-account" version 1 document (docs/protocol.md
 -- "Accounts", docs/account-format.schema.json) whose shape the caller has already checked
--- (types, formats, duplicate ids, references inside the document, period order: the worker
--- names the JSON path of each), checks what needs the database, and writes it in the caller's
+-- (types, formats, each value's rules, which the tables' CHECKs also keep), checks the rest —
+-- the caps, duplicates, references inside the document, period order (issue 31, finding 7:
+-- a direct caller meets them too) — and what needs the database, and writes it in the caller's
 -- transaction.
 --
 -- Refusals: SQLSTATE HB010 with COLUMN = the JSON path of the offending member (e.g.
 -- document.completions[12].date), DETAIL = the reason code and, for future_date, HINT = the
 -- user's today (YYYY-MM-DD):
+--   too_many          an array over its cap (10,000 habits, 500,000 completions or skips,
+--                     10,000 lists, 200,000 tasks, 10,000 periods of one habit)
+--   duplicate_value   a second habit, list or task id, or a second (habit, date) of a kind
+--   unknown_reference a completion's or skip's template_id, or a task's list_id, not in the document
+--   invalid_order     periods not oldest first, overlapping, ending before they start, or open
+--                     before the last
 --   id_conflict       the id is another user's row (never saying whose, or what it is)
 --   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
 --                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
 --                     a period ending after now()
 --   habit_not_active  a completion or skip on a day none of the document's periods of the habit
---                     make it on (habit.period_on_days, functions/history.sql)
+--                     make it on (habit.period_on_days, functions/history.sql); in merge, also
+--                     a kept row of the user's (the document lacks it) that is on now and
+--                     would not be: COLUMN the habit's periods, TABLE its table, HINT its date
 --   done_and_skipped  the same habit and day both completed and skipped in the document
 --   invalid_timezone  a profile zone PostgreSQL does not know
 --   invalid_characters  a name, title or notes with a bidirectional control character
@@ -106,6 +115,17 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             PERFORM set_config('habit.backfill_checked', 'session', true);
         END IF;
 
+        -- The caps of one import (docs/protocol.md "account.import", Limits), before anything
+        -- is loaded: the worker checks them too, but a direct caller (psql, PostgREST) meets
+        -- them here. Each array's length is read without expanding it.
+        SELECT m.member INTO bad FROM (VALUES (0, 'habits', 10000), (1, 'completions', 500000), (2, 'skips', 500000),
+                                              (3, 'lists', 10000), (4, 'tasks', 200000)) m(o, member, cap)
+        WHERE jsonb_typeof(p_document -> m.member) = 'array' AND jsonb_array_length(p_document -> m.member) > m.cap
+        ORDER BY m.o LIMIT 1;
+        IF FOUND THEN
+            PERFORM habit.import_refusal('document.' || bad.member, 'too_many', 'more rows than one import takes');
+        END IF;
+
         -- The document as tables (ordinality - 1 is the JSON index). Made fresh by this
         -- function, as its owner: a table of the same name the caller made in its own temporary
         -- schema (with a trigger, say, which would run as this function's owner) is dropped
@@ -125,6 +145,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         SELECT h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
                coalesce(h.v -> 'periods', '[]')
         FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
+        -- At most 10,000 periods per habit (before they are expanded).
+        SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM import_habits h
+        WHERE jsonb_typeof(h.periods) = 'array' AND jsonb_array_length(h.periods) > 10000 ORDER BY h.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'too_many', 'at most 10000 periods per habit'); END IF;
         INSERT INTO import_periods
         SELECT h.i, p.o - 1, h.id, (p.v ->> 'started_at')::timestamptz, (p.v ->> 'ended_at')::timestamptz, p.v -> 'schedule'
         FROM import_habits h, jsonb_array_elements(h.periods) WITH ORDINALITY p(v, o);
@@ -143,6 +167,48 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         FROM jsonb_array_elements(coalesce(p_document -> 'tasks', '[]')) WITH ORDINALITY t(v, o);
 
         -- 1. Checks, before any write -------------------------------------------------------
+        -- What the worker's AccountDocument also checks (issue 31, finding 7): a direct caller
+        -- meets the same rules with the same paths and reasons. Duplicate ids and days (the
+        -- second one named), references inside the document, then the periods' order.
+        -- (A window per kind: one sort, not a pairwise search, for 500,000 rows.)
+        SELECT x.path INTO bad FROM (
+            SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].id' AS path,
+                   row_number() OVER (PARTITION BY h.id ORDER BY h.i) AS n FROM import_habits h
+            UNION ALL
+            SELECT CASE d.kind WHEN 'completions' THEN 1 ELSE 2 END, d.i, 'document.' || d.kind || '[' || d.i || ']',
+                   row_number() OVER (PARTITION BY d.kind, d.template_id, d.day ORDER BY d.i) FROM import_days d
+            UNION ALL
+            SELECT 3, l.i, 'document.lists[' || l.i || '].id', row_number() OVER (PARTITION BY l.id ORDER BY l.i) FROM import_lists l
+            UNION ALL
+            SELECT 4, k.i, 'document.tasks[' || k.i || '].id', row_number() OVER (PARTITION BY k.id ORDER BY k.i) FROM import_tasks k
+        ) x WHERE x.n > 1 ORDER BY x.member, x.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'duplicate_value', 'a second row with the same key'); END IF;
+        SELECT x.path INTO bad FROM (
+            SELECT CASE d.kind WHEN 'completions' THEN 0 ELSE 1 END AS member, d.i,
+                   'document.' || d.kind || '[' || d.i || '].template_id' AS path FROM import_days d
+            WHERE NOT EXISTS (SELECT 1 FROM import_habits h WHERE h.id = d.template_id)
+            UNION ALL
+            SELECT 2, k.i, 'document.tasks[' || k.i || '].list_id' FROM import_tasks k
+            WHERE k.list_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM import_lists l WHERE l.id = k.list_id)
+        ) x ORDER BY x.member, x.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'unknown_reference', 'no row of the document has this id'); END IF;
+        -- Periods oldest first, only the last one open, each ending after it starts and starting
+        -- at or after the previous one's end: what makes is_active (the last period open),
+        -- activated_at (the first start) and deactivated_at (the last end) agree with them.
+        -- Given out of order, a direct call once stored is_active = false beside an open
+        -- period and deactivated_at before activated_at.
+        SELECT x.path, x.message INTO bad FROM (
+            SELECT p.i, p.j, 0 AS o, 'document.habits[' || p.i || '].periods[' || (p.j - 1) || '].ended_at' AS path,
+                   'only the last period may be open' AS message
+            FROM import_periods p JOIN import_periods q ON q.i = p.i AND q.j = p.j - 1 WHERE q.ended_at IS NULL
+            UNION ALL
+            SELECT p.i, p.j, 1, 'document.habits[' || p.i || '].periods[' || p.j || '].started_at', 'starts before the previous period ends'
+            FROM import_periods p JOIN import_periods q ON q.i = p.i AND q.j = p.j - 1 WHERE p.started_at < q.ended_at
+            UNION ALL
+            SELECT p.i, p.j, 2, 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at', 'must be after started_at'
+            FROM import_periods p WHERE p.ended_at <= p.started_at
+        ) x ORDER BY x.i, x.j, x.o LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'invalid_order', bad.message); END IF;
         IF jsonb_typeof(p_document -> 'profile') = 'object'
            AND NOT EXISTS (SELECT 1 FROM habit.time_zones z WHERE z.name = p_document -> 'profile' ->> 'time_zone') THEN
             PERFORM habit.import_refusal('document.profile.time_zone', 'invalid_timezone', 'unknown time zone');
@@ -217,6 +283,35 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                               AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> d.day)
             ORDER BY d.kind, d.i LIMIT 1;
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'habit_not_active', 'the habit is not on that day'); END IF;
+            IF p_mode = 'merge' THEN
+                -- Merge keeps the user's completions and skips the document lacks; it may not
+                -- take their habit off their day (issue 31, finding 8: a merge that closed a
+                -- period earlier left a completion on a day re-setting answers habit_not_active).
+                -- A kept row that is on now (the stored periods, the current zone) and would not
+                -- be after the import (the document's periods, the zone the user will have) is
+                -- refused, named: COLUMN the habit's periods, TABLE the kept row's table, HINT its
+                -- date. Rows already off before (an admin's backfill) are left as they are.
+                SELECT h.i, x.tbl, x.day INTO bad
+                FROM import_habits h
+                JOIN LATERAL (SELECT 'habit_completions' AS tbl, 'completions' AS kind, c.completed_date AS day
+                              FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = h.id
+                              UNION ALL
+                              SELECT 'habit_skips', 'skips', k.skipped_date
+                              FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = h.id) x ON true
+                WHERE NOT EXISTS (SELECT 1 FROM import_days d WHERE d.kind = x.kind AND d.template_id = h.id AND d.day = x.day)
+                  AND NOT EXISTS (SELECT 1 FROM import_periods p WHERE p.i = h.i
+                                  AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> x.day)
+                  AND EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = h.id
+                              AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, NULL),
+                                                       habit.local_date(now(), habit.user_time_zone(p_user, NULL))) @> x.day)
+                ORDER BY h.i, x.tbl, x.day LIMIT 1;
+                IF FOUND THEN
+                    RAISE EXCEPTION 'document.habits[%].periods: the user''s % row of % would be on a day the habit is not on',
+                            bad.i, bad.tbl, bad.day
+                        USING ERRCODE = 'HB010', COLUMN = 'document.habits[' || bad.i || '].periods', DETAIL = 'habit_not_active',
+                              TABLE = bad.tbl, HINT = to_char(bad.day, 'YYYY-MM-DD');
+                END IF;
+            END IF;
         END IF;
 
         -- 2. Replace: what the document does not hold goes ------------------------------------
