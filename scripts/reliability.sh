@@ -16,6 +16,7 @@
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
 #   scripts/reliability.sh incremental [ROUNDS] weekly-counts --store --incremental against a full recompute after random
 #                                               changes of every kind (default 2000)
+#   scripts/reliability.sh amplification [N]  every method at its dearest params, by counts; a push of N mutations (default 20)
 #   scripts/reliability.sh failover [N]          kill -9 the primary under write load, promote its synchronous standby,
 #                                               rebuild, N times (default 20); every acknowledged write checked (scripts/failover-tmp)
 #   scripts/reliability.sh all                   everything above, in that order
@@ -31,7 +32,7 @@ SCRATCH=${SCRATCH_PATH:-.build}
 REPORT=${RELIABILITY_REPORT:-$SCRATCH/reliability-report.jsonl}
 LOGDIR=$SCRATCH/reliability-logs
 command=${1:-}
-[ -n "$command" ] || { sed -n '2,25p' "$0" >&2; exit 2; }
+[ -n "$command" ] || { sed -n '2,27p' "$0" >&2; exit 2; }
 shift
 
 if [ "$command" = fuzz ]; then
@@ -103,6 +104,7 @@ streaks() {
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
     run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
 }
+amplification() { run amplification ReliabilityTests.AmplificationTests RELIABILITY_AMPLIFICATION_PUSH="${1:-20}"; }
 failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviveFailover HABIT_FAILOVER_ROUNDS="${1:-20}"; }
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 incremental() {
@@ -117,6 +119,7 @@ case "$command" in
     sync) sync "$@" ;;
     incremental) incremental "$@" ;;
     failover) failover "$@" ;;
+    amplification) amplification "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
     crash) crash "$@" ;;
@@ -124,7 +127,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental; failover
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental; amplification; failover
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac
