@@ -100,4 +100,47 @@ import Testing
                                    path: "document.completions[0].template_id", reason: "unknown_reference", on: connection)
         }
     }
+
+    /// docs/protocol.md ("account.import", Limits): one import takes at most 10,000 habits,
+    /// 500,000 completions, 500,000 skips, 10,000 lists and 200,000 tasks. The documents are
+    /// built by the server (small rows, nothing else in them): one more than the cap is
+    /// refused naming the array, the cap itself is not refused for its size.
+    @Test("the documented caps of one import: one more is too_many, the cap is not", arguments: [
+        ("habits", 10_000), ("completions", 500_000), ("skips", 500_000), ("lists", 10_000), ("tasks", 200_000),
+    ])
+    func documentedCaps(member: String, cap: Int) throws {
+        try TestDatabase.with { database throws in
+            let connection = try database.connect()
+            let element: String = switch member {
+            case "habits": "jsonb_build_object('id', gen_random_uuid(), 'name', 'H', 'periods', '[]'::jsonb)"
+            case "lists": "jsonb_build_object('id', gen_random_uuid(), 'name', 'L')"
+            case "tasks": "jsonb_build_object('id', gen_random_uuid(), 'title', 'T', 'state', 'not_started', 'position', n)"
+            default: "jsonb_build_object('template_id', gen_random_uuid(), 'date', '2020-01-01')"
+            }
+            for count in [cap + 1, cap] {
+                let user = UUID()
+                var refusal: PostgresError?
+                do {
+                    _ = try RuleFunctionsTests.asUser(user, on: connection) { connection in
+                        try connection.queryOne(Query(unsafeSQL: """
+                            SELECT habit.import_account('\(user.uuidString.lowercased())',
+                                jsonb_build_object('format', 'habit-account', 'version', 1, 'profile', NULL,
+                                                   'habits', '[]'::jsonb, 'completions', '[]'::jsonb, 'skips', '[]'::jsonb,
+                                                   'lists', '[]'::jsonb, 'tasks', '[]'::jsonb)
+                                || jsonb_build_object('\(member)', (SELECT jsonb_agg(\(element)) FROM generate_series(1, \(count)) n)),
+                                'merge')::text
+                            """))
+                    }
+                } catch let error as PostgresError {
+                    refusal = error
+                }
+                let tooMany = refusal?.sqlState == .importRefused && refusal?.detail == "too_many" && refusal?.column == "document.\(member)"
+                if count > cap {
+                    #expect(tooMany, "\(count) \(member): \(String(describing: refusal))")
+                } else {
+                    #expect(!tooMany, "\(count) \(member) (the documented cap) refused for its size")
+                }
+            }
+        }
+    }
 }
