@@ -126,6 +126,21 @@ final class PatroniLoad: @unchecked Sendable {
 
 private func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
 
+/// One JSON object (numbers as given) appended to `$RELIABILITY_REPORT` when set:
+/// scripts/reliability.sh checks the resumption bound there, never the test.
+private func record(_ figures: KeyValuePairs<String, String>) {
+    let line = "{" + figures.map { key, value in
+        "\"\(key)\":" + (key == "test" ? "\"\(value)\"" : value)
+    }.joined(separator: ",") + "}"
+    print("reliability figure: \(line)")
+    guard let path = ProcessInfo.processInfo.environment["RELIABILITY_REPORT"], !path.isEmpty else { return }
+    if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+    guard let handle = FileHandle(forWritingAtPath: path) else { return }
+    handle.seekToEndOfFile()
+    handle.write(Data((line + "\n").utf8))
+    handle.closeFile()
+}
+
 /// Issue #34, item 3: failover under Patroni. Workers on a multi-host URL of three nodes
 /// (`target_session_attrs=read-write`); Patroni in strict synchronous mode decides who leads.
 @Suite("deployment: failover under Patroni", .serialized)
@@ -168,6 +183,9 @@ struct PatroniFailoverTests {
         print("reliability figure: patroni \(name): \(figures.count / max(load.loads.count, 1)) rounds × \(load.loads.count) workers: "
               + "resumption median \(seconds(sorted[sorted.count / 2])) s, max \(seconds(sorted.last!)) s; "
               + "acknowledged \(load.acknowledged) writes, lost \(lost); failures by reason \(load.failures)")
+        record(["test": "patroni-\(name)", "rounds": "\(figures.count / max(load.loads.count, 1))", "workers": "\(load.loads.count)",
+                "resumption_median_s": seconds(sorted[sorted.count / 2]), "resumption_max_s": seconds(sorted.last!),
+                "acknowledged": "\(load.acknowledged)", "lost": "\(lost)"])
         let unexpected = load.failures.keys.filter { $0 != "database_unavailable" && $0 != "commit_unconfirmed" }
         #expect(unexpected.isEmpty, "answers other than database_unavailable / commit_unconfirmed: \(load.failures)")
     }
@@ -224,6 +242,50 @@ struct PatroniFailoverTests {
                     try cluster.step("wait-healthy", "180")
                 }
                 Self.summary("switchover", figures, load, lost: lost)
+            }
+        }
+    }
+
+    /// Strict synchronous mode when standbys die. The leader's synchronous standby killed (its
+    /// Patroni and postmaster): Patroni names the other replica and writes go on, none lost.
+    /// Then the other replica killed too: the leader is alone, and must acknowledge nothing — a
+    /// write is answered -32021 `commit_unconfirmed` after the statement timeout + 1 s (the row
+    /// is on the leader, unconfirmed), never a success. Both nodes started again: writes resume.
+    @Test("standbys die: Patroni names the other replica; a lone leader acknowledges no write")
+    func loneLeaderAcknowledgesNothing() throws {
+        try PatroniCluster.with { cluster in
+            try Self.withWorkers(cluster) { load, subscriber, user in
+                let leader = try cluster.value("LEADER_NODE")
+                let standby = LockedBox("")
+                let resumed = try load.during {
+                    let name = try cluster.step("sync-standby")
+                    standby.withValue { $0 = name }
+                    try cluster.step("kill-node", name)
+                }
+                let killed = standby.withValue { $0 }
+                #expect(try cluster.value("LEADER_NODE") == leader, "the leader changed when its standby died")
+                let lost = try Self.check(load, subscriber, user, on: cluster, "synchronous standby \(killed) killed")
+                print("reliability figure: patroni standby death: \(killed) killed, kill → first fully successful round per worker "
+                      + "\(resumed.map(seconds).joined(separator: " ")) s; acknowledged \(load.acknowledged), lost \(lost)")
+                // The killed node's member key may outlive it by up to ttl: not one of the others.
+                let others = try cluster.step("replicas").split(separator: " ").map(String.init).filter { $0 != killed }
+                try #require(!others.isEmpty, "no other replica")
+                for node in others { try cluster.step("kill-node", node) }
+                let worker = load.loads[0].worker
+                let habit = UUID()
+                let started = Date()
+                let answer = try worker.request("habits.create", params: params(load.loads[0].user, ["id": .uuid(habit), "name": "Alone"]), timeout: 60)
+                let waited = Date().timeIntervalSince(started)
+                #expect(!answer.isSuccess, "a lone leader acknowledged a write: \(answer.raw)")
+                #expect(answer.reason == "commit_unconfirmed", "\(answer.raw)")
+                print("reliability figure: patroni lone leader: a write answered \(answer.reason ?? answer.raw) after \(seconds(waited)) s")
+                for node in [killed] + others { try cluster.step("start-node", node) }
+                try cluster.step("wait-healthy", "180")
+                let after = try worker.request("habits.create", params: params(load.loads[0].user, ["name": "Confirmed again"]), timeout: 60)
+                #expect(after.isSuccess, "writes did not resume once the standbys were back: \(after.raw)")
+                #expect(try load.missing(on: try cluster.value("LEADER_URL")).isEmpty)
+                let unexpected = load.failures.keys.filter { $0 != "database_unavailable" && $0 != "commit_unconfirmed" }
+                #expect(unexpected.isEmpty, "answers other than database_unavailable / commit_unconfirmed: \(load.failures)")
             }
         }
     }
