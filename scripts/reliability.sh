@@ -111,6 +111,10 @@ amplification() { run amplification ReliabilityTests.AmplificationTests RELIABIL
 failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviveFailover HABIT_FAILOVER_ROUNDS="${1:-20}"; }
 patroni() {
     run patroni DeploymentTests.PatroniFailoverTests HABIT_PATRONI_ROUNDS="${1:-20}" HABIT_PATRONI_SWITCHOVERS="${2:-5}"
+    # scripts/patroni-tmp's ttl 10 and loop_wait 2: the leader key expires, a replica takes it
+    # within a loop, and the workers reconnect within 2 s more.
+    bound patroni-kill '.lost == 0 and .resumption_max_s <= 10 + 2 + 2' "under Patroni: 0 lost, kill → writes back within ttl + loop_wait + 2 s"
+    bound patroni-switchover '.lost == 0' "switchover: 0 lost"
 }
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 incremental() {
