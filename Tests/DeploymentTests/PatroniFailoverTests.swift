@@ -41,9 +41,15 @@ struct PatroniCluster: Sendable {
 }
 
 /// Several workers, each with its own user and `FailoverLoad` (4 writes in flight), writing on
-/// their own threads while something happens to the cluster.
+/// their own threads while something happens to the cluster. `renew` gives each worker a new
+/// user: a load's completions move one day forward per request, failed ones too, and its habits
+/// count against the user's cap, so one user per worker would run out of both within a long run.
 final class PatroniLoad: @unchecked Sendable {
-    let loads: [FailoverLoad]
+    let workers: [WorkerProcess]
+    /// The current users' loads, one per worker.
+    private(set) var loads: [FailoverLoad] = []
+    /// Every load so far: their acknowledged writes must all be on each new leader.
+    private(set) var all: [FailoverLoad] = []
 
     private struct State {
         var stop = false
@@ -56,7 +62,13 @@ final class PatroniLoad: @unchecked Sendable {
 
     private let state = LockedBox(State())
 
-    init(loads: [FailoverLoad]) { self.loads = loads }
+    init(workers: [WorkerProcess]) { self.workers = workers }
+
+    /// A new user per worker (its anchor habit is created at once, so the cluster must be up).
+    func renew() throws {
+        loads = try workers.map { try FailoverLoad(worker: $0) }
+        all += loads
+    }
 
     /// Keeps every worker writing; once each has 10 successful rounds, runs `disrupt` (which
     /// returns when its command did); waits until each worker has completed a fully successful
@@ -115,12 +127,12 @@ final class PatroniLoad: @unchecked Sendable {
     }
 
     /// Every failure reason over all workers, with counts.
-    var failures: [String: Int] { loads.reduce(into: [:]) { all, load in all.merge(load.ledger.failures, uniquingKeysWith: +) } }
-    var acknowledged: Int { loads.reduce(0) { $0 + $1.ledger.habits.count + $1.ledger.completions.count } }
+    var failures: [String: Int] { all.reduce(into: [:]) { sum, load in sum.merge(load.ledger.failures, uniquingKeysWith: +) } }
+    var acknowledged: Int { all.reduce(0) { $0 + $1.ledger.habits.count + $1.ledger.completions.count } }
 
     /// The acknowledged writes of every worker missing on the server at `url`.
     func missing(on url: String) throws -> [String] {
-        try loads.flatMap { try $0.ledger.missing(on: url, user: $0.user) }
+        try all.flatMap { try $0.ledger.missing(on: url, user: $0.user) }
     }
 }
 
@@ -148,34 +160,42 @@ struct PatroniFailoverTests {
     static let workers = Int(ProcessInfo.processInfo.environment["HABIT_PATRONI_WORKERS"] ?? "") ?? 3
 
     /// Migrates the cluster, starts `workers` load workers and a subscriber on PATRONI_URL, and
-    /// hands them to `body` with the subscribed user (the first load's).
-    static func withWorkers<Value>(_ cluster: PatroniCluster, _ body: (PatroniLoad, WorkerProcess, UUID) throws -> Value) throws -> Value {
+    /// hands them to `body`.
+    static func withWorkers<Value>(_ cluster: PatroniCluster, _ body: (PatroniLoad, WorkerProcess) throws -> Value) throws -> Value {
         let url = try cluster.value("PATRONI_URL")
         try WorkerProcess.checked(FailoverTests.habit(["migrate", "--database-url", url]), "migrate")
-        // A statement timeout above the time a new leader waits for its synchronous standby:
-        // writers queue there behind the first commit's NOTIFY lock (issue 34, "Notifications
-        // serialize writers"); a shorter one answers them -32011 during the resumption.
-        return try Workers.with(count: workers, databaseURL: url, arguments: ["--statement-timeout-ms", "5000"]) { processes in
-            let load = PatroniLoad(loads: try processes.map { try FailoverLoad(worker: $0) })
+        // The worker's default statement timeout, 5 s: above the time a new leader waits for its
+        // synchronous standby. Writers queue there behind the first commit's NOTIFY lock (issue
+        // 34, "Notifications serialize writers"); HABIT_PATRONI_STATEMENT_TIMEOUT_MS shows what
+        // a shorter one does (docs/testing.md).
+        let timeout = ProcessInfo.processInfo.environment["HABIT_PATRONI_STATEMENT_TIMEOUT_MS"] ?? "5000"
+        return try Workers.with(count: workers, databaseURL: url, arguments: ["--statement-timeout-ms", timeout]) { processes in
+            let load = PatroniLoad(workers: processes)
             // The subscriber's listener is on the multi-host URL too: it must follow the leader.
             let subscriber = try WorkerProcess.serve(databaseURL: url, arguments: ["--listen-url", url])
             defer { subscriber.forceStop() }
-            let user = load.loads[0].user
-            #expect(try subscriber.call("changes.subscribe", params(user))["subscribed"] == true)
-            return try body(load, subscriber, user)
+            return try body(load, subscriber)
         }
     }
 
-    /// After a change of leader: every acknowledged write is on the new leader, the subscriber
-    /// heard the user's latest change from it.
-    static func check(_ load: PatroniLoad, _ subscriber: WorkerProcess, _ user: UUID, on cluster: PatroniCluster, _ what: String) throws -> Int {
+    /// New users for a round; the subscriber subscribes to the first; returns that user.
+    static func renew(_ load: PatroniLoad, _ subscriber: WorkerProcess) throws -> UUID {
+        try load.renew()
+        let user = load.loads[0].user
+        #expect(try subscriber.call("changes.subscribe", params(user))["subscribed"] == true)
+        return user
+    }
+
+    /// After a change of leader: every acknowledged write so far is on the new leader, the
+    /// subscriber heard the round's user's latest change from it.
+    static func check(_ load: PatroniLoad, _ subscriber: WorkerProcess, _ user: UUID, on cluster: PatroniCluster, _ what: String) throws -> [String] {
         let leaderURL = try cluster.value("LEADER_URL")
         let missing = try load.missing(on: leaderURL)
         #expect(missing.isEmpty, "\(what): acknowledged writes missing on the new leader: \(missing.prefix(10))")
         let latest = try FailoverTests.changeSeq(of: user, on: leaderURL)
         #expect(try FailoverTests.waitForNotification(subscriber, user: user, atLeast: latest),
                 "\(what): no change notification with seq \(latest) from the new leader")
-        return missing.count
+        return missing
     }
 
     static func summary(_ name: String, _ figures: [Double], _ load: PatroniLoad, lost: Int) {
@@ -200,22 +220,23 @@ struct PatroniFailoverTests {
     func acknowledgedWritesSurviveLeaderKill() throws {
         let rounds = Int(ProcessInfo.processInfo.environment["HABIT_PATRONI_ROUNDS"] ?? "") ?? 2
         try PatroniCluster.with { cluster in
-            try Self.withWorkers(cluster) { load, subscriber, user in
-                var figures: [Double] = [], lost = 0
+            try Self.withWorkers(cluster) { load, subscriber in
+                var figures: [Double] = [], lost = Set<String>()
                 for round in 1...rounds {
+                    let user = try Self.renew(load, subscriber)
                     let killed = LockedBox("")
                     let resumed = try load.during { try killed.withValue { $0 = try cluster.step("kill-leader") } }
                     let node = killed.withValue { $0 }
                     figures += resumed
                     let missing = try Self.check(load, subscriber, user, on: cluster, "round \(round)")
-                    lost += missing
+                    lost.formUnion(missing)
                     print("reliability figure: patroni kill round \(round): killed \(node) (new leader \(try cluster.value("LEADER_NODE"))), "
                           + "kill → first fully successful round per worker \(resumed.map(seconds).joined(separator: " ")) s; "
-                          + "acknowledged \(load.acknowledged), lost \(missing)")
+                          + "acknowledged \(load.acknowledged), lost \(missing.count)")
                     try cluster.step("start-node", node)
                     try cluster.step("wait-healthy", "180")
                 }
-                Self.summary("kill", figures, load, lost: lost)
+                Self.summary("kill", figures, load, lost: lost.count)
             }
         }
     }
@@ -228,20 +249,21 @@ struct PatroniFailoverTests {
     func acknowledgedWritesSurviveSwitchover() throws {
         let rounds = Int(ProcessInfo.processInfo.environment["HABIT_PATRONI_SWITCHOVERS"] ?? "") ?? 1
         try PatroniCluster.with { cluster in
-            try Self.withWorkers(cluster) { load, subscriber, user in
-                var figures: [Double] = [], lost = 0
+            try Self.withWorkers(cluster) { load, subscriber in
+                var figures: [Double] = [], lost = Set<String>()
                 for round in 1...rounds {
+                    let user = try Self.renew(load, subscriber)
                     let before = try cluster.value("LEADER_NODE")
                     let resumed = try load.during { try cluster.step("switchover") }
                     figures += resumed
                     let missing = try Self.check(load, subscriber, user, on: cluster, "switchover \(round)")
-                    lost += missing
+                    lost.formUnion(missing)
                     print("reliability figure: patroni switchover \(round): \(before) → \(try cluster.value("LEADER_NODE")), "
                           + "command start → first fully successful round per worker \(resumed.map(seconds).joined(separator: " ")) s; "
-                          + "acknowledged \(load.acknowledged), lost \(missing)")
+                          + "acknowledged \(load.acknowledged), lost \(missing.count)")
                     try cluster.step("wait-healthy", "180")
                 }
-                Self.summary("switchover", figures, load, lost: lost)
+                Self.summary("switchover", figures, load, lost: lost.count)
             }
         }
     }
@@ -254,7 +276,8 @@ struct PatroniFailoverTests {
     @Test("standbys die: Patroni names the other replica; a lone leader acknowledges no write")
     func loneLeaderAcknowledgesNothing() throws {
         try PatroniCluster.with { cluster in
-            try Self.withWorkers(cluster) { load, subscriber, user in
+            try Self.withWorkers(cluster) { load, subscriber in
+                let user = try Self.renew(load, subscriber)
                 let leader = try cluster.value("LEADER_NODE")
                 let standby = LockedBox("")
                 let resumed = try load.during {
@@ -266,7 +289,7 @@ struct PatroniFailoverTests {
                 #expect(try cluster.value("LEADER_NODE") == leader, "the leader changed when its standby died")
                 let lost = try Self.check(load, subscriber, user, on: cluster, "synchronous standby \(killed) killed")
                 print("reliability figure: patroni standby death: \(killed) killed, kill → first fully successful round per worker "
-                      + "\(resumed.map(seconds).joined(separator: " ")) s; acknowledged \(load.acknowledged), lost \(lost)")
+                      + "\(resumed.map(seconds).joined(separator: " ")) s; acknowledged \(load.acknowledged), lost \(lost.count)")
                 // The killed node's member key may outlive it by up to ttl: not one of the others.
                 let others = try cluster.step("replicas").split(separator: " ").map(String.init).filter { $0 != killed }
                 try #require(!others.isEmpty, "no other replica")
