@@ -164,10 +164,10 @@ struct PatroniFailoverTests {
     static func withWorkers<Value>(_ cluster: PatroniCluster, _ body: (PatroniLoad, WorkerProcess) throws -> Value) throws -> Value {
         let url = try cluster.value("PATRONI_URL")
         try WorkerProcess.checked(FailoverTests.habit(["migrate", "--database-url", url]), "migrate")
-        // The worker's default statement timeout, 5 s: above the time a new leader waits for its
-        // synchronous standby. Writers queue there behind the first commit's NOTIFY lock (issue
-        // 34, "Notifications serialize writers"); HABIT_PATRONI_STATEMENT_TIMEOUT_MS shows what
-        // a shorter one does (docs/testing.md).
+        // The worker's default statement timeout, 5 s. A new leader's first commits wait for a
+        // standby, and other writers queue behind their NOTIFY lock (issue 34, "Notifications
+        // serialize writers"): a timeout below that wait would answer them -32011.
+        // HABIT_PATRONI_STATEMENT_TIMEOUT_MS tries another (2000: still only -32010 here).
         let timeout = ProcessInfo.processInfo.environment["HABIT_PATRONI_STATEMENT_TIMEOUT_MS"] ?? "5000"
         return try Workers.with(count: workers, databaseURL: url, arguments: ["--statement-timeout-ms", timeout]) { processes in
             let load = PatroniLoad(workers: processes)
