@@ -19,6 +19,9 @@
 #   scripts/reliability.sh amplification [N]  every method at its dearest params, by counts; a push of N mutations (default 20)
 #   scripts/reliability.sh failover [N]          kill -9 the primary under write load, promote its synchronous standby,
 #                                               rebuild, N times (default 20); every acknowledged write checked (scripts/failover-tmp)
+#   scripts/reliability.sh patroni [N] [S]      under Patroni (scripts/patroni-tmp, 3 nodes, strict synchronous mode): kill -9
+#                                               the leader's Patroni and postmaster under 3 workers' writes, N times (default 20),
+#                                               then S switchovers (default 5); every acknowledged write checked
 #   scripts/reliability.sh all                   everything above, in that order
 #
 # Environment: SCRATCH_PATH (default .build), RELIABILITY_REPORT (default $SCRATCH_PATH/reliability-report.jsonl,
@@ -32,7 +35,7 @@ SCRATCH=${SCRATCH_PATH:-.build}
 REPORT=${RELIABILITY_REPORT:-$SCRATCH/reliability-report.jsonl}
 LOGDIR=$SCRATCH/reliability-logs
 command=${1:-}
-[ -n "$command" ] || { sed -n '2,27p' "$0" >&2; exit 2; }
+[ -n "$command" ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 shift
 
 if [ "$command" = fuzz ]; then
@@ -106,6 +109,13 @@ streaks() {
 }
 amplification() { run amplification ReliabilityTests.AmplificationTests RELIABILITY_AMPLIFICATION_PUSH="${1:-20}"; }
 failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviveFailover HABIT_FAILOVER_ROUNDS="${1:-20}"; }
+patroni() {
+    run patroni DeploymentTests.PatroniFailoverTests HABIT_PATRONI_ROUNDS="${1:-20}" HABIT_PATRONI_SWITCHOVERS="${2:-5}"
+    # scripts/patroni-tmp's ttl 10 and loop_wait 2: the leader key expires, a replica takes it
+    # within a loop, and the workers reconnect within 2 s more.
+    bound patroni-kill '.lost == 0 and .resumption_max_s <= 10 + 2 + 2' "under Patroni: 0 lost, kill → writes back within ttl + loop_wait + 2 s"
+    bound patroni-switchover '.lost == 0' "switchover: 0 lost"
+}
 sync() { run sync HabitWorkerTests.SyncDevicesPropertyTests HABIT_SYNC_ROUNDS="${1:-100000}" HABIT_SYNC_SEED="${RELIABILITY_SEED:-182026}"; }
 incremental() {
     run incremental HabitBatchTests.WeeklyCountsIncrementalTests/incrementalRunsEqualAFullRecompute \
@@ -119,6 +129,7 @@ case "$command" in
     sync) sync "$@" ;;
     incremental) incremental "$@" ;;
     failover) failover "$@" ;;
+    patroni) patroni "$@" ;;
     amplification) amplification "$@" ;;
     limits) limits ;;
     kills) kills "$@" ;;
@@ -127,7 +138,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental; amplification; failover
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental; amplification; failover; patroni
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac
