@@ -119,7 +119,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
             RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
         END IF;
-        IF p_mode NOT IN ('merge', 'replace') THEN
+        IF p_mode IS NULL OR p_mode NOT IN ('merge', 'replace') THEN
             RAISE EXCEPTION 'mode must be merge or replace' USING ERRCODE = '22023';
         END IF;
         -- One import of a user at a time: a second waits here, then (READ COMMITTED: each

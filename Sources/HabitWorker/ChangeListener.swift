@@ -56,14 +56,11 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         /// The caught-up cursor of the latest change not yet written.
         var pending: SyncCursor?
         var due: UInt64 = 0
-        /// The payload of this user's notifications (nil: not learnt on this connection yet).
+        /// The payload of this user's notifications (nil: not learnt yet). A token never changes
+        /// (sql/0025), so it is kept across reconnects.
         var token: UUID?
-        /// Reading the token failed short of losing the connection: tried again after a reconnect.
-        var tokenFailed = false
         /// The largest change number read from the database and recorded (-1: none yet).
         var confirmed: Int64 = -1
-        /// A notification named this user since its clock was last read.
-        var named = false
         /// When its clock may be read again (uptime ns): at most once per window.
         var nextRead: UInt64 = 0
     }
@@ -75,8 +72,14 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     private let state = NSCondition()
     private var subscribers: [UUID: Subscriber] = [:]
-    /// Notification token → subscribed user (the listen connection's: rebuilt on a reconnect).
+    /// Notification token → subscribed user.
     private var tokens: [UUID: UUID] = [:]
+    /// Subscribed users whose token is still to be read, with the earliest time to try (uptime
+    /// ns): a failed read is tried again later, not only after a reconnect. Kept apart from
+    /// `subscribers` so a wake scans only these, never every subscriber.
+    private var needingToken: [UUID: UInt64] = [:]
+    /// Users a notification named since their clock was last read.
+    private var named: Set<UUID> = []
     /// A payload that is not a token was logged on this connection (once: any role can send them).
     private var loggedMalformed = false
     /// Users with a pending notification, in the order they got it.
@@ -101,7 +104,10 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     func subscribe(_ user: UUID) -> Bool {
         state.lock()
         let first = subscribers.isEmpty
-        if subscribers[user] == nil, !stopping { subscribers[user] = Subscriber() }
+        if subscribers[user] == nil, !stopping {
+            subscribers[user] = Subscriber()
+            needingToken[user] = 0
+        }
         status.subscribers = subscribers.count
         let start = !started && !stopping
         if start { started = true }
@@ -116,6 +122,8 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         state.lock()
         let gone = subscribers.removeValue(forKey: user)
         if let token = gone?.token { tokens[token] = nil }
+        needingToken[user] = nil
+        named.remove(user)
         let removed = gone != nil
         status.subscribers = subscribers.count
         let last = removed && subscribers.isEmpty
@@ -200,10 +208,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                 }
                 continue
             }
-            if let user = tokens[token], var subscriber = subscribers[user] {
-                subscriber.named = true
-                subscribers[user] = subscriber
-            }
+            if let user = tokens[token] { named.insert(user) }
         }
     }
 
@@ -211,7 +216,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     private func nextReadMilliseconds() -> Int? {
         state.withLock {
             let now = DispatchTime.now().uptimeNanoseconds
-            return subscribers.values.filter(\.named).map { Int(($0.nextRead - min($0.nextRead, now)) / 1_000_000) + 1 }.min()
+            return named.compactMap { subscribers[$0]?.nextRead }.map { Int(($0 - min($0, now)) / 1_000_000) + 1 }.min()
         }
     }
 
@@ -286,19 +291,15 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
             }
             logger.info("listening for changes")
             state.withLock {
-                tokens = [:]
                 loggedMalformed = false
-                for user in subscribers.keys {
-                    subscribers[user]?.token = nil
-                    subscribers[user]?.tokenFailed = false
-                    subscribers[user]?.named = false
-                }
+                named = [] // everyone is notified with the cursor of now, below
+                for user in needingToken.keys { needingToken[user] = 0 }
             }
             _ = try learnTokens(on: connection)
             let users = state.withLock { Array(subscribers.keys) }
             let store = SyncRepository(connection: connection, settings: settings.store)
             for (user, cursor) in zip(users, try store.currentCursors(users: users)) {
-                record(user, try checked(cursor, of: user, fallback: store.cursor(user: user, seq: 0)), onlyNewer: false)
+                record(user, try checked(cursor, fallback: store.cursor(user: user, seq: 0)) ?? store.cursor(user: user, seq: 0), onlyNewer: false)
             }
             return connection
         } catch {
@@ -311,7 +312,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     /// A user's result read on the listen connection: a lost connection throws (the caller
     /// reconnects); another failure (a bug, or a role without access) is logged and gives
     /// `fallback`.
-    private func checked<Value>(_ result: Result<Value, Error>, of user: UUID, fallback: Value?) throws -> Value? {
+    private func checked<Value>(_ result: Result<Value, Error>, fallback: Value?) throws -> Value? {
         switch result {
         case .success(let value):
             return value
@@ -322,25 +323,27 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         }
     }
 
-    private func checked(_ result: Result<SyncCursor, Error>, of user: UUID, fallback: SyncCursor) throws -> SyncCursor {
-        try checked(result, of: user, fallback: Optional(fallback)) ?? fallback
-    }
-
     /// Learns the notification tokens of the subscribed users whose token is not known on this
     /// connection, in one round trip; true if it ran statements.
     private func learnTokens(on connection: Connection) throws -> Bool {
-        let users = state.withLock { subscribers.filter { $0.value.token == nil && !$0.value.tokenFailed }.map(\.key) }
+        let users: [UUID] = state.withLock {
+            let now = DispatchTime.now().uptimeNanoseconds
+            return needingToken.filter { $0.value <= now }.map(\.key)
+        }
         guard !users.isEmpty else { return false }
         let results = try SyncRepository(connection: connection, settings: settings.store).changeTokens(users: users)
         for (user, result) in zip(users, results) {
-            let token = try checked(result, of: user, fallback: nil)
+            let token = try checked(result, fallback: nil)
             state.withLock {
                 guard subscribers[user] != nil else { return } // unsubscribed meanwhile
                 if let token {
                     subscribers[user]?.token = token
                     tokens[token] = user
+                    needingToken[user] = nil
                 } else {
-                    subscribers[user]?.tokenFailed = true
+                    // A timeout or conflict (a first write holding the new clock row): later.
+                    needingToken[user] = DispatchTime.now().uptimeNanoseconds
+                        + UInt64(settings.longestBackoffMilliseconds) * 1_000_000
                 }
             }
         }
@@ -353,8 +356,10 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         let users: [UUID] = state.withLock {
             let now = DispatchTime.now().uptimeNanoseconds
             var due: [UUID] = []
-            for (user, subscriber) in subscribers where subscriber.named && subscriber.nextRead <= now {
-                subscribers[user]?.named = false
+            for user in named {
+                guard let subscriber = subscribers[user] else { named.remove(user); continue }
+                guard subscriber.nextRead <= now else { continue }
+                named.remove(user)
                 subscribers[user]?.nextRead = now + windowNanoseconds
                 due.append(user)
             }
@@ -363,7 +368,7 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         guard !users.isEmpty else { return false }
         let results = try SyncRepository(connection: connection, settings: settings.store).currentCursors(users: users)
         for (user, result) in zip(users, results) {
-            if let cursor = try checked(result, of: user, fallback: nil) {
+            if let cursor = try checked(result, fallback: nil) {
                 record(user, cursor, onlyNewer: true)
             }
         }

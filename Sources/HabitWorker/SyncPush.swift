@@ -168,6 +168,11 @@ enum SyncPush: DatabaseMethod {
         }
 
         var passed: Bool { end.map { DispatchTime.now() >= $0 } ?? false }
+
+        /// Whether a cancellation (57014) was this limit's: its statement_timeout was the time
+        /// left, rounded down to the millisecond, so it fires at most a few ms before the end.
+        /// Another cancel (pg_cancel_backend, a pooler's timeout) with time left is not.
+        var cutOff: Bool { end.map { DispatchTime.now() + .milliseconds(10) >= $0 } ?? false }
     }
 
     /// One mutation in its own transaction; returns its recorded outcome, `{"result": …}` or
@@ -222,7 +227,7 @@ enum SyncPush: DatabaseMethod {
                 if limit.passed { throw PushLimit.Reached() }
                 return recorded
             }
-        } catch let error as PostgresError where error.sqlState == .queryCanceled && limit.end != nil {
+        } catch let error as PostgresError where error.sqlState == .queryCanceled && limit.cutOff {
             // Its statement_timeout was the push's time left: the push's limit cut it off.
             throw PushLimit.Reached()
         }

@@ -223,8 +223,9 @@ enum ErrorMapping {
             row["kind"] = .string(kept.kind)
             row["date"] = .string(kept.date.description)
             return DomainErrorCode.habitNotActive.error(extra: [field, ("kept", .object(row))])
-        // The document's own consistency (also checked by AccountDocument before the call;
-        // here for direct callers of habit.import_account, issue 31 finding 7).
+        // The document's own consistency: checked by habit.import_account itself, for the
+        // worker and direct callers alike (issue 31 finding 7; AccountDocument keeps only the
+        // size caps, so a huge document is refused before it is sent).
         case "too_many": return .invalidParams(field: path, reason: InputFailure.tooMany, message: "more than one import takes (docs/protocol.md, account.import)")
         case "invalid_order": return .invalidParams(field: path, reason: InputFailure.invalidOrder, message: "periods must be oldest first, only the last open, each ending after it starts")
         case "duplicate_value": return .invalidParams(field: path, reason: InputFailure.duplicateValue, message: "a second row with the same key")

@@ -143,4 +143,19 @@ import Testing
             }
         }
     }
+
+    /// A NULL mode is refused like any unknown one: it used to run as a merge that skipped the
+    /// merge's own rules (the kept rows' day rule, the zone it judges by).
+    @Test func aNullModeIsRefused() throws {
+        try TestDatabase.with { database throws in
+            let connection = try database.connect()
+            let user = UUID()
+            let refused = #expect(throws: PostgresError.self) {
+                try RuleFunctionsTests.asUser(user, on: connection) { connection in
+                    try connection.queryOne("SELECT habit.import_account(\(user), \(Self.document(periods: []))::jsonb, NULL)::text")
+                }
+            }
+            #expect(refused?.sqlState == .invalidParameterValue, "\(String(describing: refused))")
+        }
+    }
 }
