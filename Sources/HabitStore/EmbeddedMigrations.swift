@@ -3179,9 +3179,19 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
     IF NOT inserted THEN
         RETURN;
     END IF;
-    UPDATE habit.sync_clocks c SET tombstones = c.tombstones + 1 WHERE c.user_id = p_user
+    -- Counted here for the first 8 of a transaction; a bulk delete's are counted at commit
+    -- (habit.sync_clocks_recount): each update of the clock row in one transaction leaves a
+    -- version the next one has to pass.
+    UPDATE habit.sync_clocks c
+    SET tombstones = c.tombstones + 1,
+        tombstones_writes = CASE WHEN c.tombstones_xact = pg_current_xact_id() THEN c.tombstones_writes + 1 ELSE 1 END,
+        tombstones_xact = pg_current_xact_id()
+    WHERE c.user_id = p_user AND NOT c.tombstones_pending
+      AND NOT (c.tombstones_xact = pg_current_xact_id() AND c.tombstones_writes >= 8)
     RETURNING c.tombstones INTO recorded;
-    IF recorded > habit.tombstone_cap() THEN
+    IF NOT FOUND THEN
+        UPDATE habit.sync_clocks c SET tombstones_pending = true WHERE c.user_id = p_user AND NOT c.tombstones_pending;
+    ELSIF recorded > habit.tombstone_cap() THEN
         PERFORM habit.trim_tombstones(p_user, habit.tombstone_cap() * 9 / 10);
     END IF;
     END
@@ -3197,6 +3207,29 @@ CREATE OR REPLACE FUNCTION habit.tombstone_cap() RETURNS integer
     AS $fn$ SELECT 10000 $fn$;
 COMMENT ON FUNCTION habit.tombstone_cap() IS
     'The most tombstones a user keeps, all tables together (sql/0024); past it the oldest are trimmed to 90 % of it.';
+
+-- The deferred count of a bulk delete's tombstones (DEFERRABLE INITIALLY DEFERRED: at
+-- commit): exact, and trimmed past the cap.
+CREATE OR REPLACE FUNCTION habit.sync_clocks_recount() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        counted integer;
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM habit.sync_clocks c WHERE c.user_id = NEW.user_id AND c.tombstones_pending) THEN
+            RETURN NULL; -- counted by an earlier event of this commit
+        END IF;
+        SELECT count(*) INTO counted FROM habit.sync_tombstones t WHERE t.user_id = NEW.user_id;
+        UPDATE habit.sync_clocks c SET tombstones = counted, tombstones_pending = false WHERE c.user_id = NEW.user_id;
+        IF counted > habit.tombstone_cap() THEN
+            PERFORM habit.trim_tombstones(NEW.user_id, habit.tombstone_cap() * 9 / 10);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_clocks_recount() IS
+    'Deferred trigger of habit.sync_clocks: counts a bulk delete''s tombstones at commit and trims them past habit.tombstone_cap() (sql/0024).';
 
 -- Keeps p_user's newest p_keep tombstones; the cursors that needed a dropped one expire
 -- (pruned_through), in the same transaction, and the clock's count becomes exact.
@@ -5074,7 +5107,10 @@ COMMENT ON CONSTRAINT time_zones_name_check ON habit.time_zones IS
 -- deleting 20,000 tasks left 60,000 of them (14 MB) while the user had no task. Now each
 -- user's clock row counts the tombstones recorded since it last counted them exactly, and
 -- habit.sync_tombstone trims the user's oldest when the count passes 10,000, keeping the
--- newest 9,000 (so a trim, which counts and deletes, runs at most once per 1,000 deletions),
+-- newest 9,000 (so a trim, which counts and deletes, runs at most once per 1,000 deletions);
+-- a bulk delete (more than 8 tombstones of a user in one transaction) stops counting row by
+-- row — each update of the clock row would leave a version the next has to pass — and is
+-- counted, and trimmed, once at commit by a deferred trigger (triggers/sync_clocks.sql),
 -- and raises pruned_through past them: a device whose cursor is older than the newest
 -- dropped tombstone answers -32017 cursor_expired and pulls everything again, as after the
 -- age prune, so a deletion is never lost silently. The cap is per user, all tables together,
@@ -5082,7 +5118,13 @@ COMMENT ON CONSTRAINT time_zones_name_check ON habit.time_zones IS
 -- functions/sync.sql; here the column, counted exactly for the rows already there (a user
 -- already past the cap is trimmed at their next deletion).
 ALTER TABLE habit.sync_clocks ADD COLUMN tombstones integer NOT NULL DEFAULT 0
-    CONSTRAINT sync_clocks_tombstones_check CHECK (tombstones >= 0);
+    CONSTRAINT sync_clocks_tombstones_check CHECK (tombstones >= 0),
+    ADD COLUMN tombstones_xact xid8,
+    ADD COLUMN tombstones_writes integer NOT NULL DEFAULT 0,
+    ADD COLUMN tombstones_pending boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN habit.sync_clocks.tombstones_xact IS 'The transaction that last counted a tombstone here.';
+COMMENT ON COLUMN habit.sync_clocks.tombstones_writes IS 'How many tombstones tombstones_xact counted here: past 8 (a bulk delete) the count waits for commit.';
+COMMENT ON COLUMN habit.sync_clocks.tombstones_pending IS 'A bulk delete''s tombstones are counted, and trimmed past the cap, at commit (sync_clocks_recount).';
 COMMENT ON COLUMN habit.sync_clocks.tombstones IS
     'Tombstones of the user recorded since they were last counted exactly: at least as many as there are, within what resurrected keys removed (habit.sync_tombstone trims past 10,000; sql/0024).';
 
@@ -5713,6 +5755,19 @@ CREATE OR REPLACE TRIGGER profiles_before BEFORE INSERT OR UPDATE ON public.prof
     FOR EACH ROW EXECUTE FUNCTION habit.profiles_before();
 CREATE OR REPLACE TRIGGER profiles_after AFTER INSERT OR UPDATE OR DELETE ON public.profiles
     FOR EACH ROW EXECUTE FUNCTION habit.profiles_after();
+
+"""#),
+        SQLFile(path: "triggers/sync_clocks.sql", text: #"""
+-- The trigger of habit.sync_clocks (written only by the sync functions of functions/sync.sql):
+-- a bulk delete's tombstones (more than 8 of a user in one transaction) are counted once, at
+-- commit, and trimmed past the cap (sql/0024).
+--
+-- Current-state file (docs/schema.md, "Migrations"). A constraint trigger has no CREATE OR
+-- REPLACE: it is dropped and made again.
+
+DROP TRIGGER IF EXISTS sync_clocks_recount ON habit.sync_clocks;
+CREATE CONSTRAINT TRIGGER sync_clocks_recount AFTER INSERT OR UPDATE ON habit.sync_clocks
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.tombstones_pending) EXECUTE FUNCTION habit.sync_clocks_recount();
 
 """#),
         SQLFile(path: "triggers/task_lists.sql", text: #"""

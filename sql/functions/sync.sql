@@ -123,9 +123,19 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
     IF NOT inserted THEN
         RETURN;
     END IF;
-    UPDATE habit.sync_clocks c SET tombstones = c.tombstones + 1 WHERE c.user_id = p_user
+    -- Counted here for the first 8 of a transaction; a bulk delete's are counted at commit
+    -- (habit.sync_clocks_recount): each update of the clock row in one transaction leaves a
+    -- version the next one has to pass.
+    UPDATE habit.sync_clocks c
+    SET tombstones = c.tombstones + 1,
+        tombstones_writes = CASE WHEN c.tombstones_xact = pg_current_xact_id() THEN c.tombstones_writes + 1 ELSE 1 END,
+        tombstones_xact = pg_current_xact_id()
+    WHERE c.user_id = p_user AND NOT c.tombstones_pending
+      AND NOT (c.tombstones_xact = pg_current_xact_id() AND c.tombstones_writes >= 8)
     RETURNING c.tombstones INTO recorded;
-    IF recorded > habit.tombstone_cap() THEN
+    IF NOT FOUND THEN
+        UPDATE habit.sync_clocks c SET tombstones_pending = true WHERE c.user_id = p_user AND NOT c.tombstones_pending;
+    ELSIF recorded > habit.tombstone_cap() THEN
         PERFORM habit.trim_tombstones(p_user, habit.tombstone_cap() * 9 / 10);
     END IF;
     END
@@ -141,6 +151,29 @@ CREATE OR REPLACE FUNCTION habit.tombstone_cap() RETURNS integer
     AS $fn$ SELECT 10000 $fn$;
 COMMENT ON FUNCTION habit.tombstone_cap() IS
     'The most tombstones a user keeps, all tables together (sql/0024); past it the oldest are trimmed to 90 % of it.';
+
+-- The deferred count of a bulk delete's tombstones (DEFERRABLE INITIALLY DEFERRED: at
+-- commit): exact, and trimmed past the cap.
+CREATE OR REPLACE FUNCTION habit.sync_clocks_recount() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        counted integer;
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM habit.sync_clocks c WHERE c.user_id = NEW.user_id AND c.tombstones_pending) THEN
+            RETURN NULL; -- counted by an earlier event of this commit
+        END IF;
+        SELECT count(*) INTO counted FROM habit.sync_tombstones t WHERE t.user_id = NEW.user_id;
+        UPDATE habit.sync_clocks c SET tombstones = counted, tombstones_pending = false WHERE c.user_id = NEW.user_id;
+        IF counted > habit.tombstone_cap() THEN
+            PERFORM habit.trim_tombstones(NEW.user_id, habit.tombstone_cap() * 9 / 10);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.sync_clocks_recount() IS
+    'Deferred trigger of habit.sync_clocks: counts a bulk delete''s tombstones at commit and trims them past habit.tombstone_cap() (sql/0024).';
 
 -- Keeps p_user's newest p_keep tombstones; the cursors that needed a dropped one expire
 -- (pruned_through), in the same transaction, and the clock's count becomes exact.
