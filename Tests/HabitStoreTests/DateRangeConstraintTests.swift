@@ -76,10 +76,10 @@ import Testing
         try TestDatabase.with(migrated: false) { database throws in
             let connection = try database.connect()
             let sql = try MigrationSource.load(directory: TestDatabase.migrationsDirectory)
-            // 0020's tables with today's functions and triggers (grants.sql and derived.sql wait
-            // for the full migration, as in BidiControlConstraintTests).
-            try Migrator(migrations: sql.migrations.filter { $0.version <= 20 },
-                         currentStateFiles: sql.currentStateFiles.filter { $0.path != "grants.sql" && $0.path != "derived.sql" }).migrate(connection)
+            // 0020's tables without functions or triggers: the rows below are written with the
+            // triggers off anyway, and today's current-state files need later migrations'
+            // columns (0024's, 0025's), as in BidiControlConstraintTests.
+            try Migrator(migrations: sql.migrations.filter { $0.version <= 20 }, currentStateFiles: []).migrate(connection)
             #expect(try Migrator.schemaVersion(connection) == 20)
             // Rows as an old import or a restore left them, written with the triggers off.
             let user = UUID(), habit = UUID()
