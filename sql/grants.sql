@@ -115,8 +115,10 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.lock_user_writes(uuid)
     TO authenticated, service_role;
 -- The worker's change listener learns each subscribed user's notification token, as that user
--- (sql/0025).
+-- (sql/0025), then polls those users' clocks by token as habit_worker itself (sql/0026): the
+-- poll reads many users at once, so it is not the users' (authenticated is not granted it).
 GRANT EXECUTE ON FUNCTION habit.change_token(uuid) TO authenticated, service_role;
+GRANT EXECUTE ON FUNCTION habit.changed_clocks(uuid[], bigint[]) TO habit_worker, service_role;
 -- Account deletion checks who calls it (the user, or an admin).
 GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_role, habit_admin;
 

@@ -60,7 +60,7 @@ struct ServeCommand: ParsableCommand {
     var connectTimeout: Int?
 
     @Option(name: .customLong("listen-url"),
-            help: ArgumentHelp("Where change notifications are LISTENed for (changes.subscribe): a server or a session-mode pool, never a transaction pooler (env HABIT_LISTEN_URL, default the database URL).", valueName: "url"))
+            help: ArgumentHelp("Where the change listener polls subscribed users' clocks (changes.subscribe): a server or any pool, a transaction pooler too (env HABIT_LISTEN_URL, default the database URL).", valueName: "url"))
     var listenURL: String?
 
     @Option(help: ArgumentHelp("Least severe log level written to stderr (env HABIT_LOG_LEVEL, default info).", valueName: "level"))

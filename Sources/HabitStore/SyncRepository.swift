@@ -87,6 +87,19 @@ public struct SyncRepository {
         }
     }
 
+    /// The clocks among `tokens` (notification tokens, `changeTokens`) whose change number is
+    /// past the paired `known` one (nil: any), as (token, seq): the change listener's poll
+    /// (`habit.changed_clocks`, sql/0026). One statement for all of them, run as the login role
+    /// (habit_worker), not as a user: a token is the capability, handed to the user's own role.
+    public func changedClocks(_ tokens: [(token: UUID, known: Int64?)]) throws -> [(token: UUID, seq: Int64)] {
+        guard !tokens.isEmpty else { return [] }
+        let tokenList = "{" + tokens.map { $0.token.uuidString.lowercased() }.joined(separator: ",") + "}"
+        let knownList = "{" + tokens.map { $0.known.map(String.init) ?? "NULL" }.joined(separator: ",") + "}"
+        return try scope.connection.query(
+            "SELECT token, seq FROM habit.changed_clocks(\(tokenList)::uuid[], \(knownList)::bigint[])"
+        ).map { (try $0.decode(UUID.self, at: 0), try $0.decode(Int64.self, at: 1)) }
+    }
+
     static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970.rounded(.down)) }
 
     static func clockStatement(user: UUID) -> Query {

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HabitStore
 import JSONRPC
 import Logging
@@ -9,31 +10,28 @@ import PostgresClient
 /// process, not to a client of the gateway (docs/protocol.md, "Change notifications").
 ///
 /// Two threads of its own, started by the first subscribe:
-/// - `habit-listen` holds the one LISTEN connection (`--listen-url`), opened while somebody is
-///   subscribed and closed when the last one leaves. It waits with poll(2) on the connection's
-///   socket and a wake pipe, and reads NOTIFYs (`habit_changes`, sent at commit by
-///   `habit.next_change_seq`). A payload is the user's notification token (sql/0025), never
-///   the user id, and proves nothing: any role can LISTEN and NOTIFY. So the thread learns the
-///   token of each user it subscribes (`habit.change_token`, as the user), marks the user a
-///   notification names, and reads that user's clock itself (as the user, at most once per
-///   `window`); only a change number the database shows, larger than the last one it handed
-///   on, is recorded. A forged payload therefore writes nothing, or a line as true as a real
-///   notification's; an unknown token costs a dictionary lookup. After a loss it reconnects
-///   with backoff; every (re)connect notifies every subscribed user with the cursor read then,
-///   because changes may have been committed while nobody listened.
+/// - `habit-listen` holds one connection (`--listen-url`), opened while somebody is subscribed
+///   and closed when the last one leaves, and polls: every `window` it reads, in one statement,
+///   the change numbers of the subscribed users whose clocks moved past the last number it
+///   recorded (`habit.changed_clocks`, by the users' notification tokens, sql/0026). Writers
+///   send nothing: a NOTIFY serialised every writer on PostgreSQL's notification-queue lock
+///   (held through the standby's confirmation under synchronous replication) and cannot cross
+///   Citus nodes. The thread learns the token of each user it subscribes (`habit.change_token`,
+///   as the user). A user's first poll after their subscribe, and everyone's after a
+///   (re)connect, records the number of now whatever it is: changes may have been committed
+///   while nobody polled. After a loss it reconnects with backoff.
 /// - `habit-notify` writes the notifications. Per user, the first change after a quiet
 ///   `window` goes out at once; later ones within the window are folded into one, with the
 ///   latest seq, written when the window ends. Pending notifications are one entry per user,
-///   so a reader that stops reading stdout blocks this thread only (never the listener, whose
-///   NOTIFY queue would grow in the server) and costs a bounded amount of memory.
+///   so a reader that stops reading stdout blocks this thread only and costs a bounded amount
+///   of memory.
 final class ChangeListener: @unchecked Sendable { // state under `state`; the connection is the listen thread's
-    static let channel = "habit_changes"
 
     struct Settings: Sendable {
-        /// libpq conninfo or URL of a server (or a session-mode pool): LISTEN needs a session.
+        /// libpq conninfo or URL of a server or a pool (any mode: each poll is one statement).
         var connectionString: String
         var connectTimeoutSeconds: Int = 3
-        /// At most one notification per user per window (ms).
+        /// At most one notification per user per window (ms); the clocks are polled once a window.
         var windowMilliseconds: Int = 200
         /// For reading a user's cursor after a reconnect.
         var store = StoreSettings()
@@ -56,13 +54,14 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         /// The caught-up cursor of the latest change not yet written.
         var pending: SyncCursor?
         var due: UInt64 = 0
-        /// The payload of this user's notifications (nil: not learnt yet). A token never changes
-        /// (sql/0025), so it is kept across reconnects.
+        /// The user's notification token, the key of the poll (nil: not learnt yet). A token
+        /// never changes (sql/0025), so it is kept across reconnects.
         var token: UUID?
         /// The largest change number read from the database and recorded (-1: none yet).
         var confirmed: Int64 = -1
-        /// When its clock may be read again (uptime ns): at most once per window.
-        var nextRead: UInt64 = 0
+        /// The next poll records this user's number whatever it is (subscribed, or reconnected,
+        /// since the last poll that saw the clock).
+        var fresh = true
     }
 
     private let settings: Settings
@@ -78,10 +77,6 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     /// ns): a failed read is tried again later, not only after a reconnect. Kept apart from
     /// `subscribers` so a wake scans only these, never every subscriber.
     private var needingToken: [UUID: UInt64] = [:]
-    /// Users a notification named since their clock was last read.
-    private var named: Set<UUID> = []
-    /// A payload that is not a token was logged on this connection (once: any role can send them).
-    private var loggedMalformed = false
     /// Users with a pending notification, in the order they got it.
     private var scheduled: [UUID] = []
     private var status = Status()
@@ -123,7 +118,6 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         let gone = subscribers.removeValue(forKey: user)
         if let token = gone?.token { tokens[token] = nil }
         needingToken[user] = nil
-        named.remove(user)
         let removed = gone != nil
         status.subscribers = subscribers.count
         let last = removed && subscribers.isEmpty
@@ -189,44 +183,13 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
 
     private var windowNanoseconds: UInt64 { UInt64(max(0, settings.windowMilliseconds)) * 1_000_000 }
 
-    /// A notification token (`habit.next_change_seq`: a uuid, alone); nil for anything else.
-    static func parse(payload: String) -> UUID? {
-        UUID(canonical: payload)
-    }
-
-    /// Marks the subscribed users whose tokens `payloads` carry; unknown tokens (other users',
-    /// forged ones) are ignored, a payload that is no token is logged once per connection.
-    private func markNamed(_ payloads: [String]) {
-        state.lock()
-        defer { state.unlock() }
-        for payload in payloads {
-            guard let token = Self.parse(payload: payload) else {
-                if !loggedMalformed {
-                    loggedMalformed = true
-                    logger.warning("unexpected change notification payload (not logged again on this connection)",
-                                   metadata: ["bytes": "\(payload.utf8.count)"])
-                }
-                continue
-            }
-            if let user = tokens[token] { named.insert(user) }
-        }
-    }
-
-    /// Ms until the first named user's clock may be read (nil: nobody is waiting).
-    private func nextReadMilliseconds() -> Int? {
-        state.withLock {
-            let now = DispatchTime.now().uptimeNanoseconds
-            return named.compactMap { subscribers[$0]?.nextRead }.map { Int(($0 - min($0, now)) / 1_000_000) + 1 }.min()
-        }
-    }
-
     // MARK: - The listen thread
 
     private func listen() {
         var connection: Connection?
         var backoff = settings.firstBackoffMilliseconds
         var nextAttempt = DispatchTime.now()
-        var ranStatements = false
+        var nextPoll = DispatchTime.now()
         defer { connection?.close() }
         while true {
             state.lock()
@@ -238,19 +201,19 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                     close(open, because: nil)
                     connection = nil
                 }
-                waitForWake(socket: -1, timeoutMilliseconds: -1)
+                waitForWake(timeoutMilliseconds: -1)
                 continue
             }
             guard let open = connection else {
                 let now = DispatchTime.now()
                 if now < nextAttempt {
-                    waitForWake(socket: -1, timeoutMilliseconds: Int((nextAttempt.uptimeNanoseconds - now.uptimeNanoseconds) / 1_000_000) + 1)
+                    waitForWake(timeoutMilliseconds: Self.milliseconds(from: now, to: nextAttempt))
                     continue
                 }
                 do {
-                    connection = try openListening()
-                    ranStatements = true
+                    connection = try openPolling()
                     backoff = settings.firstBackoffMilliseconds
+                    nextPoll = .now()
                 } catch {
                     failed(reason: "connect_failed", error: error)
                     nextAttempt = .now() + .milliseconds(backoff)
@@ -258,19 +221,20 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                 }
                 continue
             }
-            // A timeout also reads: a TLS connection may hold decrypted bytes poll cannot see.
-            // No wait after a round that ran statements: notifications that came with their
-            // answers are already in libpq's list, where poll cannot see them.
-            if !ranStatements {
-                waitForWake(socket: open.socketDescriptor, timeoutMilliseconds: min(1_000, nextReadMilliseconds() ?? 1_000))
-            }
+            // A subscribe wakes the thread: the new user's token is learnt and their clock read
+            // at once (their first notification, the cursor of now), not a window later.
+            let now = DispatchTime.now()
+            let woken = now < nextPoll && waitForWake(timeoutMilliseconds: Self.milliseconds(from: now, to: nextPoll))
             do {
-                // In this order: a user subscribed before a notification of theirs was consumed
-                // has their token learnt before the payloads are mapped.
-                let payloads = try open.consumeNotifications().filter { $0.channel == Self.channel }.map(\.payload)
-                ranStatements = try learnTokens(on: open)
-                markNamed(payloads)
-                ranStatements = try readNamedClocks(on: open) || ranStatements
+                let learnt = try learnTokens(on: open)
+                if woken && !learnt { continue } // nothing new to read before the window ends
+                let started = DispatchTime.now()
+                try poll(on: open, onlyFresh: woken)
+                // Polls take at most a fifth of the time, however many users are subscribed.
+                let spent = DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds
+                if !woken {
+                    nextPoll = started + .nanoseconds(Int(max(windowNanoseconds, spent * 5)))
+                }
             } catch {
                 close(open, because: error)
                 connection = nil
@@ -279,34 +243,22 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         }
     }
 
-    /// Connects, LISTENs, then notifies every subscribed user with the cursor of now: changes
-    /// committed while nobody listened are covered (LISTEN first, so none falls in between).
-    private func openListening() throws -> Connection {
+    private static func milliseconds(from now: DispatchTime, to then: DispatchTime) -> Int {
+        Int((then.uptimeNanoseconds - min(then.uptimeNanoseconds, now.uptimeNanoseconds)) / 1_000_000) + 1
+    }
+
+    /// Connects; every subscribed user's next poll records the number of now, since changes may
+    /// have been committed while nobody polled.
+    private func openPolling() throws -> Connection {
         let connection = try Connection(settings.connectionString, applicationName: "habit-listen",
                                         connectTimeoutSeconds: settings.connectTimeoutSeconds, preparedStatements: .off)
-        do {
-            try connection.execute("LISTEN habit_changes") // Self.channel
-            state.withLock {
-                status.listening = true
-            }
-            logger.info("listening for changes")
-            state.withLock {
-                loggedMalformed = false
-                named = [] // everyone is notified with the cursor of now, below
-                for user in needingToken.keys { needingToken[user] = 0 }
-            }
-            _ = try learnTokens(on: connection)
-            let users = state.withLock { Array(subscribers.keys) }
-            let store = SyncRepository(connection: connection, settings: settings.store)
-            for (user, cursor) in zip(users, try store.currentCursors(users: users)) {
-                record(user, try checked(cursor, fallback: store.cursor(user: user, seq: 0)) ?? store.cursor(user: user, seq: 0), onlyNewer: false)
-            }
-            return connection
-        } catch {
-            connection.close()
-            state.withLock { status.listening = false }
-            throw error
+        state.withLock {
+            status.listening = true
+            for user in subscribers.keys { subscribers[user]?.fresh = true }
+            for user in needingToken.keys { needingToken[user] = 0 }
         }
+        logger.info("polling for changes")
+        return connection
     }
 
     /// A user's result read on the listen connection: a lost connection throws (the caller
@@ -350,39 +302,35 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
         return true
     }
 
-    /// Reads the clocks of the users notifications named whose window has passed, in one round
-    /// trip, and records the changes the database shows; true if it ran statements.
-    private func readNamedClocks(on connection: Connection) throws -> Bool {
-        let users: [UUID] = state.withLock {
-            let now = DispatchTime.now().uptimeNanoseconds
-            var due: [UUID] = []
-            for user in named {
-                guard let subscriber = subscribers[user] else { named.remove(user); continue }
-                guard subscriber.nextRead <= now else { continue }
-                named.remove(user)
-                subscribers[user]?.nextRead = now + windowNanoseconds
-                due.append(user)
-            }
-            return due
-        }
-        guard !users.isEmpty else { return false }
-        let results = try SyncRepository(connection: connection, settings: settings.store).currentCursors(users: users)
-        for (user, result) in zip(users, results) {
-            if let cursor = try checked(result, fallback: nil) {
-                record(user, cursor, onlyNewer: true)
+    /// Reads, in one statement, the numbers of the subscribed users' clocks that moved past the
+    /// last one recorded (every fresh user's, whatever it is; `onlyFresh`: only theirs), and
+    /// records them.
+    private func poll(on connection: Connection, onlyFresh: Bool) throws {
+        let known: [(token: UUID, known: Int64?)] = state.withLock {
+            subscribers.values.compactMap { subscriber in
+                guard let token = subscriber.token, subscriber.fresh || !onlyFresh else { return nil }
+                return (token, subscriber.fresh ? nil : subscriber.confirmed)
             }
         }
-        return true
+        guard !known.isEmpty else { return }
+        let changed = try SyncRepository(connection: connection, settings: settings.store).changedClocks(known)
+        let store = SyncRepository(connection: connection, settings: settings.store)
+        for (token, seq) in changed {
+            let found: (user: UUID, fresh: Bool)? = state.withLock {
+                guard let user = tokens[token], let subscriber = subscribers[user] else { return nil }
+                subscribers[user]?.fresh = false
+                return (user, subscriber.fresh)
+            }
+            if let found { record(found.user, store.cursor(user: found.user, seq: seq), onlyNewer: !found.fresh) }
+        }
     }
 
-    /// Closes the connection: UNLISTEN first when nobody is subscribed any more (a clean end
-    /// for a pooler in session mode), else it was lost (`error`).
+    /// Closes the connection: nobody is subscribed any more, or it was lost (`error`).
     private func close(_ connection: Connection, because error: Error?) {
         if let error {
             failed(reason: "connection_lost", error: error)
         } else {
-            _ = try? connection.execute("UNLISTEN habit_changes") // Self.channel
-            logger.info("stopped listening for changes")
+            logger.info("stopped polling for changes")
         }
         connection.close()
         state.withLock { status.listening = false }
@@ -397,16 +345,16 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
                        metadata: ["error": "\(error)"])
     }
 
-    /// Waits until `socket` (if any) is readable, the wake pipe was written to, or the timeout
-    /// (ms; negative: none) passed; drains the wake pipe.
-    private func waitForWake(socket: Int32, timeoutMilliseconds: Int) {
-        var descriptors = [pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
-        if socket >= 0 { descriptors.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
-        _ = poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: timeoutMilliseconds))
-        if descriptors[0].revents != 0 {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            while read(wake.readEnd, &buffer, buffer.count) > 0 {}
-        }
+    /// Waits until the wake pipe was written to (true) or the timeout (ms; negative: none)
+    /// passed (false); drains the wake pipe.
+    @discardableResult
+    private func waitForWake(timeoutMilliseconds: Int) -> Bool {
+        var descriptor = pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)
+        _ = Glibc.poll(&descriptor, 1, Int32(clamping: timeoutMilliseconds))
+        guard descriptor.revents != 0 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(wake.readEnd, &buffer, buffer.count) > 0 {}
+        return true
     }
 
     // MARK: - The notify thread

@@ -6,8 +6,10 @@ import Testing
 
 /// changes.subscribe over the pipes: a subscriber on one worker hears about changes made by
 /// another worker, by psql, through a transaction pooler; nothing for users it did not
-/// subscribe; a burst folded into few notifications; and a notification for every subscribed
-/// user after the listen server came back. Every wait is for a line, with a generous timeout.
+/// subscribe; a burst folded into few notifications; a notification for every subscribed user
+/// after the server came back; and writers that send no NOTIFY (sql/0026: the worker polls),
+/// so that two users' commits never wait for each other. Every wait is for a line, with a
+/// generous timeout.
 @Suite("habit serve: change notifications")
 struct ChangeNotificationTests {
     @Test("a change through worker A and one through psql reach a subscriber on worker B, each with the cursor of its change")
@@ -37,7 +39,7 @@ struct ChangeNotificationTests {
                 let subscriber = ChangeSubscriber(other)
                 let (heard, left, never) = (UUID(), UUID(), UUID())
                 _ = try subscriber.listen(to: heard)
-                #expect(try subscriber.call("changes.subscribe", params(left))["subscribed"] == true)
+                #expect(try subscriber.listen(to: left).user == left) // every subscribe: the cursor of now
                 #expect(try subscriber.call("changes.unsubscribe", params(left))["subscribed"] == false)
                 #expect(try subscriber.call("changes.unsubscribe", params(never))["subscribed"] == false)
                 // Committed first, so their notifications, if any, would come first.
@@ -89,7 +91,7 @@ struct ChangeNotificationTests {
         }
     }
 
-    @Test("a gateway that stops reading stdout: the listener keeps draining PostgreSQL's queue, and afterwards each user's last notification carries its final cursor, folded")
+    @Test("a gateway that stops reading stdout: the listener keeps polling, and afterwards each user's last notification carries its final cursor, folded")
     func unreadStdoutDoesNotStopTheListener() throws {
         try WorkerSession.with { session in
             // A raw process, not WorkerProcess (whose reader thread drains stdout at once):
@@ -116,12 +118,12 @@ struct ChangeNotificationTests {
             let list = users.map(\.uuidString).joined(separator: ",")
             var blockedBackend = false
             for round in 0..<20 {
-                // One transaction touching all 500 users: 500 NOTIFYs each, 10,000 in all.
+                // One transaction touching all 500 users: 500 changes each, 10,000 in all.
                 try session.admin.execute("""
                     INSERT INTO public.profiles (user_id, timezone) SELECT u, \(round % 2 == 0 ? "Europe/Paris" : "UTC")
                     FROM unnest(string_to_array(\(list), ',')::uuid[]) u ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone
                     """)
-                // A listener that stopped reading would leave its backend writing to it.
+                // A listener that stopped reading its connection would leave its backend writing to it.
                 blockedBackend = try blockedBackend || session.admin.queryOne("""
                     SELECT count(*)::int FROM pg_stat_activity
                     WHERE datname = current_database() AND application_name = 'habit-listen' AND wait_event = 'ClientWrite'
@@ -160,7 +162,7 @@ struct ChangeNotificationTests {
         }
     }
 
-    @Test("forged NOTIFYs of another user's role for a subscribed user (the old '<user> <seq>' form, and the user's own token) write no line: the next one carries the real change")
+    @Test("NOTIFYs on habit_changes are not heard (the old '<user> <seq>' form, and the user's own token, sent as another user's role): the next line carries the real change")
     func forgedNotificationsAreNotBelieved() throws {
         try WorkerSession.with { session in
             let subscriber = ChangeSubscriber(session.worker)
@@ -194,13 +196,14 @@ struct ChangeNotificationTests {
         }
     }
 
-    @Test("a user subscribed while the worker already listens, who never wrote, hears their first write (the token is learnt on subscribe)")
+    @Test("a user subscribed while the worker already polls, who never wrote, gets the cursor of now at once, then hears their first write")
     func laterSubscriberHearsFirstWrite() throws {
         try WorkerSession.with { session in
             let subscriber = ChangeSubscriber(session.worker)
             let (first, later) = (UUID(), UUID())
             _ = try subscriber.listen(to: first)
-            #expect(try subscriber.call("changes.subscribe", params(later))["subscribed"] == true)
+            let now = try subscriber.listen(to: later)
+            #expect(now.user == later && now.seq == 0, "\(now)")
             _ = try subscriber.call("habits.create", params(later, ["name": "First"]))
             let seq = try session.changeSeq(of: later)
             #expect(seq == 1)
@@ -209,8 +212,8 @@ struct ChangeNotificationTests {
         }
     }
 
-    @Test("a session LISTENing on habit_changes as another user sees no user id in the payloads of a user's writes")
-    func listenerOfAnotherRoleSeesNoUserID() throws {
+    @Test("a session LISTENing on habit_changes hears nothing of a user's writes: writers send no NOTIFY (sql/0026)")
+    func writersSendNoNotify() throws {
         try WorkerSession.with { session in
             let (user, spy) = (UUID(), UUID())
             let listener = try session.database.connect()
@@ -222,20 +225,41 @@ struct ChangeNotificationTests {
             _ = try session.worker.createHabit(user: user, name: "Private")
             try session.admin.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(user), 'UTC')")
             // The listener's own NOTIFY comes after the two commits in the queue: once it is
-            // here, theirs are too.
+            // here, anything they sent is too.
             try listener.execute("SELECT pg_notify('habit_changes', 'end of test')")
             var payloads: [String] = []
             for _ in 0..<100 where payloads.last != "end of test" {
                 payloads += try listener.consumeNotifications().filter { $0.channel == "habit_changes" }.map(\.payload)
                 try listener.execute("SELECT 1") // another round trip, should the server still be sending
             }
-            try #require(payloads.last == "end of test", "\(payloads)")
-            let heard = payloads.dropLast()
-            #expect(heard.count >= 2, "\(payloads)")
-            for payload in heard {
-                #expect(!payload.lowercased().contains(user.lowercaseString), "\(payload)")
-                #expect(!payload.contains(" "), "a payload is a token alone: \(payload)")
+            #expect(payloads == ["end of test"])
+        }
+    }
+
+    @Test("the poll is the worker's: authenticated may not call habit.changed_clocks, and an unknown token matches nothing")
+    func pollIsTheWorkers() throws {
+        try WorkerSession.with { session in
+            let user = UUID()
+            _ = try session.worker.createHabit(user: user, name: "Mine")
+            let token = try session.admin.queryOne("SELECT notify_token FROM habit.sync_clocks WHERE user_id = \(user)").decode(UUID.self, at: 0)
+            let device = try session.database.connect()
+            defer { device.close() }
+            try device.execute("""
+                SELECT set_config('role', 'authenticated', false), set_config('request.jwt.claim.sub', \(user.lowercaseString), false)
+                """)
+            do {
+                _ = try device.query("SELECT * FROM habit.changed_clocks(ARRAY[\(token)]::uuid[], ARRAY[NULL]::bigint[])")
+                Issue.record("authenticated called habit.changed_clocks")
+            } catch let error as PostgresError {
+                #expect(error.sqlState == "42501", "\(error)")
             }
+            let worker = try Connection(try session.database.workerURL(), applicationName: "habit-tests")
+            defer { worker.close() }
+            let seq = try session.changeSeq(of: user)
+            let rows = try worker.query("SELECT token, seq FROM habit.changed_clocks(ARRAY[\(token), \(UUID())]::uuid[], ARRAY[NULL, NULL]::bigint[])")
+            #expect(rows.count == 1)
+            #expect(try rows.first?.decode(Int64.self, at: 1) == seq)
+            #expect(try worker.query("SELECT * FROM habit.changed_clocks(ARRAY[\(token)]::uuid[], ARRAY[\(seq)]::bigint[])").isEmpty)
         }
     }
 
@@ -274,7 +298,7 @@ struct ChangeNotificationTests {
         }
     }
 
-    @Test("no subscriber, no LISTEN connection: opened by the first subscribe, closed after the last unsubscribe")
+    @Test("no subscriber, no poll connection: opened by the first subscribe, closed after the last unsubscribe")
     func listenConnectionFollowsSubscribers() throws {
         try WorkerSession.with { session in
             let subscriber = ChangeSubscriber(session.worker)
@@ -291,7 +315,7 @@ struct ChangeNotificationTests {
         }
     }
 
-    @Test("the listen server restarted: after the reconnect every subscribed user gets a notification")
+    @Test("the server restarted: after the reconnect every subscribed user gets a notification")
     func reconnectNotifiesEverySubscriber() throws {
         try PrivatePostgresServer.with { server in
             let migrate = try WorkerProcess.run(try WorkerProcess.binaryPath(),
@@ -346,6 +370,62 @@ struct ChangeNotificationTests {
                     #expect(try subscriber.waitForChange(of: user, atLeast: seq).seq == seq)
                 }
             }
+        }
+    }
+
+    @Test("database URL through pgbouncer in transaction mode and no --listen-url: the poll goes through the pooler too, changes are heard")
+    func pgBouncerTransactionModeAlone() throws {
+        try TestDatabase.with { database in
+            try PgBouncer.with(poolSize: 2) { bouncer in
+                let pooled = try bouncer.url(user: "habit_worker", database: database.name)
+                try WorkerProcess.withServe(databaseURL: pooled, arguments: ["--pool-size", "2"]) { worker in
+                    let subscriber = ChangeSubscriber(worker)
+                    let user = UUID()
+                    _ = try subscriber.listen(to: user)
+                    _ = try subscriber.call("habits.create", params(user, ["name": "Pooled"]))
+                    let admin = try database.connect()
+                    defer { admin.close() }
+                    let seq = try admin.queryOne("SELECT seq FROM habit.sync_clocks WHERE user_id = \(user)").decode(Int64.self, at: 0)
+                    #expect(try subscriber.waitForChange(of: user, atLeast: seq).seq == seq)
+                }
+            }
+        }
+    }
+
+    @Test("two users' commits waiting for a synchronous standby wait for it side by side, not for each other's notification lock")
+    func commitsWaitingForAStandbyDoNotQueue() throws {
+        // A standby that never answers: every commit waits in SyncRep until cancelled. The
+        // migration commits locally (synchronous_commit = local for its session only).
+        try PrivatePostgresServer.with(options: "-c synchronous_standby_names=nobody") { server in
+            let local = try ConnectionString.applying(["options": "-c synchronous_commit=local"], to: server.adminURL)
+            let migrate = try WorkerProcess.run(try WorkerProcess.binaryPath(),
+                                                ["migrate", "--database-url", local, "--migrations-dir", TestDatabase.migrationsDirectory],
+                                                environment: WorkerProcess.childEnvironment())
+            try #require(migrate.status == 0, "habit migrate failed: \(migrate.stderr)")
+            let observer = try Connection(local, applicationName: "habit-tests")
+            defer { observer.close() }
+            let writers = DispatchGroup()
+            for name in ["writer-a", "writer-b"] {
+                nonisolated(unsafe) let connection = try Connection(server.adminURL, applicationName: name)
+                writers.enter()
+                Thread {
+                    // Returns once cancelled below, with a warning: committed locally, not confirmed.
+                    _ = try? connection.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (gen_random_uuid(), 'UTC')")
+                    connection.close()
+                    writers.leave()
+                }.start()
+                // One after the other: the second commits while the first waits for the standby.
+                #expect(try waitUntil {
+                    try observer.queryOne("SELECT count(*)::int FROM pg_stat_activity WHERE application_name = \(name) AND wait_event IS NOT NULL AND state = 'active'").decode(Int.self, at: 0) == 1
+                })
+            }
+            let waits = try observer.query("""
+                SELECT application_name || ' ' || wait_event_type || ':' || wait_event FROM pg_stat_activity
+                WHERE application_name IN ('writer-a', 'writer-b') ORDER BY application_name
+                """).map { try $0.decode(String.self, at: 0) }
+            _ = try observer.query("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name IN ('writer-a', 'writer-b')")
+            #expect(writers.wait(timeout: .now() + 30) == .success)
+            #expect(waits == ["writer-a IPC:SyncRep", "writer-b IPC:SyncRep"])
         }
     }
 }

@@ -18,12 +18,13 @@
 --   task_lists 'lists' id              tasks 'tasks' id
 -- Derived tables (streak runs and state, weekly counts, row counts) are not synced: they follow from these.
 --
--- Notifications: each new number sends NOTIFY habit_changes with the user's notification token
--- (habit.sync_clocks.notify_token, sql/0025), a random uuid, as the whole payload: any role can
--- LISTEN, so the payload names no user and carries no number. The token comes back from the
--- upsert's RETURNING, so it costs no statement. A payload proves nothing (any role can NOTIFY):
--- the worker maps the tokens of the users it subscribed (habit.change_token) and reads the
--- user's clock before it tells anyone.
+-- Notifications: writers send none (sql/0026). A NOTIFY takes PostgreSQL's cluster-wide
+-- notification-queue lock at commit and keeps it until the transaction ends, which under
+-- synchronous replication includes the wait for the standby: every writer of every user queued
+-- behind one standby round trip. The worker instead polls the clocks of the users it subscribed
+-- (habit.changed_clocks, by their notification tokens, habit.sync_clocks.notify_token from
+-- sql/0025), so a write costs no statement and no lock for them, on plain PostgreSQL,
+-- Supabase, under Patroni and on Citus alike.
 --
 -- Why no change is ever skipped: next_change_seq updates the user's clock row, and the row
 -- lock is held until the transaction ends. A transaction that got number n therefore ends
@@ -44,16 +45,13 @@ SET LOCAL check_function_bodies = off;
 
 -- One number per (transaction, user). The first call of a transaction takes the clock row's
 -- lock with the upsert and keeps it to the end of the transaction (see the header); later
--- calls of the same transaction only read the row (one index probe, no new row version). The
--- notification is delivered at commit (and dropped on rollback); PostgreSQL folds identical
--- payloads of one transaction.
+-- calls of the same transaction only read the row (one index probe, no new row version).
 CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         number bigint;
-        token uuid;
     BEGIN
         SELECT c.seq INTO number FROM habit.sync_clocks c
         WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
@@ -64,13 +62,12 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
         ON CONFLICT (user_id) DO UPDATE
             SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                 xact = excluded.xact, updated_at = now()
-        RETURNING c.seq, c.notify_token INTO number, token;
-        PERFORM pg_notify('habit_changes', token::text);
+        RETURNING c.seq INTO number;
         RETURN number;
     END
     $fn$;
 COMMENT ON FUNCTION habit.next_change_seq(uuid) IS
-    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); notifies habit_changes with the user''s notify_token (sql/0025).';
+    'The change number of the current transaction for p_user (a new one on its first call, under the clock row''s lock until commit); sends no notification (sql/0026: the worker polls habit.changed_clocks).';
 
 -- 1. Sync: change numbers and tombstones --------------------------------------------------------
 -- The change number of this transaction for p_user (a new one on its first call, under the
@@ -82,7 +79,6 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
     AS $fn$
     DECLARE
         number bigint;
-        token uuid;
     BEGIN
         -- The tombstone goes in the same statement as the clock's read (one round of the
         -- executor: this runs for every row written).
@@ -95,8 +91,7 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
             ON CONFLICT (user_id) DO UPDATE
                 SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
                     xact = excluded.xact, updated_at = now()
-            RETURNING c.seq, c.notify_token INTO number, token;
-            PERFORM pg_notify('habit_changes', token::text);
+            RETURNING c.seq INTO number;
         END IF;
         RETURN number;
     END
@@ -257,12 +252,13 @@ CREATE OR REPLACE FUNCTION habit.lock_user_writes(p_user uuid) RETURNS void
 COMMENT ON FUNCTION habit.lock_user_writes(uuid) IS
     'Locks p_user''s clock row (habit.sync_clocks, made at 0 when missing) until the transaction ends: serialises the user''s numbering creates and imports; only for the caller (42501 otherwise) (sql/0023).';
 
--- A user's notification token (sql/0025) ---------------------------------------------------------
--- What the user's habit_changes notifications carry (habit.next_change_seq): the worker calls
--- it, as the user, for each user it subscribes, to know whose notification is whose. A user
--- without a clock gets one at 0 (no number taken, as habit.lock_user_writes makes it), so the
--- token exists before the user's first write: its notification is recognised. Only for the
--- caller (habit.check_acting_for); a user may know their own token (it names only them).
+-- A user's notification token (sql/0025) and the worker's poll of clocks (sql/0026) ------------
+-- The token is a random uuid on the user's clock row that names the user's clock without the
+-- user id: the worker calls habit.change_token, as the user, for each user it subscribes, then
+-- polls those users' clocks by token (habit.changed_clocks). A user without a clock gets one at
+-- 0 (no number taken, as habit.lock_user_writes makes it), so the token exists before the
+-- user's first write. Only for the caller (habit.check_acting_for); a user may know their own
+-- token (it names only them).
 CREATE OR REPLACE FUNCTION habit.change_token(p_user uuid) RETURNS uuid
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -281,7 +277,29 @@ CREATE OR REPLACE FUNCTION habit.change_token(p_user uuid) RETURNS uuid
     END
     $fn$;
 COMMENT ON FUNCTION habit.change_token(uuid) IS
-    'The payload of p_user''s habit_changes notifications (habit.sync_clocks.notify_token), the clock made at 0 when missing; only for the caller (42501 otherwise) (sql/0025).';
+    'The notification token of p_user (habit.sync_clocks.notify_token), which habit.changed_clocks takes; the clock made at 0 when missing; only for the caller (42501 otherwise) (sql/0025).';
+
+-- The worker's poll (its change listener, every 200 ms while anyone is subscribed): of the clocks
+-- whose tokens it holds, those past the number it last saw. One statement for every subscribed
+-- user, an index probe each (habit_sync_clocks_notify_token_key), and nothing on the write path.
+-- A token is the capability: it was handed out to the user's own role (habit.change_token), so
+-- the worker reads no clock it was not given; an unknown token matches nothing. The answer is
+-- the change number only, no row of the user's. Runs as habit_worker itself (no user claims: it
+-- reads many users at once), so it is SECURITY DEFINER and granted to habit_worker and
+-- service_role alone. Pairs by position; p_seqs shorter than p_tokens compares with NULL (then
+-- every listed clock is returned).
+CREATE OR REPLACE FUNCTION habit.changed_clocks(p_tokens uuid[], p_seqs bigint[])
+    RETURNS TABLE (token uuid, seq bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+        SELECT c.notify_token, c.seq
+        FROM unnest(p_tokens, p_seqs) AS known(token, seq)
+        JOIN habit.sync_clocks c ON c.notify_token = known.token
+        WHERE known.seq IS NULL OR c.seq > known.seq
+    $fn$;
+COMMENT ON FUNCTION habit.changed_clocks(uuid[], bigint[]) IS
+    'The worker''s poll of change clocks: (token, seq) of each clock among p_tokens (habit.sync_clocks.notify_token) whose seq is past the paired p_seqs entry (any, when NULL) (sql/0026).';
 
 -- Replay records (sync.push) -------------------------------------------------------------------
 -- habit.sync_mutations is written only here (sql/0023; before, authenticated could INSERT and
@@ -408,20 +426,18 @@ COMMENT ON FUNCTION habit.prune_replay_records(uuid) IS
 -- Expires every cursor of p_user: after writes that bypassed the triggers (COPY with
 -- session_replication_role = replica, TRUNCATE, a restore), the change numbers no longer tell
 -- what changed. Takes a new number (so a fresh pull's cursor is valid) and marks everything
--- before it pruned; subscribed devices are notified.
+-- before it pruned; subscribed devices are notified (the worker sees the new number).
 CREATE OR REPLACE FUNCTION habit.sync_reset(p_user uuid) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         number bigint;
-        token uuid;
     BEGIN
         INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, pruned_through) VALUES (p_user, 1, pg_current_xact_id(), 1)
         ON CONFLICT (user_id) DO UPDATE
             SET seq = c.seq + 1, pruned_through = c.seq + 1, xact = excluded.xact, updated_at = now()
-        RETURNING c.seq, c.notify_token INTO number, token;
-        PERFORM pg_notify('habit_changes', token::text);
+        RETURNING c.seq INTO number;
         RETURN number;
     END
     $fn$;
