@@ -115,6 +115,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         current_row public.habit_templates;
         same_periods boolean;
         periods_changed integer := 0;
+        relocking boolean;
     BEGIN
         IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
             RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
@@ -127,7 +128,31 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- of colliding on their keys (a unique violation the caller could only see as an
         -- internal error). Transaction-scoped, so it holds behind a transaction pooler too; the
         -- user's clock row, which no other user can lock (sql/0023; an advisory key before).
-        PERFORM habit.lock_user_writes(p_user);
+        --
+        -- The user's habits are locked first, in id order, and the clock after them: the order of
+        -- a completion or skip write (habit.check_day, set_day_state, toggle_day, set_skips lock
+        -- the habit, then its change number locks the clock) and of a habit's own update. With
+        -- the clock first, an import waited for a habit whose completion waited for the import's
+        -- clock: one of them died with 40P01, the worker's -32012 (AccountImportLockOrderTests).
+        -- A habit made between the two statements has committed once the clock is ours (its
+        -- maker held the clock), so the NOWAIT statement locks it; if a writer got to it first
+        -- (and now waits for our clock), the subtransaction's rollback lets the clock go and the
+        -- habits are locked again, waiting for that writer while holding nothing of its.
+        LOOP
+            PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR NO KEY UPDATE;
+            relocking := false;
+            BEGIN
+                PERFORM habit.lock_user_writes(p_user);
+                relocking := true;
+                PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR NO KEY UPDATE NOWAIT;
+                EXIT;
+            EXCEPTION WHEN lock_not_available THEN
+                -- Only the NOWAIT's: a lock_timeout while waiting for the clock is the caller's.
+                IF NOT relocking THEN
+                    RAISE;
+                END IF;
+            END;
+        END LOOP;
         backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
@@ -3306,7 +3331,9 @@ COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,
 -- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
 -- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
--- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- takes it earlier: before any row of the user for the creates (their new row is nobody else's
+-- to lock), after the user's habits for an import (habit.import_account: a completion write
+-- locks its habit and then the clock, so the import does the same; no new deadlock), and only the
 -- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
 -- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
 -- row-level security hides other users' clocks. Before, these were advisory locks on guessable

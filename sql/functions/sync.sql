@@ -255,7 +255,9 @@ COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,
 -- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
 -- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
--- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- takes it earlier: before any row of the user for the creates (their new row is nobody else's
+-- to lock), after the user's habits for an import (habit.import_account: a completion write
+-- locks its habit and then the clock, so the import does the same; no new deadlock), and only the
 -- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
 -- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
 -- row-level security hides other users' clocks. Before, these were advisory locks on guessable
