@@ -115,6 +115,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         current_row public.habit_templates;
         same_periods boolean;
         periods_changed integer := 0;
+        relocking boolean;
     BEGIN
         IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
             RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
@@ -127,7 +128,31 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- of colliding on their keys (a unique violation the caller could only see as an
         -- internal error). Transaction-scoped, so it holds behind a transaction pooler too; the
         -- user's clock row, which no other user can lock (sql/0023; an advisory key before).
-        PERFORM habit.lock_user_writes(p_user);
+        --
+        -- The user's habits are locked first, in id order, and the clock after them: the order of
+        -- a completion or skip write (habit.check_day, set_day_state, toggle_day, set_skips lock
+        -- the habit, then its change number locks the clock) and of a habit's own update. With
+        -- the clock first, an import waited for a habit whose completion waited for the import's
+        -- clock: one of them died with 40P01, the worker's -32012 (AccountImportLockOrderTests).
+        -- A habit made between the two statements has committed once the clock is ours (its
+        -- maker held the clock), so the NOWAIT statement locks it; if a writer got to it first
+        -- (and now waits for our clock), the subtransaction's rollback lets the clock go and the
+        -- habits are locked again, waiting for that writer while holding nothing of its.
+        LOOP
+            PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR NO KEY UPDATE;
+            relocking := false;
+            BEGIN
+                PERFORM habit.lock_user_writes(p_user);
+                relocking := true;
+                PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR NO KEY UPDATE NOWAIT;
+                EXIT;
+            EXCEPTION WHEN lock_not_available THEN
+                -- Only the NOWAIT's: a lock_timeout while waiting for the clock is the caller's.
+                IF NOT relocking THEN
+                    RAISE;
+                END IF;
+            END;
+        END LOOP;
         backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
@@ -553,14 +578,14 @@ COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
 --   auth.users             the identity is the auth provider's (Supabase: auth.admin.deleteUser);
 --                          this function never touches it (plain PostgreSQL has no such table)
 --
--- Who may call it: the user (role authenticated with request.jwt claims whose sub is p_user,
--- as the worker runs every request), or a member of habit_admin or service_role (Supabase's
--- server-side role, which bypasses row-level security anyway). SECURITY DEFINER because the
--- derived tables (periods, streak runs, weekly counts, counters, replay records) are not
--- writable by authenticated; the check therefore looks at the caller's role as the role
--- setting (SET ROLE / set_config('role', …)) names it, or the login role when none is set:
--- inside a SECURITY DEFINER function current_user is the owner, but the setting is the caller's.
--- A refusal raises 42501 (insufficient_privilege).
+-- Who may call it: the user (request.jwt claims whose sub is p_user, as the worker runs every
+-- request as authenticated), or a role acting for users: habit_admin, service_role (Supabase's
+-- server-side role, which bypasses row-level security anyway), the migrator, a superuser or
+-- BYPASSRLS role, or a member of one of them — the rule of habit.check_acting_for
+-- (functions/sync.sql), which reads the caller's role from the role setting, as SECURITY
+-- DEFINER changes current_user. SECURITY DEFINER because the derived tables (periods, streak
+-- runs, weekly counts, counters, replay records) are not writable by authenticated. A refusal
+-- raises 42501 (insufficient_privilege).
 --
 -- Cost: the user's change clock row is locked first (FOR UPDATE), so a concurrent write of the
 -- same user (every synced write takes that lock) waits for the deletion, and the counts taken
@@ -574,7 +599,6 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
         n_counters bigint; n_mutations bigint;
@@ -582,11 +606,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         IF p_user IS NULL THEN
             RAISE EXCEPTION 'p_user must not be null' USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
-                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
-            RAISE EXCEPTION 'only the user % (as authenticated with that sub) or habit_admin may delete this account; % may not', p_user, acting_role
-                USING ERRCODE = 'insufficient_privilege';
-        END IF;
+        PERFORM habit.check_acting_for(p_user);
 
         PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
 
@@ -629,7 +649,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     END
     $fn$;
 COMMENT ON FUNCTION habit.delete_account(uuid) IS
-    'Deletes every row p_user owns (one row per table with the count), leaving the sync clock and content-free tombstones; for the user (authenticated, sub = p_user) or habit_admin/service_role. sql/0014.';
+    'Deletes every row p_user owns (one row per table with the count), leaving the sync clock and content-free tombstones; for the user (sub = p_user) or a role acting for users (habit.check_acting_for). sql/0014.';
 
 """#),
         SQLFile(path: "functions/calendar.sql", text: #"""
@@ -3260,32 +3280,55 @@ CREATE OR REPLACE FUNCTION habit.trim_tombstones(p_user uuid, p_keep integer) RE
 COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
     'Deletes all but p_user''s newest p_keep tombstones, expires the cursors that needed them (pruned_through) and recounts the clock''s tombstones; returns how many it deleted (sql/0024).';
 
--- Who a write acts for --------------------------------------------------------------------------
--- The roles that act as one user (authenticated, and anon, which has no rights at all) may only
--- make the SECURITY DEFINER functions below act for themselves (auth.uid()); every other role
--- (service_role, habit_admin, the migrator, a superuser in psql) acts for whoever it names. Read
--- from the role the session has set (SET ROLE / set_config('role', …)), which a SECURITY DEFINER
--- function does not change. SQLSTATE 42501 (insufficient_privilege) otherwise. Granted to
--- nobody: only the functions of ours that run as their owner call it.
+-- Who a write acts for ---------------------------------------------------------------------------
+-- The one rule of every SECURITY DEFINER function of ours that acts for a user its caller names
+-- (habit.lock_user_writes, change_token, sync_mutation_claim/_record, prune_replay_records,
+-- delete_account): the caller acts for its own claims' user (auth.uid()), or is a role acting
+-- for users, which acts for whoever it names. An allow-list; a role acting for users is
+--   a superuser or a BYPASSRLS role (it reads and writes every user's rows anyway; Supabase's
+--     postgres, which may also be a member of authenticated),
+--   a member of the functions' owner, the migrator (current_user here: this runs inside their
+--     bodies, as their owner; granted to nobody, it is called by nothing else),
+--   a member of service_role (Supabase's back office, BYPASSRLS) or of habit_admin (people in
+--     psql, `habit account delete`): docs/admin.md, "Roles".
+-- Every other role acts only for auth.uid(): authenticated and anon, and any role that is a member
+-- of them (GRANT authenticated TO some_role; habit_worker without its role switch). Before, only
+-- roles named exactly authenticated or anon were held to auth.uid() here, so a role inheriting
+-- authenticated acted for every user, while delete_account and prune_replay_records had rules of
+-- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
+-- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
+-- not that setting. Acting for auth.uid() is decided first, without a catalog lookup: the path
+-- of every user's request. SQLSTATE 42501 (insufficient_privilege) otherwise.
 CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        caller text;
     BEGIN
-        IF coalesce(nullif(current_setting('role', true), 'none'), session_user::text) IN ('authenticated', 'anon')
-           AND p_user IS DISTINCT FROM auth.uid() THEN
-            RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid())' USING ERRCODE = '42501';
+        IF p_user IS NOT DISTINCT FROM auth.uid() THEN
+            RETURN;
         END IF;
+        caller := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
+        IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls))
+           OR pg_has_role(caller, current_user, 'MEMBER')
+           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user', caller
+            USING ERRCODE = '42501';
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
-    'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
+    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
 
 -- A user's writers, one at a time ------------------------------------------------------------------
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,
 -- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
 -- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
--- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- takes it earlier: before any row of the user for the creates (their new row is nobody else's
+-- to lock), after the user's habits for an import (habit.import_account: a completion write
+-- locks its habit and then the clock, so the import does the same; no new deadlock), and only the
 -- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
 -- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
 -- row-level security hides other users' clocks. Before, these were advisory locks on guessable
@@ -3444,22 +3487,18 @@ COMMENT ON FUNCTION habit.prune_sync(interval) IS
 -- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
 -- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
 -- again. It reads the user's records by (user_id, created_at), at most caps + one push of
--- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
--- number of records deleted.
+-- them. Acts for auth.uid(), or for any user as a role acting for users (habit.check_acting_for).
+-- Returns the number of records deleted.
 CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         max_records constant bigint := 10000;
         max_bytes constant bigint := 16 * 1048576;
         deleted bigint;
     BEGIN
-        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
-                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
-            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
-        END IF;
+        PERFORM habit.check_acting_for(p_user);
         WITH ranked AS (
             SELECT m.client_id, m.mutation_id,
                    row_number() OVER newest AS n,

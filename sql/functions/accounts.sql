@@ -93,6 +93,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         current_row public.habit_templates;
         same_periods boolean;
         periods_changed integer := 0;
+        relocking boolean;
     BEGIN
         IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
             RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
@@ -105,7 +106,31 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- of colliding on their keys (a unique violation the caller could only see as an
         -- internal error). Transaction-scoped, so it holds behind a transaction pooler too; the
         -- user's clock row, which no other user can lock (sql/0023; an advisory key before).
-        PERFORM habit.lock_user_writes(p_user);
+        --
+        -- The user's habits are locked first, in id order, and the clock after them: the order of
+        -- a completion or skip write (habit.check_day, set_day_state, toggle_day, set_skips lock
+        -- the habit, then its change number locks the clock) and of a habit's own update. With
+        -- the clock first, an import waited for a habit whose completion waited for the import's
+        -- clock: one of them died with 40P01, the worker's -32012 (AccountImportLockOrderTests).
+        -- A habit made between the two statements has committed once the clock is ours (its
+        -- maker held the clock), so the NOWAIT statement locks it; if a writer got to it first
+        -- (and now waits for our clock), the subtransaction's rollback lets the clock go and the
+        -- habits are locked again, waiting for that writer while holding nothing of its.
+        LOOP
+            PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR NO KEY UPDATE;
+            relocking := false;
+            BEGIN
+                PERFORM habit.lock_user_writes(p_user);
+                relocking := true;
+                PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR NO KEY UPDATE NOWAIT;
+                EXIT;
+            EXCEPTION WHEN lock_not_available THEN
+                -- Only the NOWAIT's: a lock_timeout while waiting for the clock is the caller's.
+                IF NOT relocking THEN
+                    RAISE;
+                END IF;
+            END;
+        END LOOP;
         backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true');
         IF backfill AND NOT pg_has_role(session_user, 'habit_admin', 'MEMBER') THEN
             RAISE EXCEPTION 'habit.backfill is only for habit_admin; % may not set it', session_user USING ERRCODE = 'HB006';
@@ -531,14 +556,14 @@ COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
 --   auth.users             the identity is the auth provider's (Supabase: auth.admin.deleteUser);
 --                          this function never touches it (plain PostgreSQL has no such table)
 --
--- Who may call it: the user (role authenticated with request.jwt claims whose sub is p_user,
--- as the worker runs every request), or a member of habit_admin or service_role (Supabase's
--- server-side role, which bypasses row-level security anyway). SECURITY DEFINER because the
--- derived tables (periods, streak runs, weekly counts, counters, replay records) are not
--- writable by authenticated; the check therefore looks at the caller's role as the role
--- setting (SET ROLE / set_config('role', …)) names it, or the login role when none is set:
--- inside a SECURITY DEFINER function current_user is the owner, but the setting is the caller's.
--- A refusal raises 42501 (insufficient_privilege).
+-- Who may call it: the user (request.jwt claims whose sub is p_user, as the worker runs every
+-- request as authenticated), or a role acting for users: habit_admin, service_role (Supabase's
+-- server-side role, which bypasses row-level security anyway), the migrator, a superuser or
+-- BYPASSRLS role, or a member of one of them — the rule of habit.check_acting_for
+-- (functions/sync.sql), which reads the caller's role from the role setting, as SECURITY
+-- DEFINER changes current_user. SECURITY DEFINER because the derived tables (periods, streak
+-- runs, weekly counts, counters, replay records) are not writable by authenticated. A refusal
+-- raises 42501 (insufficient_privilege).
 --
 -- Cost: the user's change clock row is locked first (FOR UPDATE), so a concurrent write of the
 -- same user (every synced write takes that lock) waits for the deletion, and the counts taken
@@ -552,7 +577,6 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
         n_counters bigint; n_mutations bigint;
@@ -560,11 +584,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         IF p_user IS NULL THEN
             RAISE EXCEPTION 'p_user must not be null' USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
-                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
-            RAISE EXCEPTION 'only the user % (as authenticated with that sub) or habit_admin may delete this account; % may not', p_user, acting_role
-                USING ERRCODE = 'insufficient_privilege';
-        END IF;
+        PERFORM habit.check_acting_for(p_user);
 
         PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
 
@@ -607,4 +627,4 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     END
     $fn$;
 COMMENT ON FUNCTION habit.delete_account(uuid) IS
-    'Deletes every row p_user owns (one row per table with the count), leaving the sync clock and content-free tombstones; for the user (authenticated, sub = p_user) or habit_admin/service_role. sql/0014.';
+    'Deletes every row p_user owns (one row per table with the count), leaving the sync clock and content-free tombstones; for the user (sub = p_user) or a role acting for users (habit.check_acting_for). sql/0014.';

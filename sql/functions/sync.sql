@@ -204,32 +204,55 @@ CREATE OR REPLACE FUNCTION habit.trim_tombstones(p_user uuid, p_keep integer) RE
 COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
     'Deletes all but p_user''s newest p_keep tombstones, expires the cursors that needed them (pruned_through) and recounts the clock''s tombstones; returns how many it deleted (sql/0024).';
 
--- Who a write acts for --------------------------------------------------------------------------
--- The roles that act as one user (authenticated, and anon, which has no rights at all) may only
--- make the SECURITY DEFINER functions below act for themselves (auth.uid()); every other role
--- (service_role, habit_admin, the migrator, a superuser in psql) acts for whoever it names. Read
--- from the role the session has set (SET ROLE / set_config('role', …)), which a SECURITY DEFINER
--- function does not change. SQLSTATE 42501 (insufficient_privilege) otherwise. Granted to
--- nobody: only the functions of ours that run as their owner call it.
+-- Who a write acts for ---------------------------------------------------------------------------
+-- The one rule of every SECURITY DEFINER function of ours that acts for a user its caller names
+-- (habit.lock_user_writes, change_token, sync_mutation_claim/_record, prune_replay_records,
+-- delete_account): the caller acts for its own claims' user (auth.uid()), or is a role acting
+-- for users, which acts for whoever it names. An allow-list; a role acting for users is
+--   a superuser or a BYPASSRLS role (it reads and writes every user's rows anyway; Supabase's
+--     postgres, which may also be a member of authenticated),
+--   a member of the functions' owner, the migrator (current_user here: this runs inside their
+--     bodies, as their owner; granted to nobody, it is called by nothing else),
+--   a member of service_role (Supabase's back office, BYPASSRLS) or of habit_admin (people in
+--     psql, `habit account delete`): docs/admin.md, "Roles".
+-- Every other role acts only for auth.uid(): authenticated and anon, and any role that is a member
+-- of them (GRANT authenticated TO some_role; habit_worker without its role switch). Before, only
+-- roles named exactly authenticated or anon were held to auth.uid() here, so a role inheriting
+-- authenticated acted for every user, while delete_account and prune_replay_records had rules of
+-- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
+-- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
+-- not that setting. Acting for auth.uid() is decided first, without a catalog lookup: the path
+-- of every user's request. SQLSTATE 42501 (insufficient_privilege) otherwise.
 CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        caller text;
     BEGIN
-        IF coalesce(nullif(current_setting('role', true), 'none'), session_user::text) IN ('authenticated', 'anon')
-           AND p_user IS DISTINCT FROM auth.uid() THEN
-            RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid())' USING ERRCODE = '42501';
+        IF p_user IS NOT DISTINCT FROM auth.uid() THEN
+            RETURN;
         END IF;
+        caller := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
+        IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls))
+           OR pg_has_role(caller, current_user, 'MEMBER')
+           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user', caller
+            USING ERRCODE = '42501';
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
-    'Raises 42501 when the session acts as a user (role authenticated or anon) and p_user is not auth.uid() (sql/0023).';
+    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
 
 -- A user's writers, one at a time ------------------------------------------------------------------
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,
 -- habit.next_task_position) and account imports serialise on the user's clock row (sql/0023):
 -- every write of the user takes that row's lock anyway (habit.next_change_seq), so this only
--- takes it earlier, in the same order as every other writer (no new deadlock), and only the
+-- takes it earlier: before any row of the user for the creates (their new row is nobody else's
+-- to lock), after the user's habits for an import (habit.import_account: a completion write
+-- locks its habit and then the clock, so the import does the same; no new deadlock), and only the
 -- user (habit.check_acting_for) or a role acting for users (service_role, admins, the owner) can
 -- take it: authenticated has no UPDATE on habit.sync_clocks, so no SELECT … FOR UPDATE of it, and
 -- row-level security hides other users' clocks. Before, these were advisory locks on guessable
@@ -388,22 +411,18 @@ COMMENT ON FUNCTION habit.prune_sync(interval) IS
 -- calls it after each push, so a user holds at most the caps plus one push (1,000 records of
 -- at most 64 KiB each) at any time. A mutation whose record was deleted runs again if pushed
 -- again. It reads the user's records by (user_id, created_at), at most caps + one push of
--- them. Acts for auth.uid() only, or for any user as service_role or habit_admin. Returns the
--- number of records deleted.
+-- them. Acts for auth.uid(), or for any user as a role acting for users (habit.check_acting_for).
+-- Returns the number of records deleted.
 CREATE OR REPLACE FUNCTION habit.prune_replay_records(p_user uuid) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        acting_role text := CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
         max_records constant bigint := 10000;
         max_bytes constant bigint := 16 * 1048576;
         deleted bigint;
     BEGIN
-        IF NOT (pg_has_role(acting_role, 'habit_admin', 'MEMBER') OR pg_has_role(acting_role, 'service_role', 'MEMBER')
-                OR (acting_role = 'authenticated' AND auth.uid() IS NOT DISTINCT FROM p_user)) THEN
-            RAISE EXCEPTION 'prune_replay_records acts only for the caller (auth.uid())' USING ERRCODE = 'insufficient_privilege';
-        END IF;
+        PERFORM habit.check_acting_for(p_user);
         WITH ranked AS (
             SELECT m.client_id, m.mutation_id,
                    row_number() OVER newest AS n,
