@@ -34,10 +34,13 @@
 #               completions.set today, yesterday, 3, 30, 365, 700 days back, each user's requests
 #                 alternating done / not done (habit-bench --alternate), so every request writes
 #                 (bench-worker.sh's random state leaves half of them with nothing to change);
+#               completions.set today with habit_completions' triggers off (on habit 5, whose
+#                 runs are rebuilt afterwards): the worker and its statement alone, no rules,
+#                 sync or streaks — the floor any bookkeeping adds to, for information;
 #               day.get today (5 habits); habits.stats; day.get include streaks; sync.pull with
 #                 a caught-up cursor (habit-bench walks every user first).
 #               Ratios: set today and yesterday / bare write; set N days back / set today;
-#               day.get / bare read; stats, streaks, sync.pull / day.get.
+#               the floor / bare write; day.get / bare read; stats, streaks, sync.pull / day.get.
 #   import      account.import (mode replace) of 4 daily habits × 3 years (~50 % done, ~2,200
 #               completions) into a fresh user, IMPORTS times a round, against psql's multi-row
 #               INSERT of the same completions into bench.completions_copy (LIKE
@@ -151,6 +154,13 @@ run() {
         bare_write*) out="$(PGOPTIONS='-c session_replication_role=replica' pgbench_run scripts/bench/core_write_bare.pgbench \
                              "$(clients_of "$name")" -D users="$USERS" -D clients="$(clients_of "$name")" -D k=0 -D day="$TODAY") 0" ;;
         bare_read*) out="$(pgbench_run scripts/bench/core_day_bare.pgbench "$(clients_of "$name")" -D users="$USERS" -D day="$TODAY") 0" ;;
+        set_floor) # the worker's statement alone: habit_completions' triggers off, on habit 5 (not
+                   # written by the other runs), whose runs are rebuilt afterwards
+                   sql "ALTER TABLE public.habit_completions DISABLE TRIGGER USER"
+                   out=$(habit_bench --users "$USERS" --habit-suffix=-5 --alternate --in-flight "$inflight" --method completions.set \
+                                     --date "$TODAY")
+                   sql "ALTER TABLE public.habit_completions ENABLE TRIGGER USER"
+                   rebuild_derived ;;
         set_*) out=$(habit_bench --users "$USERS" --habit-suffix=-1 --alternate --in-flight "$inflight" --method completions.set \
                                  --date "$(days_back "${name#set_}")") ;;
         day) out=$(habit_bench --users "$USERS" --in-flight "$inflight" --method day.get --date "$TODAY") ;;
@@ -160,12 +170,22 @@ run() {
     esac
     RES[$name]=$out
 }
+# Calls every no-argument rebuild function of REBUILD_FUNCTIONS that exists (after writes with
+# the triggers off).
+rebuild_derived() {
+    local f
+    for f in $REBUILD_FUNCTIONS; do
+        [ -n "$(sql "SELECT to_regprocedure('$f')")" ] && sql "SELECT $f" >/dev/null
+    done
+    return 0
+}
 clients_of() { case $1 in *_c*) echo "${1##*_c}" ;; *) echo 1 ;; esac; }
 label() {
     case $1 in
         bare_write) echo "bare write (pgbench -c1, triggers off)" ;; bare_write_c*) echo "bare write (pgbench -c$(clients_of "$1"), triggers off)" ;;
         bare_read) echo "bare day read (pgbench -c1)" ;; bare_read_c*) echo "bare day read (pgbench -c$(clients_of "$1"))" ;;
         set_0) echo "completions.set today" ;; set_1) echo "completions.set yesterday" ;;
+        set_floor) echo "completions.set today, triggers off" ;;
         set_*) echo "completions.set ${1#set_} days back" ;;
         day) echo "day.get (5 habits)" ;; stats) echo "habits.stats (all habits)" ;;
         streaks) echo "day.get include streaks" ;; pull) echo "sync.pull nothing new" ;;
@@ -175,7 +195,7 @@ label() {
 ratio_defs() {
     local f=$1 set_t=0.35 day_t=0.6 d
     [ "$f" = 1 ] || { set_t=1.2; day_t=2.0; }
-    echo "set_0 bare_write >= $set_t"; echo "set_1 bare_write >= $set_t"
+    echo "set_0 bare_write >= $set_t"; echo "set_1 bare_write >= $set_t"; echo "set_floor bare_write"
     for d in $DEPTHS; do echo "set_$d set_0 >= 0.9"; done
     echo "day bare_read >= $day_t"
     echo "stats day >= 0.5"; echo "streaks day >= 0.8"; echo "pull day >= 0.8"
@@ -188,7 +208,7 @@ throughput() {
     local inflight runs round name order num den op limit key line rate p50 e errors m c
     for inflight in $IN_FLIGHT; do
         c=$BARE_CLIENTS_64; [ "$inflight" = 1 ] && c=
-        runs="bare_write${c:+ bare_write_c$c} set_0 set_1$(for d in $DEPTHS; do printf ' set_%s' "$d"; done)"
+        runs="bare_write${c:+ bare_write_c$c} set_0 set_1$(for d in $DEPTHS; do printf ' set_%s' "$d"; done) set_floor"
         runs+=" bare_read${c:+ bare_read_c$c} day stats streaks pull"
         section "throughput at $inflight in flight: requests/s (worker) or tps (pgbench), p50 ms in ()"
         printf '%-6s' round; for name in $runs; do printf ' %15s' "$name"; done; echo
