@@ -61,6 +61,20 @@ public struct SyncRepository {
         return .caughtUp(seq: clock.seq, issuedAt: Self.unixNow())
     }
 
+    /// The caught-up cursor at the user's clock after a push, in the statement that keeps the
+    /// user's replay records within their caps (`habit.prune_replay_records`, when `prune`):
+    /// one round trip for both. The prune deletes replay records only, so the clock it reads
+    /// is the one after the push either way.
+    public func cursorAfterPush(user: UUID, prune: Bool) throws -> SyncCursor {
+        guard prune else { return try currentCursor(user: user) }
+        let rows = try scope.query(as: user, """
+            SELECT coalesce(c.seq, 0) AS seq, coalesce(c.pruned_through, 0) AS pruned_through
+            FROM (SELECT habit.prune_replay_records(\(user))) AS pruned
+            LEFT JOIN habit.sync_clocks c ON c.user_id = \(user)
+            """)
+        return .caughtUp(seq: try SyncClock(rows: rows).seq, issuedAt: Self.unixNow())
+    }
+
     /// The caught-up cursors of `users` at their clocks now: one transaction per user, as that
     /// user, all in one round trip (the change listener, checking notifications). A failure of
     /// one user's statement is that user's result; losing the connection throws.

@@ -118,10 +118,12 @@ enum SyncPush: DatabaseMethod {
         var outcomes: [(id: String, outcome: JSONValue)] = []
         outcomes.reserveCapacity(params.mutations.count)
         var stopped = false
+        var applied = 0
         for mutation in params.mutations {
             if !stopped {
                 do {
                     outcomes.append((mutation.id, try apply(mutation, of: params, in: context, within: limit)))
+                    applied += 1
                     continue
                 } catch is PushLimit.Reached {
                     stopped = true
@@ -134,10 +136,11 @@ enum SyncPush: DatabaseMethod {
         // With the configured statement timeout, not the time the deadline left: the mutations'
         // outcomes are committed and must be answered.
         let settings = StoreSettings(statementTimeoutMilliseconds: context.configuredStatementTimeoutMilliseconds)
-        // The user's replay records past the caps, oldest first (sql/functions/sync.sql).
-        _ = try UserScope(connection: context.connection, settings: settings)
-            .query(as: params.user, "SELECT habit.prune_replay_records(\(params.user))")
-        let cursor = try SyncRepository(connection: context.connection, settings: settings).currentCursor(user: params.user)
+        // The user's replay records past the caps, oldest first (sql/functions/sync.sql), in the
+        // cursor's statement; only when a mutation ran (an empty push, or one cut off before its
+        // first mutation, recorded nothing).
+        let cursor = try SyncRepository(connection: context.connection, settings: settings)
+            .cursorAfterPush(user: params.user, prune: applied > 0)
         return PushResult(outcomes: outcomes, cursor: cursor.text)
     }
 

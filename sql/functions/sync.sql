@@ -304,7 +304,7 @@ COMMENT ON FUNCTION habit.change_token(uuid) IS
 
 -- The worker's poll (its change listener, every 200 ms while anyone is subscribed): of the clocks
 -- whose tokens it holds, those past the number it last saw. One statement for every subscribed
--- user, an index probe each (habit_sync_clocks_notify_token_key), and nothing on the write path.
+-- user, an index probe each (habit_sync_clocks_notify_token_idx), and nothing on the write path.
 -- A token is the capability: it was handed out to the user's own role (habit.change_token), so
 -- the worker reads no clock it was not given; an unknown token matches nothing. The answer is
 -- the change number only, no row of the user's. Runs as habit_worker itself (no user claims: it
