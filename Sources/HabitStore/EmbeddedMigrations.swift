@@ -3297,30 +3297,49 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- authenticated acted for every user, while delete_account and prune_replay_records had rules of
 -- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
 -- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
--- not that setting. Acting for auth.uid() is decided first, without a catalog lookup: the path
--- of every user's request. SQLSTATE 42501 (insufficient_privilege) otherwise.
-CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+-- not that setting.
+--
+-- Whether the session's role acts for users: a catalog lookup, so callers ask it only once
+-- acting for auth.uid() has been ruled out (the path of every user's request asks nothing).
+CREATE OR REPLACE FUNCTION habit.acts_for_users() RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        caller text;
+        caller text := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
+    BEGIN
+        -- The memberships first: no query (a superuser is a member of every role), where the
+        -- attributes of a BYPASSRLS role that is none of these take one.
+        IF pg_has_role(caller, current_user, 'MEMBER')
+           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+            RETURN true;
+        END IF;
+        RETURN EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls));
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.acts_for_users() IS
+    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for).';
+
+-- SQLSTATE 42501 (insufficient_privilege) unless p_user is auth.uid() or the caller acts for
+-- users; auth.uid() first, without a catalog lookup.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
     BEGIN
         IF p_user IS NOT DISTINCT FROM auth.uid() THEN
             RETURN;
         END IF;
-        caller := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
-        IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls))
-           OR pg_has_role(caller, current_user, 'MEMBER')
-           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+        IF habit.acts_for_users() THEN
             RETURN;
         END IF;
-        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user', caller
+        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user',
+            coalesce(nullif(current_setting('role', true), 'none'), session_user::text)
             USING ERRCODE = '42501';
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
-    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
+    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (habit.acts_for_users: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
 
 -- A user's writers, one at a time ------------------------------------------------------------------
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,
@@ -3983,8 +4002,8 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
--- next_change_seq, check_acting_for, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
--- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
+-- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
+-- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
