@@ -3283,12 +3283,14 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- Who a write acts for ---------------------------------------------------------------------------
 -- The one rule of every SECURITY DEFINER function of ours that acts for a user its caller names
 -- (habit.lock_user_writes, change_token, sync_mutation_claim/_record, prune_replay_records,
--- delete_account): the caller acts for its own claims' user (auth.uid()), or is a role acting
--- for users, which acts for whoever it names. An allow-list; a role acting for users is
+-- delete_account), and of the BEFORE row triggers of the user tables, which step aside for a
+-- row of another user so that row-level security refuses it before any rule runs: the caller
+-- acts for its own claims' user (auth.uid()), or is a role acting for users, which acts for
+-- whoever it names. An allow-list; a role acting for users is
 --   a superuser or a BYPASSRLS role (it reads and writes every user's rows anyway; Supabase's
 --     postgres, which may also be a member of authenticated),
 --   a member of the functions' owner, the migrator (current_user here: this runs inside their
---     bodies, as their owner; granted to nobody, it is called by nothing else),
+--     bodies and the triggers', as their owner; granted to nobody, it is called by nothing else),
 --   a member of service_role (Supabase's back office, BYPASSRLS) or of habit_admin (people in
 --     psql, `habit account delete`): docs/admin.md, "Roles".
 -- Every other role acts only for auth.uid(): authenticated and anon, and any role that is a member
@@ -3297,7 +3299,9 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- authenticated acted for every user, while delete_account and prune_replay_records had rules of
 -- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
 -- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
--- not that setting.
+-- not that setting. The roles row-level security lets write another user's row (superusers,
+-- BYPASSRLS: our policies give no other role one) are all on the list, so a trigger that steps
+-- aside for the others never lets a row go in without its rules.
 --
 -- Whether the session's role acts for users: a catalog lookup, so callers ask it only once
 -- acting for auth.uid() has been ruled out (the path of every user's request asks nothing).
@@ -3318,7 +3322,7 @@ CREATE OR REPLACE FUNCTION habit.acts_for_users() RETURNS boolean
     END
     $fn$;
 COMMENT ON FUNCTION habit.acts_for_users() IS
-    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for).';
+    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for, the user tables'' BEFORE triggers).';
 
 -- SQLSTATE 42501 (insufficient_privilege) unless p_user is auth.uid() or the caller acts for
 -- users; auth.uid() first, without a catalog lookup.
@@ -5446,9 +5450,15 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         day record;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
-        -- here may run first (its checks would tell that user something about the other's habit).
-        IF current_setting('role') = 'authenticated' AND coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
-            RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+        -- here may run first (its checks would tell that user something about the other's habit,
+        -- and its locks make it wait for that user's writes). A user's request is any role that
+        -- does not act for users (habit.acts_for_users: authenticated, a role inheriting it);
+        -- the roles that do are the ones row-level security lets write the row, and get the
+        -- rules. Nested so that the user's own row (every write of the worker) asks no catalog.
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
@@ -5578,9 +5588,15 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         day record;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
-        -- here may run first (its checks would tell that user something about the other's habit).
-        IF current_setting('role') = 'authenticated' AND coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
-            RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+        -- here may run first (its checks would tell that user something about the other's habit,
+        -- and its locks make it wait for that user's writes). A user's request is any role that
+        -- does not act for users (habit.acts_for_users: authenticated, a role inheriting it);
+        -- the roles that do are the ones row-level security lets write the row, and get the
+        -- rules. Nested so that the user's own row (every write of the worker) asks no catalog.
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
@@ -5659,9 +5675,13 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         -- The range (sql/migrations/0021): a new or changed activation starts on or after
         -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
@@ -5794,9 +5814,13 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
@@ -5883,9 +5907,13 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
@@ -5948,9 +5976,13 @@ CREATE OR REPLACE FUNCTION habit.tasks_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN

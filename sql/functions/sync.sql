@@ -207,12 +207,14 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- Who a write acts for ---------------------------------------------------------------------------
 -- The one rule of every SECURITY DEFINER function of ours that acts for a user its caller names
 -- (habit.lock_user_writes, change_token, sync_mutation_claim/_record, prune_replay_records,
--- delete_account): the caller acts for its own claims' user (auth.uid()), or is a role acting
--- for users, which acts for whoever it names. An allow-list; a role acting for users is
+-- delete_account), and of the BEFORE row triggers of the user tables, which step aside for a
+-- row of another user so that row-level security refuses it before any rule runs: the caller
+-- acts for its own claims' user (auth.uid()), or is a role acting for users, which acts for
+-- whoever it names. An allow-list; a role acting for users is
 --   a superuser or a BYPASSRLS role (it reads and writes every user's rows anyway; Supabase's
 --     postgres, which may also be a member of authenticated),
 --   a member of the functions' owner, the migrator (current_user here: this runs inside their
---     bodies, as their owner; granted to nobody, it is called by nothing else),
+--     bodies and the triggers', as their owner; granted to nobody, it is called by nothing else),
 --   a member of service_role (Supabase's back office, BYPASSRLS) or of habit_admin (people in
 --     psql, `habit account delete`): docs/admin.md, "Roles".
 -- Every other role acts only for auth.uid(): authenticated and anon, and any role that is a member
@@ -221,7 +223,9 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- authenticated acted for every user, while delete_account and prune_replay_records had rules of
 -- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
 -- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
--- not that setting.
+-- not that setting. The roles row-level security lets write another user's row (superusers,
+-- BYPASSRLS: our policies give no other role one) are all on the list, so a trigger that steps
+-- aside for the others never lets a row go in without its rules.
 --
 -- Whether the session's role acts for users: a catalog lookup, so callers ask it only once
 -- acting for auth.uid() has been ruled out (the path of every user's request asks nothing).
@@ -242,7 +246,7 @@ CREATE OR REPLACE FUNCTION habit.acts_for_users() RETURNS boolean
     END
     $fn$;
 COMMENT ON FUNCTION habit.acts_for_users() IS
-    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for).';
+    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for, the user tables'' BEFORE triggers).';
 
 -- SQLSTATE 42501 (insufficient_privilege) unless p_user is auth.uid() or the caller acts for
 -- users; auth.uid() first, without a catalog lookup.
