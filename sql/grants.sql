@@ -77,8 +77,8 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
--- next_change_seq, check_acting_for, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
--- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
+-- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
+-- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin

@@ -587,9 +587,13 @@ COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
 -- runs, weekly counts, counters, replay records) are not writable by authenticated. A refusal
 -- raises 42501 (insufficient_privilege).
 --
--- Cost: the user's change clock row is locked first (FOR UPDATE), so a concurrent write of the
--- same user (every synced write takes that lock) waits for the deletion, and the counts taken
--- before the cascading DELETE are the rows it removes. Habits are deleted before their
+-- Cost: the user's habits are locked (FOR UPDATE, in id order) and then the user's change clock
+-- row, so a concurrent write of the same user (every synced write takes the clock's lock) waits
+-- for the deletion, and the counts taken under those locks, before the cascading DELETE, are the
+-- rows it removes. Habits before the clock is the order of a completion or skip write (the
+-- habit, then the clock for its change number) and of habit.import_account: with the clock
+-- first, the deletion waited for a habit whose completion waited for the deletion's clock, and
+-- one of them died with 40P01 (AccountDeletionLockOrderTests). Habits are deleted before their
 -- completions, skips and periods (by the cascade), so their triggers find the habits gone and
 -- keep no streaks.
 
@@ -602,13 +606,33 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
         n_counters bigint; n_mutations bigint;
+        relocking boolean;
     BEGIN
         IF p_user IS NULL THEN
             RAISE EXCEPTION 'p_user must not be null' USING ERRCODE = 'invalid_parameter_value';
         END IF;
         PERFORM habit.check_acting_for(p_user);
 
-        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        -- The habits (FOR UPDATE: the DELETE's own lock, so no writer's FOR KEY SHARE gets in
+        -- between), then the clock; habit.import_account's loop: a habit made while we waited
+        -- for the clock has committed once the clock is ours (its maker held the clock), so the
+        -- NOWAIT statement locks it; if a writer got to it first (and now waits for our clock),
+        -- the subtransaction's rollback lets the clock go and the habits are locked again.
+        LOOP
+            PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR UPDATE;
+            relocking := false;
+            BEGIN
+                PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+                relocking := true;
+                PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR UPDATE NOWAIT;
+                EXIT;
+            EXCEPTION WHEN lock_not_available THEN
+                -- Only the NOWAIT's: a lock_timeout while waiting for the clock is the caller's.
+                IF NOT relocking THEN
+                    RAISE;
+                END IF;
+            END;
+        END LOOP;
 
         SELECT count(*) INTO n_periods FROM public.habit_periods WHERE user_id = p_user;
         SELECT count(*) INTO n_completions FROM public.habit_completions WHERE user_id = p_user;
@@ -3283,12 +3307,14 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- Who a write acts for ---------------------------------------------------------------------------
 -- The one rule of every SECURITY DEFINER function of ours that acts for a user its caller names
 -- (habit.lock_user_writes, change_token, sync_mutation_claim/_record, prune_replay_records,
--- delete_account): the caller acts for its own claims' user (auth.uid()), or is a role acting
--- for users, which acts for whoever it names. An allow-list; a role acting for users is
+-- delete_account), and of the BEFORE row triggers of the user tables, which step aside for a
+-- row of another user so that row-level security refuses it before any rule runs: the caller
+-- acts for its own claims' user (auth.uid()), or is a role acting for users, which acts for
+-- whoever it names. An allow-list; a role acting for users is
 --   a superuser or a BYPASSRLS role (it reads and writes every user's rows anyway; Supabase's
 --     postgres, which may also be a member of authenticated),
 --   a member of the functions' owner, the migrator (current_user here: this runs inside their
---     bodies, as their owner; granted to nobody, it is called by nothing else),
+--     bodies and the triggers', as their owner; granted to nobody, it is called by nothing else),
 --   a member of service_role (Supabase's back office, BYPASSRLS) or of habit_admin (people in
 --     psql, `habit account delete`): docs/admin.md, "Roles".
 -- Every other role acts only for auth.uid(): authenticated and anon, and any role that is a member
@@ -3297,30 +3323,51 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- authenticated acted for every user, while delete_account and prune_replay_records had rules of
 -- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
 -- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
--- not that setting. Acting for auth.uid() is decided first, without a catalog lookup: the path
--- of every user's request. SQLSTATE 42501 (insufficient_privilege) otherwise.
-CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+-- not that setting. The roles row-level security lets write another user's row (superusers,
+-- BYPASSRLS: our policies give no other role one) are all on the list, so a trigger that steps
+-- aside for the others never lets a row go in without its rules.
+--
+-- Whether the session's role acts for users: a catalog lookup, so callers ask it only once
+-- acting for auth.uid() has been ruled out (the path of every user's request asks nothing).
+CREATE OR REPLACE FUNCTION habit.acts_for_users() RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        caller text;
+        caller text := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
+    BEGIN
+        -- The memberships first: no query (a superuser is a member of every role), where the
+        -- attributes of a BYPASSRLS role that is none of these take one.
+        IF pg_has_role(caller, current_user, 'MEMBER')
+           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+            RETURN true;
+        END IF;
+        RETURN EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls));
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.acts_for_users() IS
+    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for, the user tables'' BEFORE triggers).';
+
+-- SQLSTATE 42501 (insufficient_privilege) unless p_user is auth.uid() or the caller acts for
+-- users; auth.uid() first, without a catalog lookup.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
     BEGIN
         IF p_user IS NOT DISTINCT FROM auth.uid() THEN
             RETURN;
         END IF;
-        caller := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
-        IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls))
-           OR pg_has_role(caller, current_user, 'MEMBER')
-           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+        IF habit.acts_for_users() THEN
             RETURN;
         END IF;
-        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user', caller
+        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user',
+            coalesce(nullif(current_setting('role', true), 'none'), session_user::text)
             USING ERRCODE = '42501';
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
-    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
+    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (habit.acts_for_users: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
 
 -- A user's writers, one at a time ------------------------------------------------------------------
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,
@@ -3983,8 +4030,8 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- EXECUTE to fire, so the trigger functions and the helpers only they call are granted to
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
--- next_change_seq, check_acting_for, sync_stamp, sync_tombstone, import_refusal, weekly_counts_mark,
--- streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
+-- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
+-- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -5427,9 +5474,15 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         day record;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
-        -- here may run first (its checks would tell that user something about the other's habit).
-        IF current_setting('role') = 'authenticated' AND coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
-            RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+        -- here may run first (its checks would tell that user something about the other's habit,
+        -- and its locks make it wait for that user's writes). A user's request is any role that
+        -- does not act for users (habit.acts_for_users: authenticated, a role inheriting it);
+        -- the roles that do are the ones row-level security lets write the row, and get the
+        -- rules. Nested so that the user's own row (every write of the worker) asks no catalog.
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
@@ -5559,9 +5612,15 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         day record;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
-        -- here may run first (its checks would tell that user something about the other's habit).
-        IF current_setting('role') = 'authenticated' AND coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
-            RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+        -- here may run first (its checks would tell that user something about the other's habit,
+        -- and its locks make it wait for that user's writes). A user's request is any role that
+        -- does not act for users (habit.acts_for_users: authenticated, a role inheriting it);
+        -- the roles that do are the ones row-level security lets write the row, and get the
+        -- rules. Nested so that the user's own row (every write of the worker) asks no catalog.
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
@@ -5640,9 +5699,13 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         -- The range (sql/migrations/0021): a new or changed activation starts on or after
         -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
@@ -5775,9 +5838,13 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
@@ -5864,9 +5931,13 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
@@ -5929,9 +6000,13 @@ CREATE OR REPLACE FUNCTION habit.tasks_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN

@@ -565,9 +565,13 @@ COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
 -- runs, weekly counts, counters, replay records) are not writable by authenticated. A refusal
 -- raises 42501 (insufficient_privilege).
 --
--- Cost: the user's change clock row is locked first (FOR UPDATE), so a concurrent write of the
--- same user (every synced write takes that lock) waits for the deletion, and the counts taken
--- before the cascading DELETE are the rows it removes. Habits are deleted before their
+-- Cost: the user's habits are locked (FOR UPDATE, in id order) and then the user's change clock
+-- row, so a concurrent write of the same user (every synced write takes the clock's lock) waits
+-- for the deletion, and the counts taken under those locks, before the cascading DELETE, are the
+-- rows it removes. Habits before the clock is the order of a completion or skip write (the
+-- habit, then the clock for its change number) and of habit.import_account: with the clock
+-- first, the deletion waited for a habit whose completion waited for the deletion's clock, and
+-- one of them died with 40P01 (AccountDeletionLockOrderTests). Habits are deleted before their
 -- completions, skips and periods (by the cascade), so their triggers find the habits gone and
 -- keep no streaks.
 
@@ -580,13 +584,33 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
         n_counters bigint; n_mutations bigint;
+        relocking boolean;
     BEGIN
         IF p_user IS NULL THEN
             RAISE EXCEPTION 'p_user must not be null' USING ERRCODE = 'invalid_parameter_value';
         END IF;
         PERFORM habit.check_acting_for(p_user);
 
-        PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+        -- The habits (FOR UPDATE: the DELETE's own lock, so no writer's FOR KEY SHARE gets in
+        -- between), then the clock; habit.import_account's loop: a habit made while we waited
+        -- for the clock has committed once the clock is ours (its maker held the clock), so the
+        -- NOWAIT statement locks it; if a writer got to it first (and now waits for our clock),
+        -- the subtransaction's rollback lets the clock go and the habits are locked again.
+        LOOP
+            PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR UPDATE;
+            relocking := false;
+            BEGIN
+                PERFORM 1 FROM habit.sync_clocks c WHERE c.user_id = p_user FOR UPDATE;
+                relocking := true;
+                PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user ORDER BY t.id FOR UPDATE NOWAIT;
+                EXIT;
+            EXCEPTION WHEN lock_not_available THEN
+                -- Only the NOWAIT's: a lock_timeout while waiting for the clock is the caller's.
+                IF NOT relocking THEN
+                    RAISE;
+                END IF;
+            END;
+        END LOOP;
 
         SELECT count(*) INTO n_periods FROM public.habit_periods WHERE user_id = p_user;
         SELECT count(*) INTO n_completions FROM public.habit_completions WHERE user_id = p_user;

@@ -207,12 +207,14 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- Who a write acts for ---------------------------------------------------------------------------
 -- The one rule of every SECURITY DEFINER function of ours that acts for a user its caller names
 -- (habit.lock_user_writes, change_token, sync_mutation_claim/_record, prune_replay_records,
--- delete_account): the caller acts for its own claims' user (auth.uid()), or is a role acting
--- for users, which acts for whoever it names. An allow-list; a role acting for users is
+-- delete_account), and of the BEFORE row triggers of the user tables, which step aside for a
+-- row of another user so that row-level security refuses it before any rule runs: the caller
+-- acts for its own claims' user (auth.uid()), or is a role acting for users, which acts for
+-- whoever it names. An allow-list; a role acting for users is
 --   a superuser or a BYPASSRLS role (it reads and writes every user's rows anyway; Supabase's
 --     postgres, which may also be a member of authenticated),
 --   a member of the functions' owner, the migrator (current_user here: this runs inside their
---     bodies, as their owner; granted to nobody, it is called by nothing else),
+--     bodies and the triggers', as their owner; granted to nobody, it is called by nothing else),
 --   a member of service_role (Supabase's back office, BYPASSRLS) or of habit_admin (people in
 --     psql, `habit account delete`): docs/admin.md, "Roles".
 -- Every other role acts only for auth.uid(): authenticated and anon, and any role that is a member
@@ -221,30 +223,51 @@ COMMENT ON FUNCTION habit.trim_tombstones(uuid, integer) IS
 -- authenticated acted for every user, while delete_account and prune_replay_records had rules of
 -- their own (ActingForUsersWallTests). The caller is the role the session has set (SET ROLE /
 -- set_config('role', …)), else the login role: a SECURITY DEFINER function changes current_user,
--- not that setting. Acting for auth.uid() is decided first, without a catalog lookup: the path
--- of every user's request. SQLSTATE 42501 (insufficient_privilege) otherwise.
-CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+-- not that setting. The roles row-level security lets write another user's row (superusers,
+-- BYPASSRLS: our policies give no other role one) are all on the list, so a trigger that steps
+-- aside for the others never lets a row go in without its rules.
+--
+-- Whether the session's role acts for users: a catalog lookup, so callers ask it only once
+-- acting for auth.uid() has been ruled out (the path of every user's request asks nothing).
+CREATE OR REPLACE FUNCTION habit.acts_for_users() RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        caller text;
+        caller text := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
+    BEGIN
+        -- The memberships first: no query (a superuser is a member of every role), where the
+        -- attributes of a BYPASSRLS role that is none of these take one.
+        IF pg_has_role(caller, current_user, 'MEMBER')
+           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+            RETURN true;
+        END IF;
+        RETURN EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls));
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.acts_for_users() IS
+    'Whether the session''s role (the role setting, else the login role) acts for every user: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin; a member of authenticated or anon is no such role (habit.check_acting_for, the user tables'' BEFORE triggers).';
+
+-- SQLSTATE 42501 (insufficient_privilege) unless p_user is auth.uid() or the caller acts for
+-- users; auth.uid() first, without a catalog lookup.
+CREATE OR REPLACE FUNCTION habit.check_acting_for(p_user uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
     BEGIN
         IF p_user IS NOT DISTINCT FROM auth.uid() THEN
             RETURN;
         END IF;
-        caller := coalesce(nullif(current_setting('role', true), 'none'), session_user::text);
-        IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = caller AND (r.rolsuper OR r.rolbypassrls))
-           OR pg_has_role(caller, current_user, 'MEMBER')
-           OR pg_has_role(caller, 'service_role', 'MEMBER') OR pg_has_role(caller, 'habit_admin', 'MEMBER') THEN
+        IF habit.acts_for_users() THEN
             RETURN;
         END IF;
-        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user', caller
+        RAISE EXCEPTION 'a user''s request may act only for that user (auth.uid()); % acts for no other user',
+            coalesce(nullif(current_setting('role', true), 'none'), session_user::text)
             USING ERRCODE = '42501';
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_acting_for(uuid) IS
-    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
+    'Raises 42501 unless p_user is auth.uid() or the session''s role acts for users (habit.acts_for_users: a superuser or BYPASSRLS role, or a member of the owner, service_role or habit_admin); a member of authenticated or anon is no such role (sql/0023).';
 
 -- A user's writers, one at a time ------------------------------------------------------------------
 -- The creates that number rows after the user's last (habit.next_habit_sort_order,

@@ -17,9 +17,13 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it after this
         -- trigger; nothing here may run first (sql/0023: the change number would lock the other
-        -- user's clock until this transaction ended, aborted or not, and block that user's writes).
-        IF current_setting('role') = 'authenticated' AND NEW.user_id IS DISTINCT FROM auth.uid() THEN
-            RETURN NEW;
+        -- user's clock, waiting for that user's writes and blocking them). A user's request is
+        -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
+        -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
         END IF;
         IF TG_OP = 'UPDATE' THEN
             IF NEW IS NOT DISTINCT FROM OLD THEN
