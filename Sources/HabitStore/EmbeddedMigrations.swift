@@ -3427,7 +3427,7 @@ COMMENT ON FUNCTION habit.change_token(uuid) IS
 
 -- The worker's poll (its change listener, every 200 ms while anyone is subscribed): of the clocks
 -- whose tokens it holds, those past the number it last saw. One statement for every subscribed
--- user, an index probe each (habit_sync_clocks_notify_token_key), and nothing on the write path.
+-- user, an index probe each (habit_sync_clocks_notify_token_idx), and nothing on the write path.
 -- A token is the capability: it was handed out to the user's own role (habit.change_token), so
 -- the worker reads no clock it was not given; an unknown token matches nothing. The answer is
 -- the change number only, no row of the user's. Runs as habit_worker itself (no user claims: it
@@ -5274,8 +5274,11 @@ COMMENT ON TABLE habit.sync_clocks IS
 -- listener on the coordinator either. The writers now send nothing (sql/functions/sync.sql);
 -- the worker polls the clocks of the users it subscribed by their notification tokens
 -- (habit.changed_clocks), one statement per poll for all of them, which this index serves. A
--- token never changes, so the index does not stop the clock's updates from being HOT.
-CREATE UNIQUE INDEX habit_sync_clocks_notify_token_key ON habit.sync_clocks (notify_token);
+-- token never changes, so the index does not stop the clock's updates from being HOT. Not
+-- unique: a unique key must carry user_id on a table sharded by it (docs/scaling.md), and
+-- random tokens need no constraint (two equal ones would only make the worker read one clock
+-- more).
+CREATE INDEX habit_sync_clocks_notify_token_idx ON habit.sync_clocks (notify_token);
 COMMENT ON COLUMN habit.sync_clocks.notify_token IS
     'The user''s notification token: random, never the user id; handed to the user''s own role by habit.change_token, the key of the worker''s poll (habit.changed_clocks) (sql/0025, sql/0026).';
 
