@@ -333,16 +333,21 @@ COMMENT ON FUNCTION habit.change_token(uuid) IS
 -- the change number only, no row of the user's. Runs as habit_worker itself (no user claims: it
 -- reads many users at once), so it is SECURITY DEFINER and granted to habit_worker and
 -- service_role alone. Pairs by position; p_seqs shorter than p_tokens compares with NULL (then
--- every listed clock is returned).
+-- every listed clock is returned). PL/pgSQL, not SQL: Citus cannot plan a parameterised SQL
+-- function that reads a distributed table, and nothing is gained by inlining a call made once
+-- per poll.
 CREATE OR REPLACE FUNCTION habit.changed_clocks(p_tokens uuid[], p_seqs bigint[])
     RETURNS TABLE (token uuid, seq bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    BEGIN
+        RETURN QUERY
         SELECT c.notify_token, c.seq
         FROM unnest(p_tokens, p_seqs) AS known(token, seq)
         JOIN habit.sync_clocks c ON c.notify_token = known.token
-        WHERE known.seq IS NULL OR c.seq > known.seq
+        WHERE known.seq IS NULL OR c.seq > known.seq;
+    END
     $fn$;
 COMMENT ON FUNCTION habit.changed_clocks(uuid[], bigint[]) IS
     'The worker''s poll of change clocks: (token, seq) of each clock among p_tokens (habit.sync_clocks.notify_token) whose seq is past the paired p_seqs entry (any, when NULL) (sql/0026).';
