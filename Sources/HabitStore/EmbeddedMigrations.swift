@@ -3158,10 +3158,12 @@ CREATE OR REPLACE FUNCTION habit.next_change_seq(p_user uuid) RETURNS bigint
         IF FOUND THEN
             RETURN number;
         END IF;
-        INSERT INTO habit.sync_clocks AS c (user_id, seq, xact) VALUES (p_user, 1, pg_current_xact_id())
+        -- updated_at comes from the VALUES (excluded), not now() in the SET: Citus refuses a
+        -- non-IMMUTABLE function in DO UPDATE SET on a distributed table; same instant.
+        INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, updated_at) VALUES (p_user, 1, pg_current_xact_id(), now())
         ON CONFLICT (user_id) DO UPDATE
             SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
-                xact = excluded.xact, updated_at = now()
+                xact = excluded.xact, updated_at = excluded.updated_at
         RETURNING c.seq INTO number;
         RETURN number;
     END
@@ -3187,10 +3189,11 @@ CREATE OR REPLACE FUNCTION habit.sync_stamp(p_user uuid, p_kind text, p_key text
         )
         SELECT c.seq INTO number FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id();
         IF number IS NULL THEN
-            INSERT INTO habit.sync_clocks AS c (user_id, seq, xact) VALUES (p_user, 1, pg_current_xact_id())
+            -- updated_at from the VALUES, as in habit.next_change_seq (Citus: DO UPDATE SET).
+            INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, updated_at) VALUES (p_user, 1, pg_current_xact_id(), now())
             ON CONFLICT (user_id) DO UPDATE
                 SET seq = CASE WHEN c.xact = excluded.xact THEN c.seq ELSE c.seq + 1 END,
-                    xact = excluded.xact, updated_at = now()
+                    xact = excluded.xact, updated_at = excluded.updated_at
             RETURNING c.seq INTO number;
         END IF;
         RETURN number;
@@ -3581,9 +3584,11 @@ CREATE OR REPLACE FUNCTION habit.sync_reset(p_user uuid) RETURNS bigint
     DECLARE
         number bigint;
     BEGIN
-        INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, pruned_through) VALUES (p_user, 1, pg_current_xact_id(), 1)
+        -- updated_at from the VALUES, as in habit.next_change_seq (Citus: DO UPDATE SET).
+        INSERT INTO habit.sync_clocks AS c (user_id, seq, xact, pruned_through, updated_at)
+        VALUES (p_user, 1, pg_current_xact_id(), 1, now())
         ON CONFLICT (user_id) DO UPDATE
-            SET seq = c.seq + 1, pruned_through = c.seq + 1, xact = excluded.xact, updated_at = now()
+            SET seq = c.seq + 1, pruned_through = c.seq + 1, xact = excluded.xact, updated_at = excluded.updated_at
         RETURNING c.seq INTO number;
         RETURN number;
     END
