@@ -116,6 +116,9 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         same_periods boolean;
         periods_changed integer := 0;
         relocking boolean;
+        -- now() as a value for the UPDATE of habit_templates: Citus refuses non-IMMUTABLE
+        -- functions inside its CASE and COALESCE. The transaction's instant either way.
+        started timestamptz := now();
     BEGIN
         IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
             RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
@@ -460,11 +463,11 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             SELECT p_user, p.template_id, p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = habit_row.i ORDER BY p.j;
             UPDATE public.habit_templates t
             SET activated_at = coalesce(target_activated, t.activated_at),
-                deactivated_at = CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, now()) END
+                deactivated_at = CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, started) END
             WHERE t.id = habit_row.id AND t.user_id = p_user
               AND (t.activated_at, t.deactivated_at) IS DISTINCT FROM
                   (coalesce(target_activated, t.activated_at),
-                   CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, now()) END);
+                   CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, started) END);
         END LOOP;
         counts := counts || jsonb_build_object('habits_with_new_periods', periods_changed);
 
@@ -1566,24 +1569,26 @@ CREATE OR REPLACE FUNCTION habit.count_row(p_user uuid, p_table text, p_delta in
     AS $fn$
     DECLARE
         counter habit.user_row_counts;
+        -- A value, not a call in the UPDATE: Citus refuses non-IMMUTABLE functions in its CASE.
+        me xid8 := pg_current_xact_id();
     BEGIN
         SELECT * INTO counter FROM habit.user_row_counts c WHERE c.user_id = p_user AND c.table_name = p_table FOR UPDATE;
         IF NOT FOUND THEN
             IF p_delta > 0 THEN
                 INSERT INTO habit.user_row_counts AS c (user_id, table_name, row_count, xact, xact_writes)
-                VALUES (p_user, p_table, p_delta, pg_current_xact_id(), 1)
+                VALUES (p_user, p_table, p_delta, me, 1)
                 ON CONFLICT (user_id, table_name) DO UPDATE SET row_count = c.row_count + excluded.row_count
                 RETURNING * INTO counter;
                 PERFORM habit.check_row_limit(p_table, p_user, counter.row_count);
             END IF;
         ELSIF counter.pending THEN
             RETURN;
-        ELSIF counter.xact = pg_current_xact_id() AND counter.xact_writes >= 8 THEN
+        ELSIF counter.xact = me AND counter.xact_writes >= 8 THEN
             UPDATE habit.user_row_counts c SET pending = true WHERE c.user_id = p_user AND c.table_name = p_table;
         ELSE
             UPDATE habit.user_row_counts c
-            SET row_count = greatest(c.row_count + p_delta, 0), xact = pg_current_xact_id(),
-                xact_writes = CASE WHEN c.xact = pg_current_xact_id() THEN c.xact_writes + 1 ELSE 1 END
+            SET row_count = greatest(c.row_count + p_delta, 0), xact = me,
+                xact_writes = CASE WHEN c.xact = me THEN c.xact_writes + 1 ELSE 1 END
             WHERE c.user_id = p_user AND c.table_name = p_table
             RETURNING * INTO counter;
             IF p_delta > 0 THEN
@@ -2495,10 +2500,12 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         new_lead integer;
         done_change integer := CASE WHEN p_kind = 'completion' THEN CASE WHEN p_present THEN 1 ELSE -1 END ELSE 0 END;
         skip_change integer := CASE WHEN p_kind = 'skip' THEN CASE WHEN p_present THEN 1 ELSE -1 END ELSE 0 END;
+        -- A value, not a call in the UPDATE: Citus refuses non-IMMUTABLE functions in its CASE.
+        me xid8 := pg_current_xact_id();
     BEGIN
         IF st.pending THEN
             RETURN;
-        ELSIF st.xact = pg_current_xact_id() AND st.xact_writes >= 8 THEN
+        ELSIF st.xact = me AND st.xact_writes >= 8 THEN
             UPDATE public.habit_streak_state x SET pending = true WHERE x.user_id = p_user AND x.template_id = p_template;
             RETURN;
         END IF;
@@ -2678,8 +2685,8 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             done_total = x.done_total + done_change,
             last_done = new_last_done,
             skips_total = x.skips_total + skip_change,
-            xact = pg_current_xact_id(),
-            xact_writes = CASE WHEN x.xact = pg_current_xact_id() THEN x.xact_writes + 1 ELSE 1 END
+            xact = me,
+            xact_writes = CASE WHEN x.xact = me THEN x.xact_writes + 1 ELSE 1 END
         WHERE x.user_id = p_user AND x.template_id = p_template;
     END
     $fn$;
@@ -3212,6 +3219,8 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
     DECLARE
         inserted boolean;
         recorded integer;
+        -- A value, not a call in the UPDATE: Citus refuses non-IMMUTABLE functions in its CASE.
+        me xid8 := pg_current_xact_id();
     BEGIN
     -- xmax is 0 on a row version this statement inserted, not on one it updated.
     INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
@@ -3226,10 +3235,10 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
     -- version the next one has to pass.
     UPDATE habit.sync_clocks c
     SET tombstones = c.tombstones + 1,
-        tombstones_writes = CASE WHEN c.tombstones_xact = pg_current_xact_id() THEN c.tombstones_writes + 1 ELSE 1 END,
-        tombstones_xact = pg_current_xact_id()
+        tombstones_writes = CASE WHEN c.tombstones_xact = me THEN c.tombstones_writes + 1 ELSE 1 END,
+        tombstones_xact = me
     WHERE c.user_id = p_user AND NOT c.tombstones_pending
-      AND NOT (c.tombstones_xact = pg_current_xact_id() AND c.tombstones_writes >= 8)
+      AND NOT (c.tombstones_xact = me AND c.tombstones_writes >= 8)
     RETURNING c.tombstones INTO recorded;
     IF NOT FOUND THEN
         UPDATE habit.sync_clocks c SET tombstones_pending = true WHERE c.user_id = p_user AND NOT c.tombstones_pending;

@@ -160,10 +160,13 @@ public final class TaskRepository {
             let current = try TaskItem(row: row)
             let target = try decide(current.state)
             guard target != current.state else { return current }
+            // completed_at as coalesce(completed_at, now()) when completing, else NULL, decided
+            // here from the locked row: Citus refuses now() inside an UPDATE's CASE or COALESCE.
+            let completedAt = target != .completed ? "NULL" : current.completedAt == nil ? "now()" : "completed_at"
             return try TaskItem(row: connection.queryOne("""
                 UPDATE public.tasks SET
                     state = \(target.rawValue),
-                    completed_at = CASE WHEN \(target == .completed) THEN coalesce(completed_at, now()) END
+                    completed_at = \(unsafeSQL: completedAt)
                 WHERE id = \(id) AND user_id = \(user)
                 RETURNING \(unsafeSQL: TaskItem.columns)
                 """))

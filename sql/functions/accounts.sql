@@ -94,6 +94,9 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         same_periods boolean;
         periods_changed integer := 0;
         relocking boolean;
+        -- now() as a value for the UPDATE of habit_templates: Citus refuses non-IMMUTABLE
+        -- functions inside its CASE and COALESCE. The transaction's instant either way.
+        started timestamptz := now();
     BEGIN
         IF p_user IS NULL OR p_user IS DISTINCT FROM auth.uid() THEN
             RAISE EXCEPTION 'import_account acts only for the caller (auth.uid())' USING ERRCODE = '42501';
@@ -438,11 +441,11 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             SELECT p_user, p.template_id, p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = habit_row.i ORDER BY p.j;
             UPDATE public.habit_templates t
             SET activated_at = coalesce(target_activated, t.activated_at),
-                deactivated_at = CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, now()) END
+                deactivated_at = CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, started) END
             WHERE t.id = habit_row.id AND t.user_id = p_user
               AND (t.activated_at, t.deactivated_at) IS DISTINCT FROM
                   (coalesce(target_activated, t.activated_at),
-                   CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, now()) END);
+                   CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, started) END);
         END LOOP;
         counts := counts || jsonb_build_object('habits_with_new_periods', periods_changed);
 

@@ -48,24 +48,26 @@ CREATE OR REPLACE FUNCTION habit.count_row(p_user uuid, p_table text, p_delta in
     AS $fn$
     DECLARE
         counter habit.user_row_counts;
+        -- A value, not a call in the UPDATE: Citus refuses non-IMMUTABLE functions in its CASE.
+        me xid8 := pg_current_xact_id();
     BEGIN
         SELECT * INTO counter FROM habit.user_row_counts c WHERE c.user_id = p_user AND c.table_name = p_table FOR UPDATE;
         IF NOT FOUND THEN
             IF p_delta > 0 THEN
                 INSERT INTO habit.user_row_counts AS c (user_id, table_name, row_count, xact, xact_writes)
-                VALUES (p_user, p_table, p_delta, pg_current_xact_id(), 1)
+                VALUES (p_user, p_table, p_delta, me, 1)
                 ON CONFLICT (user_id, table_name) DO UPDATE SET row_count = c.row_count + excluded.row_count
                 RETURNING * INTO counter;
                 PERFORM habit.check_row_limit(p_table, p_user, counter.row_count);
             END IF;
         ELSIF counter.pending THEN
             RETURN;
-        ELSIF counter.xact = pg_current_xact_id() AND counter.xact_writes >= 8 THEN
+        ELSIF counter.xact = me AND counter.xact_writes >= 8 THEN
             UPDATE habit.user_row_counts c SET pending = true WHERE c.user_id = p_user AND c.table_name = p_table;
         ELSE
             UPDATE habit.user_row_counts c
-            SET row_count = greatest(c.row_count + p_delta, 0), xact = pg_current_xact_id(),
-                xact_writes = CASE WHEN c.xact = pg_current_xact_id() THEN c.xact_writes + 1 ELSE 1 END
+            SET row_count = greatest(c.row_count + p_delta, 0), xact = me,
+                xact_writes = CASE WHEN c.xact = me THEN c.xact_writes + 1 ELSE 1 END
             WHERE c.user_id = p_user AND c.table_name = p_table
             RETURNING * INTO counter;
             IF p_delta > 0 THEN

@@ -865,10 +865,12 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         new_lead integer;
         done_change integer := CASE WHEN p_kind = 'completion' THEN CASE WHEN p_present THEN 1 ELSE -1 END ELSE 0 END;
         skip_change integer := CASE WHEN p_kind = 'skip' THEN CASE WHEN p_present THEN 1 ELSE -1 END ELSE 0 END;
+        -- A value, not a call in the UPDATE: Citus refuses non-IMMUTABLE functions in its CASE.
+        me xid8 := pg_current_xact_id();
     BEGIN
         IF st.pending THEN
             RETURN;
-        ELSIF st.xact = pg_current_xact_id() AND st.xact_writes >= 8 THEN
+        ELSIF st.xact = me AND st.xact_writes >= 8 THEN
             UPDATE public.habit_streak_state x SET pending = true WHERE x.user_id = p_user AND x.template_id = p_template;
             RETURN;
         END IF;
@@ -1048,8 +1050,8 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             done_total = x.done_total + done_change,
             last_done = new_last_done,
             skips_total = x.skips_total + skip_change,
-            xact = pg_current_xact_id(),
-            xact_writes = CASE WHEN x.xact = pg_current_xact_id() THEN x.xact_writes + 1 ELSE 1 END
+            xact = me,
+            xact_writes = CASE WHEN x.xact = me THEN x.xact_writes + 1 ELSE 1 END
         WHERE x.user_id = p_user AND x.template_id = p_template;
     END
     $fn$;

@@ -112,6 +112,8 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
     DECLARE
         inserted boolean;
         recorded integer;
+        -- A value, not a call in the UPDATE: Citus refuses non-IMMUTABLE functions in its CASE.
+        me xid8 := pg_current_xact_id();
     BEGIN
     -- xmax is 0 on a row version this statement inserted, not on one it updated.
     INSERT INTO habit.sync_tombstones AS t (user_id, kind, key, change_seq)
@@ -126,10 +128,10 @@ CREATE OR REPLACE FUNCTION habit.sync_tombstone(p_user uuid, p_kind text, p_key 
     -- version the next one has to pass.
     UPDATE habit.sync_clocks c
     SET tombstones = c.tombstones + 1,
-        tombstones_writes = CASE WHEN c.tombstones_xact = pg_current_xact_id() THEN c.tombstones_writes + 1 ELSE 1 END,
-        tombstones_xact = pg_current_xact_id()
+        tombstones_writes = CASE WHEN c.tombstones_xact = me THEN c.tombstones_writes + 1 ELSE 1 END,
+        tombstones_xact = me
     WHERE c.user_id = p_user AND NOT c.tombstones_pending
-      AND NOT (c.tombstones_xact = pg_current_xact_id() AND c.tombstones_writes >= 8)
+      AND NOT (c.tombstones_xact = me AND c.tombstones_writes >= 8)
     RETURNING c.tombstones INTO recorded;
     IF NOT FOUND THEN
         UPDATE habit.sync_clocks c SET tombstones_pending = true WHERE c.user_id = p_user AND NOT c.tombstones_pending;
