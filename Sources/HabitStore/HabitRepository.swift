@@ -207,6 +207,9 @@ public final class HabitRepository {
     /// listed habit joins `habit.current_streak` (inlined: the habit's state row and one probe of
     /// its runs). Streaks are the profile's (its zone and week), also under a `timeZone` override:
     /// each listed habit gets its streak at `date`.
+    /// The week start is `habit.week_start_isodow`'s answer written inline (profiles.week_start
+    /// is 'monday' or 'sunday' by its CHECK; no profile: Monday): that function is PL/pgSQL with a
+    /// SET clause, and calling it cost a GUC save and restore per request.
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil,
                              includeStreaks: Bool = false) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
@@ -215,7 +218,7 @@ public final class HabitRepository {
                 SELECT habit.local_date(now(), coalesce(\(timeZone), p.timezone, 'UTC')) AS today,
                        habit.local_date(now(), coalesce(p.timezone, 'UTC')) AS profile_today,
                        coalesce(\(timeZone), p.timezone, 'UTC') AS tz,
-                       coalesce(habit.week_start_isodow(p.week_start), 1) AS wk, \(date)::date AS day
+                       CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, \(date)::date AS day
                 FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = \(user)
             )
             SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))\(unsafeSQL: includeStreaks ? ", t.current_length, t.current_start" : "")
