@@ -2746,33 +2746,45 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_between(p_user uuid, p_template uui
 -- statement): the run with the last start up to R's slot, whole when a missed slot comes only
 -- at or after R's slot (its stored next_missed), cut at R when R lies inside it; else 0.
 -- The reference scan when the runs cannot answer.
+-- One read of the state row (issue 29): whether the runs answer is habit.streak_state_answers'
+-- rule written out on the row's columns (passing the row whole made the executor build a copy
+-- of it, segments included, for every use), computed once (OFFSET 0 keeps it one subquery);
+-- the probe of the runs runs only when they answer, the scan only when they do not (each
+-- gated by a one-time filter of its own subquery: OFFSET 0 keeps the planner from pulling the
+-- scan's condition up into a join filter, which would run the scan for every habit). No row
+-- when neither answers, as before (the scan has none for a habit that is not the user's).
 CREATE OR REPLACE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_date date, p_today date)
     RETURNS TABLE (current_length integer, current_start date)
     LANGUAGE sql STABLE ROWS 1
     AS $fn$
-    SELECT CASE WHEN q.first_slot IS NULL THEN 0
-                WHEN q.last_slot OPERATOR(pg_catalog.=) sl.b THEN q.kept
-                WHEN q.last_slot OPERATOR(pg_catalog.>) sl.b THEN habit.streak_kept_between(p_user, p_template, q.first_slot, sl.b)
-                WHEN q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) sl.b THEN q.kept
+    SELECT CASE WHEN NOT f.answers THEN x.current_length
+                WHEN q.first_slot IS NULL THEN 0
+                WHEN q.last_slot OPERATOR(pg_catalog.=) f.b THEN q.kept
+                WHEN q.last_slot OPERATOR(pg_catalog.>) f.b THEN habit.streak_kept_between(p_user, p_template, q.first_slot, f.b)
+                WHEN q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) f.b THEN q.kept
                 ELSE 0 END,
-           CASE WHEN q.last_slot OPERATOR(pg_catalog.>=) sl.b OR q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) sl.b
+           CASE WHEN NOT f.answers THEN x.current_start
+                WHEN q.last_slot OPERATOR(pg_catalog.>=) f.b OR q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) f.b
                 THEN q.first_slot END
-    FROM public.habit_streak_state st
-    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN habit.week_start(p_date, st.wk) ELSE p_date END AS b) sl
+    FROM (SELECT coalesce(NOT st.pending
+                          AND (st.closed_until IS NULL OR st.closed_until OPERATOR(pg_catalog.<=) p_today
+                               OR CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks'
+                                       THEN habit.week_start(p_date, st.wk) OPERATOR(pg_catalog.<) habit.week_start(p_today, st.wk)
+                                       ELSE p_date OPERATOR(pg_catalog.<) p_today END), false) AS answers,
+                 CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN habit.week_start(p_date, st.wk) ELSE p_date END AS b
+          FROM (SELECT 1) AS one
+          LEFT JOIN public.habit_streak_state st
+                 ON st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
+          OFFSET 0) f
     LEFT JOIN LATERAL (
         SELECT r.first_slot, r.last_slot, r.kept, r.next_missed FROM public.habit_streak_runs r
-        WHERE r.user_id OPERATOR(pg_catalog.=) p_user AND r.template_id OPERATOR(pg_catalog.=) p_template
-          AND r.first_slot OPERATOR(pg_catalog.<=) sl.b
+        WHERE f.answers AND r.user_id OPERATOR(pg_catalog.=) p_user AND r.template_id OPERATOR(pg_catalog.=) p_template
+          AND r.first_slot OPERATOR(pg_catalog.<=) f.b
         ORDER BY r.first_slot DESC LIMIT 1) q ON true
-    WHERE st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
-      AND habit.streak_state_answers(st, p_date, p_today)
-    UNION ALL
-    SELECT x.current_length, x.current_start
-    FROM (SELECT 1 WHERE NOT EXISTS (
-              SELECT 1 FROM public.habit_streak_state st
-              WHERE st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
-                AND habit.streak_state_answers(st, p_date, p_today)) OFFSET 0) slow
-    CROSS JOIN LATERAL habit.habit_stats_scan(p_user, p_template, p_date, p_today) x
+    LEFT JOIN LATERAL (
+        SELECT s.template_id, s.current_length, s.current_start
+        FROM habit.habit_stats_scan(p_user, p_template, p_date, p_today) s WHERE NOT f.answers OFFSET 0) x ON true
+    WHERE f.answers OR x.template_id IS NOT NULL
     $fn$;
 
 -- Kept and missed slots of windows [starts[i], b] of slots, b's slot "not over" (counted only
