@@ -3064,17 +3064,19 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
             WHERE g.ok AND r.user_id = p_user AND r.template_id = t.id AND r.last_slot <= v_date
             ORDER BY r.kept DESC, r.first_slot LIMIT 1) best ON true
         LEFT JOIN LATERAL (
+            -- fN: the first run starting in window N, else b + 1 (a plain bound: inside a COALESCE
+            -- the generic plan filtered it instead of bounding the index scan).
             SELECT coalesce(sum(r.kept) FILTER (WHERE r.first_slot >= g.a7), 0)::integer AS rk7,
-                   min(r.first_slot) FILTER (WHERE r.first_slot >= g.a7) AS f7,
+                   coalesce(min(r.first_slot) FILTER (WHERE r.first_slot >= g.a7), v_date + 1) AS f7,
                    coalesce(sum(r.kept) FILTER (WHERE r.first_slot >= g.a30), 0)::integer AS rk30,
-                   min(r.first_slot) FILTER (WHERE r.first_slot >= g.a30) AS f30,
-                   coalesce(sum(r.kept), 0)::integer AS rk365, min(r.first_slot) AS f365
+                   coalesce(min(r.first_slot) FILTER (WHERE r.first_slot >= g.a30), v_date + 1) AS f30,
+                   coalesce(sum(r.kept), 0)::integer AS rk365, coalesce(min(r.first_slot), v_date + 1) AS f365
             FROM public.habit_streak_runs r
             WHERE g.ok AND r.user_id = p_user AND r.template_id = t.id AND r.first_slot >= g.a365 AND r.first_slot <= v_date) ra ON true
         LEFT JOIN LATERAL (
             SELECT ra.rk7 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
-                      AND c.completed_date >= g.a7 AND c.completed_date < coalesce(ra.f7, v_date + 1)
+                      AND c.completed_date >= g.a7 AND c.completed_date < ra.f7
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
                       AND CASE (g.seg).schedule ->> 'type'
                           WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
@@ -3082,7 +3084,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
                           ELSE true END) AS k7,
                    ra.rk30 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
-                      AND c.completed_date >= g.a30 AND c.completed_date < coalesce(ra.f30, v_date + 1)
+                      AND c.completed_date >= g.a30 AND c.completed_date < ra.f30
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
                       AND CASE (g.seg).schedule ->> 'type'
                           WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
@@ -3090,7 +3092,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
                           ELSE true END) AS k30,
                    ra.rk365 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
-                      AND c.completed_date >= g.a365 AND c.completed_date < coalesce(ra.f365, v_date + 1)
+                      AND c.completed_date >= g.a365 AND c.completed_date < ra.f365
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
                       AND CASE (g.seg).schedule ->> 'type'
                           WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
