@@ -1106,19 +1106,38 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
 -- starting last in force; due by its schedule (times_per_week: fewer than `times` completions
 -- earlier in the user's week, p_wk); done and skipped by one probe each. The same answer as
 -- habit.habit_days_at for one day. Inlined into the caller's statement.
+--
+-- Written out for one day rather than through habit.period_on_days and habit.due_days (issue
+-- 29): the executor builds every expression of a statement anew on each execution, and those
+-- two inline into large expressions (a range built and tested per period, a jsonpath per
+-- habit) whose set-up cost more than the reads themselves (perf: ExecutorStart ~40 % of the
+-- backend's time for day.get). For one day D they reduce to:
+--   on      period_on_days(p) @> D  ⇔  first local day ≤ D and, for a closed period, D < today
+--           and D 00:00 < ended_at (the range's upper bound U is the first day whose 00:00 is
+--           at or after ended_at, so D < U ⇔ D 00:00 < ended_at);
+--   due     due_days(schedule, first, [D, D + 1), NULL) > 0  ⇔  daily: true; weekdays: D's ISO
+--           weekday is listed (the whole-weeks term is 0, and of the listed days only D's own
+--           has (day − isodow(D) + 7) % 7 < 1; days are distinct integers 1–7, valid_schedule);
+--           every_n_days: (D − first) % n = 0 (D ≥ first; the two quotients differ by one
+--           exactly then).
+-- StreakFunctionsTests compares this function with habit.habit_days_at day by day.
 CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer)
     RETURNS TABLE (template_id uuid, due boolean, done boolean, skipped boolean, schedule jsonb)
     LANGUAGE sql STABLE
     AS $fn$
     SELECT o.template_id,
-           CASE WHEN (o.schedule OPERATOR(pg_catalog.->>) 'type') OPERATOR(pg_catalog.=) 'times_per_week'
+           CASE o.schedule OPERATOR(pg_catalog.->>) 'type'
+                WHEN 'times_per_week'
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                         AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
-                ELSE habit.due_days(o.schedule, o.first_day, pg_catalog.daterange(p_date, (p_date OPERATOR(pg_catalog.+) 1), '[)'), NULL)
-                     OPERATOR(pg_catalog.>) 0 END,
+                WHEN 'weekdays'
+                THEN (o.schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.@>) pg_catalog.to_jsonb(EXTRACT(isodow FROM p_date)::integer)
+                WHEN 'every_n_days'
+                THEN ((p_date OPERATOR(pg_catalog.-) o.first_day) OPERATOR(pg_catalog.%) (o.schedule OPERATOR(pg_catalog.->>) 'n')::integer) OPERATOR(pg_catalog.=) 0
+                ELSE true END,
            EXISTS (SELECT 1 FROM public.habit_completions c
                    WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND c.completed_date OPERATOR(pg_catalog.=) p_date),
@@ -1126,12 +1145,13 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                    WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
            o.schedule
-    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, pg_catalog.lower(r.days) AS first_day
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_date(p.started_at, p_tz) AS first_day
           FROM public.habit_periods p
-          CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today)) AS r(days)
           WHERE p.user_id OPERATOR(pg_catalog.=) p_user
-            AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp))
-            AND r.days OPERATOR(pg_catalog.@>) p_date
+            AND habit.local_date(p.started_at, p_tz) OPERATOR(pg_catalog.<=) p_date
+            AND (p.ended_at IS NULL
+                 OR (p_date OPERATOR(pg_catalog.<) p_today
+                     AND p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp)))
           ORDER BY p.template_id, p.started_at DESC) o
     $fn$;
 COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
@@ -2777,33 +2797,45 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_between(p_user uuid, p_template uui
 -- statement): the run with the last start up to R's slot, whole when a missed slot comes only
 -- at or after R's slot (its stored next_missed), cut at R when R lies inside it; else 0.
 -- The reference scan when the runs cannot answer.
+-- One read of the state row (issue 29): whether the runs answer is habit.streak_state_answers'
+-- rule written out on the row's columns (passing the row whole made the executor build a copy
+-- of it, segments included, for every use), computed once (OFFSET 0 keeps it one subquery);
+-- the probe of the runs runs only when they answer, the scan only when they do not (each
+-- gated by a one-time filter of its own subquery: OFFSET 0 keeps the planner from pulling the
+-- scan's condition up into a join filter, which would run the scan for every habit). No row
+-- when neither answers, as before (the scan has none for a habit that is not the user's).
 CREATE OR REPLACE FUNCTION habit.current_streak(p_user uuid, p_template uuid, p_date date, p_today date)
     RETURNS TABLE (current_length integer, current_start date)
     LANGUAGE sql STABLE ROWS 1
     AS $fn$
-    SELECT CASE WHEN q.first_slot IS NULL THEN 0
-                WHEN q.last_slot OPERATOR(pg_catalog.=) sl.b THEN q.kept
-                WHEN q.last_slot OPERATOR(pg_catalog.>) sl.b THEN habit.streak_kept_between(p_user, p_template, q.first_slot, sl.b)
-                WHEN q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) sl.b THEN q.kept
+    SELECT CASE WHEN NOT f.answers THEN x.current_length
+                WHEN q.first_slot IS NULL THEN 0
+                WHEN q.last_slot OPERATOR(pg_catalog.=) f.b THEN q.kept
+                WHEN q.last_slot OPERATOR(pg_catalog.>) f.b THEN habit.streak_kept_between(p_user, p_template, q.first_slot, f.b)
+                WHEN q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) f.b THEN q.kept
                 ELSE 0 END,
-           CASE WHEN q.last_slot OPERATOR(pg_catalog.>=) sl.b OR q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) sl.b
+           CASE WHEN NOT f.answers THEN x.current_start
+                WHEN q.last_slot OPERATOR(pg_catalog.>=) f.b OR q.next_missed IS NULL OR q.next_missed OPERATOR(pg_catalog.>=) f.b
                 THEN q.first_slot END
-    FROM public.habit_streak_state st
-    CROSS JOIN LATERAL (SELECT CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN habit.week_start(p_date, st.wk) ELSE p_date END AS b) sl
+    FROM (SELECT coalesce(NOT st.pending
+                          AND (st.closed_until IS NULL OR st.closed_until OPERATOR(pg_catalog.<=) p_today
+                               OR CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks'
+                                       THEN habit.week_start(p_date, st.wk) OPERATOR(pg_catalog.<) habit.week_start(p_today, st.wk)
+                                       ELSE p_date OPERATOR(pg_catalog.<) p_today END), false) AS answers,
+                 CASE WHEN st.unit OPERATOR(pg_catalog.=) 'weeks' THEN habit.week_start(p_date, st.wk) ELSE p_date END AS b
+          FROM (SELECT 1) AS one
+          LEFT JOIN public.habit_streak_state st
+                 ON st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
+          OFFSET 0) f
     LEFT JOIN LATERAL (
         SELECT r.first_slot, r.last_slot, r.kept, r.next_missed FROM public.habit_streak_runs r
-        WHERE r.user_id OPERATOR(pg_catalog.=) p_user AND r.template_id OPERATOR(pg_catalog.=) p_template
-          AND r.first_slot OPERATOR(pg_catalog.<=) sl.b
+        WHERE f.answers AND r.user_id OPERATOR(pg_catalog.=) p_user AND r.template_id OPERATOR(pg_catalog.=) p_template
+          AND r.first_slot OPERATOR(pg_catalog.<=) f.b
         ORDER BY r.first_slot DESC LIMIT 1) q ON true
-    WHERE st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
-      AND habit.streak_state_answers(st, p_date, p_today)
-    UNION ALL
-    SELECT x.current_length, x.current_start
-    FROM (SELECT 1 WHERE NOT EXISTS (
-              SELECT 1 FROM public.habit_streak_state st
-              WHERE st.user_id OPERATOR(pg_catalog.=) p_user AND st.template_id OPERATOR(pg_catalog.=) p_template
-                AND habit.streak_state_answers(st, p_date, p_today)) OFFSET 0) slow
-    CROSS JOIN LATERAL habit.habit_stats_scan(p_user, p_template, p_date, p_today) x
+    LEFT JOIN LATERAL (
+        SELECT s.template_id, s.current_length, s.current_start
+        FROM habit.habit_stats_scan(p_user, p_template, p_date, p_today) s WHERE NOT f.answers OFFSET 0) x ON true
+    WHERE f.answers OR x.template_id IS NOT NULL
     $fn$;
 
 -- Kept and missed slots of windows [starts[i], b] of slots, b's slot "not over" (counted only
@@ -2993,6 +3025,31 @@ CREATE OR REPLACE FUNCTION habit.streak_stats(p_user uuid, p_template uuid, p_da
 
 -- habit_stats: p_template NULL: every habit on at R (habit.habits_on, like day.get), in
 -- day.get's order; given: that habit whatever its state (no row: not the user's).
+--
+-- One statement for all the habits (issue 29), with habit.streak_stats (PL/pgSQL, a dozen
+-- statements and the window helpers per habit) only where the quick path below does not
+-- apply. The quick path: the runs answer at R (habit.streak_state_answers' rule, for days),
+-- the unit is days, no times_per_week segment, one segment (seg: its schedule, first day and
+-- bounds), R at or after the end of the last run and of the last completion (no run or
+-- completion after R: the usual R, today). There, with b = R:
+--   current  the last run (the one streak_stats probes, as none starts after b): whole when it
+--            ends at b or its next_missed is none or ≥ b, else 0;
+--   longest  the longest run ending by b, the earliest on ties (habit_streak_runs_longest_idx);
+--   rates    over [a, b], a = greatest(R − N + 1, first_slot): kept = the kept of the runs
+--            starting in [a, b] plus the kept days of [a, first of those) (the tail of the run
+--            before a: a run is a maximal sequence of kept days, so no other kept day lies
+--            there), counted as completions on due days; missed = open days of [a, b − 1]
+--            less kept days there (every open day is kept, in a run, or missed, in a gap;
+--            b's day counts only when kept), open = due days (habit.streak_segment_due) less
+--            skipped due days, as habit.streak_open counts them;
+--   all      kept_total, and missed_total plus the open days after the last run up to b − 1
+--            (none and the open days from first_slot when there is no run), as streak_stats;
+--   totals   done_total and last_done from the state row.
+-- A day of the segment is due as in habit.day_habits (functions/history.sql): daily always,
+-- weekdays by its ISO weekday, every_n_days by (day − first day) % n. The property tests
+-- compare habit_stats with the scan (StreakPropertyTests). plan_cache_mode: one generic plan
+-- per session; custom plans cost 10–15 ms of planning each (the statement is large) and were
+-- made for the first five calls of every connection.
 CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAULT NULL, p_date date DEFAULT NULL)
     RETURNS TABLE (template_id uuid, unit text, current_length integer, current_start date,
                    longest_length integer, longest_start date, longest_end date,
@@ -3001,18 +3058,118 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     SET jit = off
+    SET plan_cache_mode = force_generic_plan
     AS $fn$
     DECLARE
-        v_tz text := habit.user_time_zone(p_user, NULL);
+        v_tz text := coalesce((SELECT p.timezone FROM public.profiles p WHERE p.user_id = p_user), 'UTC');
         v_today date := habit.local_date(now(), v_tz);
         v_date date := coalesce(p_date, v_today);
     BEGIN
         RETURN QUERY
-        SELECT s.* FROM public.habit_templates t
-        CROSS JOIN LATERAL habit.streak_stats(p_user, t.id, v_date, v_today) s
+        SELECT CASE WHEN g.ok THEN t.id ELSE s.template_id END,
+               CASE WHEN g.ok THEN g.unit ELSE s.unit END,
+               CASE WHEN NOT g.ok THEN s.current_length
+                    WHEN g.lr_first IS NULL THEN 0
+                    WHEN g.lr_last = v_date OR g.lr_next_missed IS NULL OR g.lr_next_missed >= v_date THEN g.lr_kept
+                    ELSE 0 END,
+               CASE WHEN NOT g.ok THEN s.current_start
+                    WHEN g.lr_last = v_date OR g.lr_next_missed IS NULL OR g.lr_next_missed >= v_date THEN g.lr_first END,
+               CASE WHEN g.ok THEN coalesce(best.kept, 0) ELSE s.longest_length END,
+               CASE WHEN g.ok THEN best.first_slot ELSE s.longest_start END,
+               CASE WHEN g.ok THEN best.last_slot ELSE s.longest_end END,
+               CASE WHEN g.ok THEN ev.k7::double precision
+                                   / nullif(ev.k7 + habit.streak_segment_due(g.seg, g.a7, v_date - 1) - sk.s7 - (ev.k7 - ev.kb), 0)
+                    ELSE s.rate_7 END,
+               CASE WHEN g.ok THEN ev.k30::double precision
+                                   / nullif(ev.k30 + habit.streak_segment_due(g.seg, g.a30, v_date - 1) - sk.s30 - (ev.k30 - ev.kb), 0)
+                    ELSE s.rate_30 END,
+               CASE WHEN g.ok THEN ev.k365::double precision
+                                   / nullif(ev.k365 + habit.streak_segment_due(g.seg, g.a365, v_date - 1) - sk.s365 - (ev.k365 - ev.kb), 0)
+                    ELSE s.rate_365 END,
+               CASE WHEN NOT g.ok THEN s.rate_all
+                    WHEN g.lr_first IS NULL
+                    THEN 0::double precision / nullif(habit.streak_segment_due(g.seg, g.aall, v_date - 1) - sk.sall, 0)
+                    ELSE g.kept_total::double precision
+                         / nullif(g.kept_total + g.missed_total + habit.streak_segment_due(g.seg, g.aall, v_date - 1) - sk.sall, 0) END,
+               CASE WHEN g.ok THEN g.done_total ELSE s.total_done END,
+               CASE WHEN g.ok THEN g.last_done ELSE s.last_done END
+        FROM public.habit_templates t
+        CROSS JOIN LATERAL (
+            SELECT coalesce(st.unit = 'days' AND NOT st.has_tpw AND cardinality(st.segs) = 1 AND NOT st.pending
+                            AND (st.closed_until IS NULL OR st.closed_until <= v_today OR v_date < v_today)
+                            AND (lr.last_slot IS NULL OR lr.last_slot <= v_date)
+                            AND (st.last_done IS NULL OR st.last_done <= v_date), false) AS ok,
+                   st.unit, st.segs[1] AS seg, st.skips_total, st.kept_total, st.missed_total, st.done_total, st.last_done,
+                   lr.first_slot AS lr_first, lr.last_slot AS lr_last, lr.kept AS lr_kept, lr.next_missed AS lr_next_missed,
+                   greatest(v_date - 6, st.first_slot) AS a7, greatest(v_date - 29, st.first_slot) AS a30,
+                   greatest(v_date - 364, st.first_slot) AS a365,
+                   CASE WHEN lr.first_slot IS NULL THEN st.first_slot ELSE lr.last_slot + 1 END AS aall
+            FROM (SELECT 1) AS one
+            LEFT JOIN public.habit_streak_state st ON st.user_id = p_user AND st.template_id = t.id
+            LEFT JOIN LATERAL (
+                SELECT r.first_slot, r.last_slot, r.kept, r.next_missed FROM public.habit_streak_runs r
+                WHERE r.user_id = p_user AND r.template_id = t.id ORDER BY r.first_slot DESC LIMIT 1) lr ON st.user_id IS NOT NULL
+            OFFSET 0) g
+        LEFT JOIN LATERAL (
+            SELECT r.kept, r.first_slot, r.last_slot FROM public.habit_streak_runs r
+            WHERE g.ok AND r.user_id = p_user AND r.template_id = t.id AND r.last_slot <= v_date
+            ORDER BY r.kept DESC, r.first_slot LIMIT 1) best ON true
+        LEFT JOIN LATERAL (
+            -- fN: the first run starting in window N, else b + 1 (a plain bound: inside a COALESCE
+            -- the generic plan filtered it instead of bounding the index scan).
+            SELECT coalesce(sum(r.kept) FILTER (WHERE r.first_slot >= g.a7), 0)::integer AS rk7,
+                   coalesce(min(r.first_slot) FILTER (WHERE r.first_slot >= g.a7), v_date + 1) AS f7,
+                   coalesce(sum(r.kept) FILTER (WHERE r.first_slot >= g.a30), 0)::integer AS rk30,
+                   coalesce(min(r.first_slot) FILTER (WHERE r.first_slot >= g.a30), v_date + 1) AS f30,
+                   coalesce(sum(r.kept), 0)::integer AS rk365, coalesce(min(r.first_slot), v_date + 1) AS f365
+            FROM public.habit_streak_runs r
+            WHERE g.ok AND r.user_id = p_user AND r.template_id = t.id AND r.first_slot >= g.a365 AND r.first_slot <= v_date) ra ON true
+        LEFT JOIN LATERAL (
+            SELECT ra.rk7 + (SELECT count(*)::integer FROM public.habit_completions c
+                    WHERE c.user_id = p_user AND c.template_id = t.id
+                      AND c.completed_date >= g.a7 AND c.completed_date < ra.f7
+                      AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
+                      AND CASE (g.seg).schedule ->> 'type'
+                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
+                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
+                          ELSE true END) AS k7,
+                   ra.rk30 + (SELECT count(*)::integer FROM public.habit_completions c
+                    WHERE c.user_id = p_user AND c.template_id = t.id
+                      AND c.completed_date >= g.a30 AND c.completed_date < ra.f30
+                      AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
+                      AND CASE (g.seg).schedule ->> 'type'
+                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
+                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
+                          ELSE true END) AS k30,
+                   ra.rk365 + (SELECT count(*)::integer FROM public.habit_completions c
+                    WHERE c.user_id = p_user AND c.template_id = t.id
+                      AND c.completed_date >= g.a365 AND c.completed_date < ra.f365
+                      AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
+                      AND CASE (g.seg).schedule ->> 'type'
+                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
+                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
+                          ELSE true END) AS k365,
+                   CASE WHEN g.lr_last = v_date THEN 1 ELSE 0 END AS kb
+            WHERE g.ok OFFSET 0) ev ON true
+        LEFT JOIN LATERAL (
+            SELECT (count(*) FILTER (WHERE k.skipped_date >= g.a7))::integer AS s7,
+                   (count(*) FILTER (WHERE k.skipped_date >= g.a30))::integer AS s30,
+                   (count(*) FILTER (WHERE k.skipped_date >= g.a365))::integer AS s365,
+                   (count(*) FILTER (WHERE k.skipped_date >= g.aall))::integer AS sall
+            FROM public.habit_skips k
+            WHERE g.ok AND g.skips_total > 0 AND k.user_id = p_user AND k.template_id = t.id
+              AND k.skipped_date >= least(g.a365, g.aall) AND k.skipped_date < v_date
+              AND k.skipped_date >= (g.seg).lo AND k.skipped_date < (g.seg).hi
+              AND CASE (g.seg).schedule ->> 'type'
+                      WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM k.skipped_date)::integer)
+                      WHEN 'every_n_days' THEN (k.skipped_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
+                      ELSE true END) sk ON true
+        LEFT JOIN LATERAL (
+            SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
           AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id))
                    ELSE t.id = p_template END
+          AND (g.ok OR s.template_id IS NOT NULL)
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id;
     END
     $fn$;

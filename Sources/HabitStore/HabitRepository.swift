@@ -207,28 +207,18 @@ public final class HabitRepository {
     /// listed habit joins `habit.current_streak` (inlined: the habit's state row and one probe of
     /// its runs). Streaks are the profile's (its zone and week), also under a `timeZone` override:
     /// each listed habit gets its streak at `date`.
+    /// The week start is `habit.week_start_isodow`'s answer written inline (profiles.week_start
+    /// is 'monday' or 'sunday' by its CHECK; no profile: Monday): that function is PL/pgSQL with a
+    /// SET clause, and calling it cost a GUC save and restore per request.
     public func dayStatement(user: UUID, date: CalendarDate, timeZone: String? = nil,
                              includeStreaks: Bool = false) throws -> UserStatement<DayView> {
         try Validation.timeZone(timeZone, using: connection)
-        let statement: Query = """
-            WITH header AS MATERIALIZED (
-                SELECT habit.local_date(now(), coalesce(\(timeZone), p.timezone, 'UTC')) AS today,
-                       habit.local_date(now(), coalesce(p.timezone, 'UTC')) AS profile_today,
-                       coalesce(\(timeZone), p.timezone, 'UTC') AS tz,
-                       coalesce(habit.week_start_isodow(p.week_start), 1) AS wk, \(date)::date AS day
-                FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = \(user)
-            )
-            SELECT header.today, t.due, t.done, t.skipped, \(unsafeSQL: Habit.columnList(prefix: "t."))\(unsafeSQL: includeStreaks ? ", t.current_length, t.current_start" : "")
-            FROM header LEFT JOIN LATERAL (
-                -- The schedule in force on that day, not the habit's current one.
-                SELECT d.due, d.done, d.skipped,
-                       \(unsafeSQL: Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"]))\(unsafeSQL: includeStreaks ? ", streak.current_length, streak.current_start" : "")
-                FROM habit.day_habits(\(user), header.day, header.today, header.tz, header.wk) d
-                JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = \(user)
-                \(unsafeSQL: includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
-            ) t ON true
-            ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
-            """
+        // $1 the user, $2 the zone override, $3 the date (Self.daySQL).
+        var bindings = Query.Bindings()
+        bindings.append(user)
+        if let timeZone { bindings.append(timeZone) } else { bindings.appendNull(of: String.postgresType) }
+        bindings.append(date)
+        let statement = Query(unsafeSQL: includeStreaks ? Self.daySQLWithStreaks : Self.daySQLPlain, bindings: bindings)
         return UserStatement(user: user, statement: statement) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
             // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
@@ -250,6 +240,32 @@ public final class HabitRepository {
             }
             return view
         }
+    }
+
+    /// `dayStatement`'s text, built once per variant (the text and its column lists were built
+    /// anew for every request): $1 the user (uuid), $2 the zone override (text), $3 the date.
+    private static let daySQLPlain = daySQL(includeStreaks: false)
+    private static let daySQLWithStreaks = daySQL(includeStreaks: true)
+    private static func daySQL(includeStreaks: Bool) -> String {
+        """
+        WITH header AS MATERIALIZED (
+            SELECT habit.local_date(now(), coalesce($2::text, p.timezone, 'UTC')) AS today,
+                   habit.local_date(now(), coalesce(p.timezone, 'UTC')) AS profile_today,
+                   coalesce($2::text, p.timezone, 'UTC') AS tz,
+                   CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, $3::date AS day
+            FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = $1
+        )
+        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t."))\(includeStreaks ? ", t.current_length, t.current_start" : "")
+        FROM header LEFT JOIN LATERAL (
+            -- The schedule in force on that day, not the habit's current one.
+            SELECT d.due, d.done, d.skipped,
+                   \(Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"]))\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
+            FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk) d
+            JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
+            \(includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
+        ) t ON true
+        ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
+        """
     }
 
     // MARK: - Completions

@@ -220,19 +220,38 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
 -- starting last in force; due by its schedule (times_per_week: fewer than `times` completions
 -- earlier in the user's week, p_wk); done and skipped by one probe each. The same answer as
 -- habit.habit_days_at for one day. Inlined into the caller's statement.
+--
+-- Written out for one day rather than through habit.period_on_days and habit.due_days (issue
+-- 29): the executor builds every expression of a statement anew on each execution, and those
+-- two inline into large expressions (a range built and tested per period, a jsonpath per
+-- habit) whose set-up cost more than the reads themselves (perf: ExecutorStart ~40 % of the
+-- backend's time for day.get). For one day D they reduce to:
+--   on      period_on_days(p) @> D  ⇔  first local day ≤ D and, for a closed period, D < today
+--           and D 00:00 < ended_at (the range's upper bound U is the first day whose 00:00 is
+--           at or after ended_at, so D < U ⇔ D 00:00 < ended_at);
+--   due     due_days(schedule, first, [D, D + 1), NULL) > 0  ⇔  daily: true; weekdays: D's ISO
+--           weekday is listed (the whole-weeks term is 0, and of the listed days only D's own
+--           has (day − isodow(D) + 7) % 7 < 1; days are distinct integers 1–7, valid_schedule);
+--           every_n_days: (D − first) % n = 0 (D ≥ first; the two quotients differ by one
+--           exactly then).
+-- StreakFunctionsTests compares this function with habit.habit_days_at day by day.
 CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer)
     RETURNS TABLE (template_id uuid, due boolean, done boolean, skipped boolean, schedule jsonb)
     LANGUAGE sql STABLE
     AS $fn$
     SELECT o.template_id,
-           CASE WHEN (o.schedule OPERATOR(pg_catalog.->>) 'type') OPERATOR(pg_catalog.=) 'times_per_week'
+           CASE o.schedule OPERATOR(pg_catalog.->>) 'type'
+                WHEN 'times_per_week'
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                         AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
-                ELSE habit.due_days(o.schedule, o.first_day, pg_catalog.daterange(p_date, (p_date OPERATOR(pg_catalog.+) 1), '[)'), NULL)
-                     OPERATOR(pg_catalog.>) 0 END,
+                WHEN 'weekdays'
+                THEN (o.schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.@>) pg_catalog.to_jsonb(EXTRACT(isodow FROM p_date)::integer)
+                WHEN 'every_n_days'
+                THEN ((p_date OPERATOR(pg_catalog.-) o.first_day) OPERATOR(pg_catalog.%) (o.schedule OPERATOR(pg_catalog.->>) 'n')::integer) OPERATOR(pg_catalog.=) 0
+                ELSE true END,
            EXISTS (SELECT 1 FROM public.habit_completions c
                    WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND c.completed_date OPERATOR(pg_catalog.=) p_date),
@@ -240,12 +259,13 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                    WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
            o.schedule
-    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, pg_catalog.lower(r.days) AS first_day
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_date(p.started_at, p_tz) AS first_day
           FROM public.habit_periods p
-          CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today)) AS r(days)
           WHERE p.user_id OPERATOR(pg_catalog.=) p_user
-            AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp))
-            AND r.days OPERATOR(pg_catalog.@>) p_date
+            AND habit.local_date(p.started_at, p_tz) OPERATOR(pg_catalog.<=) p_date
+            AND (p.ended_at IS NULL
+                 OR (p_date OPERATOR(pg_catalog.<) p_today
+                     AND p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp)))
           ORDER BY p.template_id, p.started_at DESC) o
     $fn$;
 COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
