@@ -216,7 +216,9 @@ public struct WeeklyCountsJob {
                     due_habit_days = EXCLUDED.due_habit_days,
                     skipped_habit_days = EXCLUDED.skipped_habit_days,
                     completion_rate = EXCLUDED.completion_rate,
-                    computed_at = now()
+                    -- The column's default, now(), as the insert would have set it: Citus refuses
+                    -- a non-IMMUTABLE function in DO UPDATE SET on a distributed table.
+                    computed_at = EXCLUDED.computed_at
                 WHERE (stored.completions, stored.days_with_completion, stored.active_habit_days,
                        stored.due_habit_days, stored.skipped_habit_days, stored.completion_rate)
                       IS DISTINCT FROM
