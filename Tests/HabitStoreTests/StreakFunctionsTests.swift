@@ -255,18 +255,21 @@ import Testing
             try admin.execute("INSERT INTO public.profiles (user_id, timezone) VALUES (\(Self.user), 'Europe/Berlin')")
             let habit = Self.habits[0]
             let deep: Int32 = -40, late: Int32 = -5
+            // The user's today, not the server's current_date: between 23:00 and 24:00 UTC
+            // Berlin is a day ahead, and the streak of 90 days ends on the user's yesterday.
+            let berlinToday = "(now() AT TIME ZONE 'Europe/Berlin')::date"
             try admin.execute("""
                 INSERT INTO public.habit_templates (id, user_id, name, activated_at, schedule)
                 VALUES (\(habit), \(Self.user), 'H', now() - interval '100 days', '{"type":"daily"}')
                 """)
             try admin.execute("""
                 INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                SELECT \(Self.user), \(habit), current_date + n FROM generate_series(-90, -1) n WHERE n NOT IN (\(deep), \(late))
+                SELECT \(Self.user), \(habit), \(unsafeSQL: berlinToday) + n FROM generate_series(-90, -1) n WHERE n NOT IN (\(deep), \(late))
                 """)
             let first = try database.connect(), second = try database.connect()
             for c in [first, second] { try c.execute("SET habit.backfill = 'on'") }
             func complete(_ day: Int32) -> Query {
-                "INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(habit), current_date + \(day))"
+                "INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(habit), \(unsafeSQL: berlinToday) + \(day))"
             }
             let secondError = LockedBox<String?>(nil)
             let finished = DispatchSemaphore(value: 0)

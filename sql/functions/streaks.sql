@@ -1025,15 +1025,21 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             END IF;
         END LOOP;
         -- One statement per changed run (one, mostly): a plan of its own for any count would be
-        -- made afresh each time.
+        -- made afresh each time. The run's values go in as plain variables, not array elements:
+        -- Citus 13.2.2 crashes a worker node on an UPDATE of a distributed table whose SET uses
+        -- an element of a PL/pgSQL array (docs/scaling.md, "Tried on Citus 13.2.2").
         FOREACH i IN ARRAY coalesce(changed, '{}') LOOP
+            r.first_slot := firsts[i]; r.last_slot := lasts[i]; r.kept := kepts[i];
+            r.missed_after := misses[i]; r.next_missed := nexts[i];
             UPDATE public.habit_streak_runs x
-            SET last_slot = lasts[i], kept = kepts[i], missed_after = misses[i], next_missed = nexts[i]
-            WHERE x.user_id = p_user AND x.template_id = p_template AND x.first_slot = firsts[i];
+            SET last_slot = r.last_slot, kept = r.kept, missed_after = r.missed_after, next_missed = r.next_missed
+            WHERE x.user_id = p_user AND x.template_id = p_template AND x.first_slot = r.first_slot;
         END LOOP;
         IF made IS NOT NULL THEN
             INSERT INTO public.habit_streak_runs (user_id, template_id, first_slot, last_slot, kept, missed_after, next_missed)
-            SELECT p_user, p_template, firsts[m.k], lasts[m.k], kepts[m.k], misses[m.k], nexts[m.k] FROM unnest(made) m(k);
+            SELECT p_user, p_template, u.f, u.l, u.k, u.m, u.n
+            FROM unnest(firsts, lasts, kepts, misses, nexts) WITH ORDINALITY AS u(f, l, k, m, n, ord)
+            WHERE u.ord = ANY (made);
         END IF;
         new_last_done := st.last_done;
         IF done_change > 0 THEN
