@@ -252,6 +252,12 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
     private func openPolling() throws -> Connection {
         let connection = try Connection(settings.connectionString, applicationName: "habit-listen",
                                         connectTimeoutSeconds: settings.connectTimeoutSeconds, preparedStatements: .off)
+        if settings.store.statementTimeoutMilliseconds > 0 {
+            // As the pool's connections: a poll the server never answers (a host gone without a
+            // FIN, a frozen backend) is cancelled, then abandoned, and the thread reconnects,
+            // instead of waiting for TCP to give up while nobody is notified.
+            connection.responseTimeout = .milliseconds(settings.store.statementTimeoutMilliseconds + 1_000)
+        }
         state.withLock {
             status.listening = true
             for user in subscribers.keys { subscribers[user]?.fresh = true }

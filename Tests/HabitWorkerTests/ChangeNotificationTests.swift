@@ -353,6 +353,44 @@ struct ChangeNotificationTests {
         }
     }
 
+    @Test("a poll that is never answered (the poll connection's backend frozen with SIGSTOP): the listener gives the connection up after the response limit, reconnects, and every subscriber is notified again")
+    func frozenPollBackendIsAbandoned() throws {
+        try TestDatabase.with { database in
+            let health = HealthSocketTests.socketPath()
+            // 1 s statement timeout: the poll is abandoned about 2 × 2 s after it was sent.
+            try WorkerProcess.withServe(databaseURL: try database.workerURL(),
+                                        arguments: ["--pool-size", "1", "--statement-timeout-ms", "1000", "--health-socket", health]) { worker in
+                let subscriber = ChangeSubscriber(worker)
+                let user = UUID()
+                _ = try subscriber.listen(to: user)
+                let admin = try database.connect()
+                defer { admin.close() }
+                let pid = try admin.queryOne("""
+                    SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'habit-listen'
+                    """).decode(Int32.self, at: 0)
+                // A frozen backend takes the poll's bytes and never answers, as a host that
+                // vanished would; statement_timeout cannot fire in it.
+                #expect(kill(pid, SIGSTOP) == 0)
+                defer { kill(pid, SIGCONT) }
+                #expect(try waitUntil {
+                    (try Self.listenStatus(health)?["last_error"] as? [String: Any])?["reason"] as? String == "connection_lost"
+                })
+                // Back on a new connection: the subscriber gets the cursor of now, then hears a change.
+                let notified = try subscriber.nextChange()
+                #expect(notified.user == user)
+                #expect(try admin.queryOne("""
+                    SELECT count(*)::int FROM pg_stat_activity
+                    WHERE datname = current_database() AND application_name = 'habit-listen' AND pid <> \(pid)
+                    """).decode(Int.self, at: 0) == 1)
+                _ = try subscriber.call("habits.create", params(user, ["name": "After the freeze"]))
+                let seq = try admin.queryOne("SELECT seq FROM habit.sync_clocks WHERE user_id = \(user)").decode(Int64.self, at: 0)
+                #expect(try subscriber.waitForChange(of: user, atLeast: seq).seq == seq)
+                kill(pid, SIGCONT)
+                _ = try admin.query("SELECT pg_terminate_backend(\(pid))")
+            }
+        }
+    }
+
     @Test("database URL through pgbouncer in transaction mode, --listen-url direct: changes are heard")
     func pgBouncerWithDirectListenURL() throws {
         try TestDatabase.with { database in
