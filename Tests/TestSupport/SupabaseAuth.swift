@@ -10,15 +10,20 @@ extension TestDatabase {
         try with(migrated: false) { database in
             let connection = try database.connect()
             defer { connection.close() }
-            // Roles are cluster-wide: another test (or 0001 in another database) may have made them.
+            // Roles are cluster-wide: another test (or the baseline in another database) may have
+            // made them. Made here, they get Supabase's attributes (service_role BYPASSRLS, as in
+            // its init scripts): made without it, every database migrated later in the same
+            // cluster kept a service_role that row-level security stopped (the baseline leaves
+            // existing roles alone), and the tests that ran after this one failed.
             try connection.executeScript(unsafeSQL: """
                 DO $roles$
                 DECLARE
-                    name text;
+                    role record;
                 BEGIN
-                    FOREACH name IN ARRAY ARRAY['anon', 'authenticated', 'service_role'] LOOP
+                    FOR role IN SELECT * FROM (VALUES ('anon', 'NOLOGIN NOINHERIT'), ('authenticated', 'NOLOGIN NOINHERIT'),
+                                                      ('service_role', 'NOLOGIN NOINHERIT BYPASSRLS')) r(name, attributes) LOOP
                         BEGIN
-                            EXECUTE format('CREATE ROLE %I NOLOGIN NOINHERIT', name);
+                            EXECUTE format('CREATE ROLE %I %s', role.name, role.attributes);
                         EXCEPTION WHEN duplicate_object OR unique_violation THEN
                             NULL;
                         END;
