@@ -88,7 +88,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
 GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
-    habit.due_days(jsonb, date, daterange, date), habit.week_target_met_on(uuid, uuid, date, integer),
+    habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
 -- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role

@@ -1017,6 +1017,25 @@ CREATE OR REPLACE FUNCTION habit.due_days(schedule jsonb, first_day date, days d
 COMMENT ON FUNCTION habit.due_days(jsonb, date, daterange, date) IS
     'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010).';
 
+-- The same rule for one day D of a weekdays, every_n_days or daily schedule: the one-day paths
+-- (day.get's habit.day_habits, habit_stats' window counts) test D directly instead of building
+-- the daterange and jsonpath habit.due_days needs (their set-up cost more than the reads, issue
+-- 29); due_days(schedule, first_day, [D, D + 1), NULL) = 1 ⇔ due_on(schedule, first_day, D).
+-- times_per_week needs the week's completions, so its callers decide it themselves (true here).
+-- Inlinable like due_days (STABLE for the same reason: to_jsonb is).
+CREATE OR REPLACE FUNCTION habit.due_on(schedule jsonb, first_day date, day date) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'weekdays'
+           THEN (schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.@>) pg_catalog.to_jsonb(EXTRACT(isodow FROM day)::integer)
+           WHEN 'every_n_days'
+           THEN ((day OPERATOR(pg_catalog.-) first_day) OPERATOR(pg_catalog.%) (schedule OPERATOR(pg_catalog.->>) 'n')::integer) OPERATOR(pg_catalog.=) 0
+           ELSE true END
+    $fn$;
+COMMENT ON FUNCTION habit.due_on(jsonb, date, date) IS
+    'habit.due_days for the one day D (weekdays, every_n_days, daily; true for times_per_week, which its callers decide): whether D is due in a period whose first local day is first_day.';
+
 -- The date of the times-th completion of a habit in the week starting week_start: the day a
 -- times_per_week target is met (NULL: not met). Completions are unique per day, so the k-th
 -- row by date is the k-th completion.
@@ -1133,11 +1152,7 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                         AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
-                WHEN 'weekdays'
-                THEN (o.schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.@>) pg_catalog.to_jsonb(EXTRACT(isodow FROM p_date)::integer)
-                WHEN 'every_n_days'
-                THEN ((p_date OPERATOR(pg_catalog.-) o.first_day) OPERATOR(pg_catalog.%) (o.schedule OPERATOR(pg_catalog.->>) 'n')::integer) OPERATOR(pg_catalog.=) 0
-                ELSE true END,
+                ELSE habit.due_on(o.schedule, o.first_day, p_date) END,
            EXISTS (SELECT 1 FROM public.habit_completions c
                    WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND c.completed_date OPERATOR(pg_catalog.=) p_date),
@@ -3067,7 +3082,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     SET plan_cache_mode = force_generic_plan
     AS $fn$
     DECLARE
-        v_tz text := coalesce((SELECT p.timezone FROM public.profiles p WHERE p.user_id = p_user), 'UTC');
+        v_tz text := habit.user_time_zone(p_user, NULL);
         v_today date := habit.local_date(now(), v_tz);
         v_date date := coalesce(p_date, v_today);
     BEGIN
@@ -3135,26 +3150,17 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
                     WHERE c.user_id = p_user AND c.template_id = t.id
                       AND c.completed_date >= g.a7 AND c.completed_date < ra.f7
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
-                      AND CASE (g.seg).schedule ->> 'type'
-                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
-                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                          ELSE true END) AS k7,
+                      AND habit.due_on((g.seg).schedule, (g.seg).first_day, c.completed_date)) AS k7,
                    ra.rk30 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
                       AND c.completed_date >= g.a30 AND c.completed_date < ra.f30
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
-                      AND CASE (g.seg).schedule ->> 'type'
-                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
-                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                          ELSE true END) AS k30,
+                      AND habit.due_on((g.seg).schedule, (g.seg).first_day, c.completed_date)) AS k30,
                    ra.rk365 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
                       AND c.completed_date >= g.a365 AND c.completed_date < ra.f365
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
-                      AND CASE (g.seg).schedule ->> 'type'
-                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
-                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                          ELSE true END) AS k365,
+                      AND habit.due_on((g.seg).schedule, (g.seg).first_day, c.completed_date)) AS k365,
                    CASE WHEN g.lr_last = v_date THEN 1 ELSE 0 END AS kb
             WHERE g.ok OFFSET 0) ev ON true
         LEFT JOIN LATERAL (
@@ -3166,10 +3172,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
             WHERE g.ok AND g.skips_total > 0 AND k.user_id = p_user AND k.template_id = t.id
               AND k.skipped_date >= least(g.a365, g.aall) AND k.skipped_date < v_date
               AND k.skipped_date >= (g.seg).lo AND k.skipped_date < (g.seg).hi
-              AND CASE (g.seg).schedule ->> 'type'
-                      WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM k.skipped_date)::integer)
-                      WHEN 'every_n_days' THEN (k.skipped_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                      ELSE true END) sk ON true
+              AND habit.due_on((g.seg).schedule, (g.seg).first_day, k.skipped_date)) sk ON true
         LEFT JOIN LATERAL (
             SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
@@ -4223,7 +4226,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
 GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
-    habit.due_days(jsonb, date, daterange, date), habit.week_target_met_on(uuid, uuid, date, integer),
+    habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
 -- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role

@@ -19,7 +19,7 @@ import Testing
         "habit.weekly_counts_of(date,date,text,uuid[])",
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
-        "habit.due_days(jsonb,date,daterange,date)",
+        "habit.due_days(jsonb,date,daterange,date)", "habit.due_on(jsonb,date,date)",
         // The streak reads planned into their callers (day.get's statement, habit_stats), and
         // day.get's one-day path (issue 29).
         "habit.streak_unit(jsonb)", "habit.habits_on(uuid,date,date,text)",

@@ -131,6 +131,25 @@ CREATE OR REPLACE FUNCTION habit.due_days(schedule jsonb, first_day date, days d
 COMMENT ON FUNCTION habit.due_days(jsonb, date, daterange, date) IS
     'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010).';
 
+-- The same rule for one day D of a weekdays, every_n_days or daily schedule: the one-day paths
+-- (day.get's habit.day_habits, habit_stats' window counts) test D directly instead of building
+-- the daterange and jsonpath habit.due_days needs (their set-up cost more than the reads, issue
+-- 29); due_days(schedule, first_day, [D, D + 1), NULL) = 1 ⇔ due_on(schedule, first_day, D).
+-- times_per_week needs the week's completions, so its callers decide it themselves (true here).
+-- Inlinable like due_days (STABLE for the same reason: to_jsonb is).
+CREATE OR REPLACE FUNCTION habit.due_on(schedule jsonb, first_day date, day date) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'weekdays'
+           THEN (schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.@>) pg_catalog.to_jsonb(EXTRACT(isodow FROM day)::integer)
+           WHEN 'every_n_days'
+           THEN ((day OPERATOR(pg_catalog.-) first_day) OPERATOR(pg_catalog.%) (schedule OPERATOR(pg_catalog.->>) 'n')::integer) OPERATOR(pg_catalog.=) 0
+           ELSE true END
+    $fn$;
+COMMENT ON FUNCTION habit.due_on(jsonb, date, date) IS
+    'habit.due_days for the one day D (weekdays, every_n_days, daily; true for times_per_week, which its callers decide): whether D is due in a period whose first local day is first_day.';
+
 -- The date of the times-th completion of a habit in the week starting week_start: the day a
 -- times_per_week target is met (NULL: not met). Completions are unique per day, so the k-th
 -- row by date is the k-th completion.
@@ -247,11 +266,7 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                         AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
-                WHEN 'weekdays'
-                THEN (o.schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.@>) pg_catalog.to_jsonb(EXTRACT(isodow FROM p_date)::integer)
-                WHEN 'every_n_days'
-                THEN ((p_date OPERATOR(pg_catalog.-) o.first_day) OPERATOR(pg_catalog.%) (o.schedule OPERATOR(pg_catalog.->>) 'n')::integer) OPERATOR(pg_catalog.=) 0
-                ELSE true END,
+                ELSE habit.due_on(o.schedule, o.first_day, p_date) END,
            EXISTS (SELECT 1 FROM public.habit_completions c
                    WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND c.completed_date OPERATOR(pg_catalog.=) p_date),

@@ -1412,7 +1412,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     SET plan_cache_mode = force_generic_plan
     AS $fn$
     DECLARE
-        v_tz text := coalesce((SELECT p.timezone FROM public.profiles p WHERE p.user_id = p_user), 'UTC');
+        v_tz text := habit.user_time_zone(p_user, NULL);
         v_today date := habit.local_date(now(), v_tz);
         v_date date := coalesce(p_date, v_today);
     BEGIN
@@ -1480,26 +1480,17 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
                     WHERE c.user_id = p_user AND c.template_id = t.id
                       AND c.completed_date >= g.a7 AND c.completed_date < ra.f7
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
-                      AND CASE (g.seg).schedule ->> 'type'
-                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
-                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                          ELSE true END) AS k7,
+                      AND habit.due_on((g.seg).schedule, (g.seg).first_day, c.completed_date)) AS k7,
                    ra.rk30 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
                       AND c.completed_date >= g.a30 AND c.completed_date < ra.f30
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
-                      AND CASE (g.seg).schedule ->> 'type'
-                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
-                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                          ELSE true END) AS k30,
+                      AND habit.due_on((g.seg).schedule, (g.seg).first_day, c.completed_date)) AS k30,
                    ra.rk365 + (SELECT count(*)::integer FROM public.habit_completions c
                     WHERE c.user_id = p_user AND c.template_id = t.id
                       AND c.completed_date >= g.a365 AND c.completed_date < ra.f365
                       AND c.completed_date >= (g.seg).lo AND c.completed_date < (g.seg).hi
-                      AND CASE (g.seg).schedule ->> 'type'
-                          WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM c.completed_date)::integer)
-                          WHEN 'every_n_days' THEN (c.completed_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                          ELSE true END) AS k365,
+                      AND habit.due_on((g.seg).schedule, (g.seg).first_day, c.completed_date)) AS k365,
                    CASE WHEN g.lr_last = v_date THEN 1 ELSE 0 END AS kb
             WHERE g.ok OFFSET 0) ev ON true
         LEFT JOIN LATERAL (
@@ -1511,10 +1502,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
             WHERE g.ok AND g.skips_total > 0 AND k.user_id = p_user AND k.template_id = t.id
               AND k.skipped_date >= least(g.a365, g.aall) AND k.skipped_date < v_date
               AND k.skipped_date >= (g.seg).lo AND k.skipped_date < (g.seg).hi
-              AND CASE (g.seg).schedule ->> 'type'
-                      WHEN 'weekdays' THEN ((g.seg).schedule -> 'days') @> to_jsonb(EXTRACT(isodow FROM k.skipped_date)::integer)
-                      WHEN 'every_n_days' THEN (k.skipped_date - (g.seg).first_day) % ((g.seg).schedule ->> 'n')::integer = 0
-                      ELSE true END) sk ON true
+              AND habit.due_on((g.seg).schedule, (g.seg).first_day, k.skipped_date)) sk ON true
         LEFT JOIN LATERAL (
             SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
