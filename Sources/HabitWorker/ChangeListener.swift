@@ -319,8 +319,8 @@ final class ChangeListener: @unchecked Sendable { // state under `state`; the co
             }
         }
         guard !known.isEmpty else { return }
-        let changed = try SyncRepository(connection: connection, settings: settings.store).changedClocks(known)
         let store = SyncRepository(connection: connection, settings: settings.store)
+        let changed = try store.changedClocks(known)
         for (token, seq) in changed {
             let found: (user: UUID, fresh: Bool)? = state.withLock {
                 guard let user = tokens[token], let subscriber = subscribers[user] else { return nil }

@@ -117,30 +117,9 @@ import Testing
             try clockHolder.execute("BEGIN")
             _ = try clockHolder.query("SELECT 1 FROM habit.sync_clocks WHERE user_id = \(user) FOR UPDATE")
             let running = Deletion(of: user, on: deleter)
-            do {
-                try AccountImportLockOrderTests.waitUntil(running.pid, waitsFor: clockHolder.backendPID, observer: admin)
-                // The new habit, with its period, committed.
-                try admin.executeScript(unsafeSQL: """
-                    SET session_replication_role = replica;
-                    INSERT INTO public.habit_templates (id, user_id, name, activated_at)
-                        VALUES ('\(newHabit.uuidString.lowercased())', '\(user.uuidString.lowercased())', 'Read', '\(Self.start)');
-                    INSERT INTO public.habit_periods (user_id, template_id, started_at)
-                        VALUES ('\(user.uuidString.lowercased())', '\(newHabit.uuidString.lowercased())', '\(Self.start)');
-                    RESET session_replication_role;
-                    """)
-                try completer.execute("BEGIN")
-                for statement in AccountImportLockOrderTests.asUser(user) { _ = try completer.query(statement) }
-                _ = try completer.query("SELECT 1 FROM public.habit_templates WHERE id = \(newHabit) AND user_id = \(user) FOR NO KEY UPDATE")
-                // The clock goes to the deletion, which then meets the completion's habit.
-                _ = try clockHolder.execute("COMMIT")
-                try AccountImportLockOrderTests.waitUntil(running.pid, waitsFor: completer.backendPID, observer: admin)
-            } catch {
-                _ = try? clockHolder.execute("ROLLBACK")
-                _ = try? completer.execute("ROLLBACK")
-                _ = running.wait()
-                throw error
-            }
-            let completion = AccountImportLockOrderTests.finish(completer, with: "SELECT * FROM habit.set_day_state(\(user), \(newHabit), \(completed)::date, 'done')")
+            let completion = try AccountImportLockOrderTests.habitAppearsWhileWaitingForTheClock(
+                operation: running.pid, abandon: { _ = running.wait() }, user: user, newHabit: newHabit, completed: completed,
+                admin: admin, clockHolder: clockHolder, completer: completer)
             let deletion = running.wait()
             #expect(completion == nil, "completion: \(String(describing: completion))")
             #expect(Self.counts(deletion, of: ["public.habit_templates", "public.habit_completions"])

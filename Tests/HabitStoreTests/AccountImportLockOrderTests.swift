@@ -70,6 +70,38 @@ import Testing
 
     /// Runs `statement` in `connection`'s open transaction and ends it: COMMIT, or ROLLBACK and
     /// the error.
+    /// The second interleaving, for every account operation that locks the user's habits and
+    /// then the clock (the import, the deletion): `clockHolder` holds the clock and the
+    /// operation (backend `operation`) waits for it; meanwhile `newHabit` is committed (triggers
+    /// off, as a bulk load writes) and `completer`, as the user, locks it; then the clock is let
+    /// go and the operation meets the completion's habit. Returns the completion's error (nil:
+    /// it committed). `abandon` waits for the operation when a step fails.
+    static func habitAppearsWhileWaitingForTheClock(operation: Int32, abandon: () -> Void, user: UUID, newHabit: UUID, completed: String,
+                                                   admin: Connection, clockHolder: Connection, completer: Connection) throws -> Error? {
+        do {
+            try waitUntil(operation, waitsFor: clockHolder.backendPID, observer: admin)
+            try admin.executeScript(unsafeSQL: """
+                SET session_replication_role = replica;
+                INSERT INTO public.habit_templates (id, user_id, name, activated_at)
+                    VALUES ('\(newHabit.uuidString.lowercased())', '\(user.uuidString.lowercased())', 'Read', '\(start)');
+                INSERT INTO public.habit_periods (user_id, template_id, started_at)
+                    VALUES ('\(user.uuidString.lowercased())', '\(newHabit.uuidString.lowercased())', '\(start)');
+                RESET session_replication_role;
+                """)
+            try completer.execute("BEGIN")
+            for statement in asUser(user) { _ = try completer.query(statement) }
+            _ = try completer.query("SELECT 1 FROM public.habit_templates WHERE id = \(newHabit) AND user_id = \(user) FOR NO KEY UPDATE")
+            _ = try clockHolder.execute("COMMIT")
+            try waitUntil(operation, waitsFor: completer.backendPID, observer: admin)
+        } catch {
+            _ = try? clockHolder.execute("ROLLBACK")
+            _ = try? completer.execute("ROLLBACK")
+            abandon()
+            throw error
+        }
+        return finish(completer, with: "SELECT * FROM habit.set_day_state(\(user), \(newHabit), \(completed)::date, 'done')")
+    }
+
     static func finish(_ connection: Connection, with statement: Query) -> Error? {
         do {
             _ = try connection.query(statement)
@@ -142,30 +174,9 @@ import Testing
             try clockHolder.execute("BEGIN")
             _ = try clockHolder.query("SELECT 1 FROM habit.sync_clocks WHERE user_id = \(user) FOR UPDATE")
             let running = Import(Self.document(habits: [(habit, "Run"), (newHabit, "Read again")], completions: []), user: user, on: importer)
-            do {
-                try Self.waitUntil(running.pid, waitsFor: clockHolder.backendPID, observer: admin)
-                // The new habit, with its period, committed.
-                try admin.executeScript(unsafeSQL: """
-                    SET session_replication_role = replica;
-                    INSERT INTO public.habit_templates (id, user_id, name, activated_at)
-                        VALUES ('\(newHabit.uuidString.lowercased())', '\(user.uuidString.lowercased())', 'Read', '\(Self.start)');
-                    INSERT INTO public.habit_periods (user_id, template_id, started_at)
-                        VALUES ('\(user.uuidString.lowercased())', '\(newHabit.uuidString.lowercased())', '\(Self.start)');
-                    RESET session_replication_role;
-                    """)
-                try completer.execute("BEGIN")
-                for statement in Self.asUser(user) { _ = try completer.query(statement) }
-                _ = try completer.query("SELECT 1 FROM public.habit_templates WHERE id = \(newHabit) AND user_id = \(user) FOR NO KEY UPDATE")
-                // The clock goes to the import, which then meets the completion's habit.
-                _ = try clockHolder.execute("COMMIT")
-                try Self.waitUntil(running.pid, waitsFor: completer.backendPID, observer: admin)
-            } catch {
-                _ = try? clockHolder.execute("ROLLBACK")
-                _ = try? completer.execute("ROLLBACK")
-                _ = running.wait()
-                throw error
-            }
-            let completion = Self.finish(completer, with: "SELECT * FROM habit.set_day_state(\(user), \(newHabit), \(completed)::date, 'done')")
+            let completion = try Self.habitAppearsWhileWaitingForTheClock(
+                operation: running.pid, abandon: { _ = running.wait() }, user: user, newHabit: newHabit, completed: completed,
+                admin: admin, clockHolder: clockHolder, completer: completer)
             let importResult = running.wait()
             #expect(completion == nil, "completion: \(String(describing: completion))")
             if case .failure(let error) = importResult { Issue.record("import: \(error)") }
