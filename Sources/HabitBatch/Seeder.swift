@@ -41,7 +41,7 @@ public struct Seeder {
                        'Habit ' || h, 'star.fill', '#3366FF',
                        (\(startDate)::date - 1)::timestamp AT TIME ZONE 'UTC', h
                 FROM generate_series(1, \(users)::int) AS u, generate_series(1, \(habitsPerUser)::int) AS h
-                ON CONFLICT (id) DO NOTHING
+                ON CONFLICT (id, user_id) DO NOTHING
                 """)
             let completions = try connection.execute("""
                 INSERT INTO public.habit_completions (user_id, template_id, completed_date)

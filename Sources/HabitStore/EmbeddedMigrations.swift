@@ -48,7 +48,6 @@ SET LOCAL check_function_bodies = off;
 --   unknown_reference a completion's or skip's template_id, or a task's list_id, not in the document
 --   invalid_order     periods not oldest first, overlapping, ending before they start, or open
 --                     before the last
---   id_conflict       the id is another user's row (never saying whose, or what it is)
 --   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
 --                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
@@ -276,18 +275,6 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             SELECT 3, t.i, 'document.tasks[' || t.i || '].notes' FROM import_tasks t WHERE NOT habit.has_no_bidi_controls(t.notes)
         ) x ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'invalid_characters', 'must not contain bidirectional control characters'); END IF;
-        -- Ids held by another user: the unique indexes see every row (this function bypasses
-        -- row-level security); the answer is the same whatever the row is.
-        SELECT 'document.habits[' || h.i || '].id' AS path INTO bad FROM import_habits h
-        WHERE EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id <> p_user) ORDER BY h.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
-        SELECT 'document.lists[' || l.i || '].id' AS path INTO bad FROM import_lists l
-        WHERE EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id <> p_user) ORDER BY l.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
-        SELECT 'document.tasks[' || k.i || '].id' AS path INTO bad FROM import_tasks k
-        WHERE EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id <> p_user) ORDER BY k.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
-
         -- The zone the user will have: the document's profile's; merge without one: the current.
         zone := coalesce(p_document -> 'profile' ->> 'time_zone',
                          CASE WHEN p_mode = 'merge' THEN habit.user_time_zone(p_user, NULL) END, 'UTC');
@@ -425,7 +412,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = h.i ORDER BY p.j LIMIT 1) first ON true
         LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = h.i
                            ORDER BY p.j DESC LIMIT 1) last ON true
-        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id)
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id = p_user)
         ORDER BY h.i;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_habits;
@@ -492,7 +479,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         WHERE t.id = l.id AND t.user_id = p_user AND t.name IS DISTINCT FROM l.name;
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         INSERT INTO public.task_lists (id, user_id, name)
-        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id) ORDER BY l.i;
+        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id = p_user) ORDER BY l.i;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_lists;
         counts := counts || jsonb_build_object('lists_inserted', n_inserted, 'lists_updated', n_updated, 'lists_total', n_total);
@@ -506,7 +493,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         INSERT INTO public.tasks (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
         SELECT k.id, p_user, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
-        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id) ORDER BY k.i;
+        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id = p_user) ORDER BY k.i;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_tasks;
         counts := counts || jsonb_build_object('tasks_inserted', n_inserted, 'tasks_updated', n_updated, 'tasks_total', n_total);
@@ -517,7 +504,9 @@ COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
     'Imports a checked "habit-account" v1 document for auth.uid() (merge or replace), writing only what differs; HB010 with COLUMN = JSON path and DETAIL = reason when refused (sql/0013).';
 
 -- Importing under new ids (issue 30): an export imported into another account (moving it,
--- cloning a demo account) would meet its own ids there (id_conflict). The document's habit,
+-- cloning a demo account) keeps its ids by default; ids are unique per user since sql/0027, so
+-- that works too, but two accounts then share ids, which confuses a person who has both on one
+-- device and answered id_conflict before 0027. With new ids the document's habit,
 -- list and task ids are replaced, and every reference inside it (completions' and skips'
 -- template_id, tasks' list_id) follows. Each new id is derived from the target user, the kind
 -- and the old id (a version-4-shaped UUID from an MD5), so importing the same document into the
@@ -813,10 +802,9 @@ COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
 -- matter; the order of weekdays does, and the worker sends them sorted); absent means NULL —
 -- compares with IS NOT DISTINCT FROM; fields whose default is computed when the row is made
 -- (activated_at: now(), sort_order/position: after the last) compare only when given.
--- Otherwise — other fields, or the id is another user's row, which row-level security hides
--- — SQLSTATE HB002 (id_conflict); the two cases raise the same error, so another user's id is
--- never confirmed. A primary key conflict is found whatever row-level security hides: the
--- unique index sees every row.
+-- Otherwise (the caller's row with that id has other fields) SQLSTATE HB002 (id_conflict).
+-- Ids are unique per user (primary key (id, user_id), sql/0027): another user's row with the
+-- same id is another row, so the create succeeds and says nothing of it.
 --
 -- Each is one statement for the worker (one round trip). Why PL/pgSQL: when two sessions
 -- create the same id at once, the second INSERT waits for the first and then does nothing;
@@ -824,9 +812,8 @@ COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
 -- the same statement cannot see it. Each statement of a VOLATILE PL/pgSQL function takes a new
 -- snapshot (READ COMMITTED), so the SELECT after the INSERT sees it.
 --
--- ON CONFLICT DO NOTHING without a target: every unique index is an arbiter, so the second
--- unique index on the id ((id, user_id), for the composite foreign keys) cannot raise 23505
--- in a race. The tables have no unique index that does not contain id.
+-- ON CONFLICT DO NOTHING without a target: every unique index is an arbiter, so none can
+-- raise 23505 in a race. The tables have no unique index that does not contain id.
 --
 -- Direct INSERTs (the seed apps through Supabase, which also choose their ids) are unchanged.
 -- None is SECURITY DEFINER: row-level security and the row-limit triggers apply to the caller.
@@ -913,8 +900,10 @@ COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz
 SET LOCAL check_function_bodies = off;
 
 
--- A schedule change, for the worker and psql: the caller's habit (row-level security
--- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
+-- A schedule change, for the worker and psql: the caller's habit (auth.uid()'s: ids are unique
+-- per user since sql/0027, so an id alone may name several users' habits to a role that sees
+-- them all; row-level security applies too), its new schedule, and the habit as it is after.
+-- No row: not the caller's habit.
 -- The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a
 -- habit or period may start at (issue 31, finding 1; sql/migrations/0021). A SQL function
 -- without a SET clause, so PostgreSQL inlines it (docs/schema.md, "search_path").
@@ -930,7 +919,7 @@ CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) R
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target RETURNING t.*
+    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = auth.uid() RETURNING t.*
     $fn$;
 COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
     'Sets a habit''s schedule: closes the open period at now() and opens one with the new schedule (or replaces the schedule of a period starting at now()). Returns the habit; no row when it is not the caller''s.';
@@ -1271,7 +1260,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                                  WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day)
                     ELSE EXISTS (SELECT 1 FROM public.habit_completions c
                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
-                         OR EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.id = p_id) END AS taken
+                         OR EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.id = p_id AND c.user_id = p_user) END AS taken
         INTO rule
         FROM public.habit_templates t
         CROSS JOIN LATERAL (SELECT coalesce(max(p.timezone), 'UTC') AS tz FROM public.profiles p WHERE p.user_id = p_user) z
@@ -5468,6 +5457,62 @@ COMMENT ON COLUMN habit.sync_clocks.notify_token IS
     'The user''s notification token: random, never the user id; handed to the user''s own role by habit.change_token, the key of the worker''s poll (habit.changed_clocks) (sql/0025, sql/0026).';
 
 """#),
+        SQLFile(path: "migrations/0027_keys_per_user.sql", text: #"""
+-- 0027 (issue 34, item 1): every key of a user's table carries user_id, so the tables can be
+-- distributed by user_id (Citus enforces a key inside one shard and refuses one without the
+-- distribution column; docs/scaling.md).
+--
+-- Primary keys: habit_templates, habit_completions, task_lists and tasks were keyed by id
+-- alone, which made an id unique across all users: a create with a client id that another user
+-- already had answered id_conflict. The key is now (id, user_id), the column set the composite
+-- foreign keys already referenced, so the (id, user_id) unique keys that duplicated it go.
+-- What changes for clients (docs/protocol.md, "Ids"): an id is unique per user. id_conflict now
+-- means "one of your own rows has this id, with other fields"; another user's row with the same
+-- id is a different row that nobody can see or name, so the create succeeds, and no answer says
+-- whether some other user has an id. Ids are random UUIDs (gen_random_uuid() or a client's v4),
+-- so two users meeting on one id happens only by copying one (an account export imported
+-- into another account), which now works with the export's own ids.
+--
+-- tasks_list_fkey: Citus refuses ON DELETE SET NULL on a foreign key that includes the
+-- distribution column, so the key becomes NO ACTION and task_lists' own BEFORE DELETE trigger
+-- (triggers/task_lists.sql) clears the list of the user's tasks first, for every writer.
+
+-- admin.habits_overview groups by the habit's primary key (a functional dependency on it);
+-- views are current-state files, created again after this migration.
+DROP VIEW IF EXISTS admin.habits_overview;
+
+ALTER TABLE public.habit_completions DROP CONSTRAINT habit_completions_template_fkey;
+ALTER TABLE public.habit_periods DROP CONSTRAINT habit_periods_template_fkey;
+ALTER TABLE public.habit_skips DROP CONSTRAINT habit_skips_template_fkey;
+ALTER TABLE public.habit_streak_state DROP CONSTRAINT habit_streak_state_template_fkey;
+ALTER TABLE public.habit_streak_runs DROP CONSTRAINT habit_streak_runs_template_fkey;
+ALTER TABLE public.tasks DROP CONSTRAINT tasks_list_fkey;
+
+ALTER TABLE public.habit_templates DROP CONSTRAINT habit_templates_id_user_id_key,
+    DROP CONSTRAINT habit_templates_pkey,
+    ADD CONSTRAINT habit_templates_pkey PRIMARY KEY (id, user_id);
+ALTER TABLE public.habit_completions DROP CONSTRAINT habit_completions_pkey,
+    ADD CONSTRAINT habit_completions_pkey PRIMARY KEY (id, user_id);
+ALTER TABLE public.task_lists DROP CONSTRAINT task_lists_id_user_id_key,
+    DROP CONSTRAINT task_lists_pkey,
+    ADD CONSTRAINT task_lists_pkey PRIMARY KEY (id, user_id);
+ALTER TABLE public.tasks DROP CONSTRAINT tasks_pkey,
+    ADD CONSTRAINT tasks_pkey PRIMARY KEY (id, user_id);
+
+ALTER TABLE public.habit_completions ADD CONSTRAINT habit_completions_template_fkey
+    FOREIGN KEY (template_id, user_id) REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE;
+ALTER TABLE public.habit_periods ADD CONSTRAINT habit_periods_template_fkey
+    FOREIGN KEY (template_id, user_id) REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE;
+ALTER TABLE public.habit_skips ADD CONSTRAINT habit_skips_template_fkey
+    FOREIGN KEY (template_id, user_id) REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE;
+ALTER TABLE public.habit_streak_state ADD CONSTRAINT habit_streak_state_template_fkey
+    FOREIGN KEY (template_id, user_id) REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE;
+ALTER TABLE public.habit_streak_runs ADD CONSTRAINT habit_streak_runs_template_fkey
+    FOREIGN KEY (template_id, user_id) REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE;
+ALTER TABLE public.tasks ADD CONSTRAINT tasks_list_fkey
+    FOREIGN KEY (list_id, user_id) REFERENCES public.task_lists (id, user_id);
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -6116,7 +6161,10 @@ CREATE CONSTRAINT TRIGGER sync_clocks_recount AFTER INSERT OR UPDATE ON habit.sy
 -- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
 -- BEFORE: updated_at touched on a real change, and the change number (removing the new
--- key's tombstone). AFTER: the row limit counted, a deleted or moved key's tombstone.
+-- key's tombstone); on DELETE, the list cleared from the user's tasks (tasks_list_fkey is NO
+-- ACTION since sql/0027: Citus refuses ON DELETE SET NULL on a key that includes user_id, so
+-- this trigger does what the key did, for every writer; the tasks' own triggers stamp them).
+-- AFTER: the row limit counted, a deleted or moved key's tombstone.
 CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -6127,6 +6175,12 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
         -- user's clock, waiting for that user's writes and blocking them). A user's request is
         -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
         -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF TG_OP = 'DELETE' THEN
+            -- Only rows row-level security let the caller delete get here: nothing to step
+            -- aside for. The key's check runs after the statement and finds no task left.
+            UPDATE public.tasks t SET list_id = NULL WHERE t.user_id = OLD.user_id AND t.list_id = OLD.id;
+            RETURN OLD;
+        END IF;
         IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
             IF NOT habit.acts_for_users() THEN
                 RETURN NEW;
@@ -6165,7 +6219,7 @@ CREATE OR REPLACE FUNCTION habit.task_lists_after() RETURNS trigger
     END
     $fn$;
 
-CREATE OR REPLACE TRIGGER task_lists_before BEFORE INSERT OR UPDATE ON public.task_lists
+CREATE OR REPLACE TRIGGER task_lists_before BEFORE INSERT OR UPDATE OR DELETE ON public.task_lists
     FOR EACH ROW EXECUTE FUNCTION habit.task_lists_before();
 CREATE OR REPLACE TRIGGER task_lists_after AFTER INSERT OR UPDATE OR DELETE ON public.task_lists
     FOR EACH ROW EXECUTE FUNCTION habit.task_lists_after();

@@ -268,6 +268,16 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ connection: Connection) throws -> Report {
         let checksums = try migrations.map { try checksum(of: $0.sql, on: connection) }
+        // A Citus coordinator forwards some DDL's text to its workers as one prepared statement:
+        // there, every file goes statement by statement (in its one transaction all the same).
+        let byStatement = try Distribution.isCoordinator(connection)
+        func apply(_ sql: String, on connection: Connection) throws {
+            if byStatement {
+                for statement in SQLStatements.split(sql) { try connection.executeScript(unsafeSQL: statement) }
+            } else {
+                try connection.executeScript(unsafeSQL: sql)
+            }
+        }
         var report = Report()
         try verify(applied: try appliedMigrations(connection), checksums: checksums)
         for (migration, checksum) in zip(migrations, checksums) {
@@ -281,7 +291,7 @@ public struct Migrator: Sendable {
                     }
                     return false
                 }
-                try connection.executeScript(unsafeSQL: migration.sql)
+                try apply(migration.sql, on: connection)
                 try connection.execute("""
                     INSERT INTO habit.schema_migrations (version, name, checksum)
                     VALUES (\(migration.version), \(migration.fileName), \(checksum))
@@ -298,7 +308,7 @@ public struct Migrator: Sendable {
                 if try appliedCurrentState(connection)[file.path] == CurrentStateRecord(checksum: checksum, schemaVersion: version) {
                     return false
                 }
-                try connection.executeScript(unsafeSQL: file.sql)
+                try apply(file.sql, on: connection)
                 try connection.execute("""
                     INSERT INTO habit.current_state_files AS f (path, checksum, schema_version)
                     VALUES (\(file.path), \(checksum), \(version))

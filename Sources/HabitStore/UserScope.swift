@@ -43,7 +43,7 @@ public struct UserScope {
         case .repeatableReadOnly: ["SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"]
         }
         do {
-            return try connection.withTransaction(prelude: isolationStatements + prelude(for: user), body)
+            return try connection.withTransaction(prelude: isolationStatements + prelude(for: user) + distributedPrelude(for: user), body)
         } catch {
             throw StoreError.mapping(error)
         }
@@ -66,6 +66,17 @@ public struct UserScope {
     /// when given, has one entry per statement: that transaction's `statement_timeout` (ms)
     /// instead of the settings' (a request's time left before its deadline).
     public func queries(_ list: [(user: UUID, statement: Query)], statementTimeouts: [Int]? = nil) throws -> [Result<[Row], Error>] {
+        if try isDistributed() {
+            // Each needs its own transaction block (distributedPrelude): one after the other.
+            return list.indices.map { index in
+                Result {
+                    try connection.withTransaction(prelude: prelude(for: list[index].user, timeout: statementTimeouts?[index])
+                                                   + distributedPrelude(for: list[index].user)) { connection in
+                        try connection.query(list[index].statement)
+                    }
+                }.mapError { StoreError.mapping($0) }
+            }
+        }
         let results: [Result<Connection.StatementResult, PostgresError>]
         do {
             results = try connection.transactions(list.indices.map { index in
@@ -89,10 +100,42 @@ public struct UserScope {
 
     private func run(as user: UUID, _ statement: Query) throws -> Connection.StatementResult {
         do {
+            if try isDistributed() {
+                return try connection.withTransaction(prelude: prelude(for: user) + distributedPrelude(for: user)) { connection in
+                    try connection.statementResult(statement)
+                }
+            }
             return try connection.transaction(prelude: prelude(for: user), statement: statement)
         } catch {
             throw StoreError.mapping(error)
         }
+    }
+
+    /// Whether the database is a Citus coordinator, asked once per connection.
+    private func isDistributed() throws -> Bool {
+        if let known = connection.serverFacts[Self.citusFact] { return known }
+        let known = try Distribution.isCoordinator(connection)
+        connection.serverFacts[Self.citusFact] = known
+        return known
+    }
+
+    private static let citusFact = "citus coordinator"
+
+    /// On a Citus coordinator, the user's identity must reach the worker nodes, where the
+    /// shards' row-level security runs. The role does (Citus connects to them as the current
+    /// role); settings made by set_config() do not, while SET LOCAL commands do with
+    /// citus.propagate_set_commands = 'local', and only inside an explicit transaction block.
+    /// So those requests run in BEGIN … COMMIT (one round trip more than on PostgreSQL) with
+    /// the claim's sub as a SET LOCAL literal (SET takes no parameters; a UUID's text is hex
+    /// and dashes). auth.uid() reads it (request.jwt.claim.sub is the spelling it reads
+    /// first). Without it the shards see no user: reads come back empty and writes are
+    /// refused, closed rather than open. docs/scaling.md, "Citus".
+    private func distributedPrelude(for user: UUID) throws -> [Query] {
+        guard try isDistributed() else { return [] }
+        return [
+            "SELECT set_config('citus.propagate_set_commands', 'local', true)",
+            Query(unsafeSQL: "SET LOCAL request.jwt.claim.sub = '\(user.lowercaseString)'"),
+        ]
     }
 
     private func prelude(for user: UUID, timeout: Int? = nil) -> [Query] {

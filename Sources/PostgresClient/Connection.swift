@@ -33,6 +33,11 @@ public final class Connection {
     public var responseTimeout: Duration?
     private var watchdog: ResponseWatchdog?
 
+    /// What a higher layer looked up once about this connection's server (e.g. whether the
+    /// database is a Citus coordinator) and need not ask again: the kind of server behind a
+    /// connection does not change.
+    public var serverFacts: [String: Bool] = [:]
+
     public var preparedStatementMode: PreparedStatementMode { statements.mode }
     /// False in `.off` mode and once `.auto` fell back to unnamed statements.
     public var usesPreparedStatements: Bool { statements.usesNames }
@@ -186,6 +191,11 @@ public final class Connection {
     public func query(_ query: Query) throws -> [Row] {
         let result = try run(query)
         return (0..<result.rowCount).map { Row(result: result, index: $0) }
+    }
+
+    /// Runs a statement and returns its rows and affected-row count.
+    public func statementResult(_ query: Query) throws -> StatementResult {
+        StatementResult(try run(query))
     }
 
     /// Runs a statement that must return exactly one row.

@@ -26,7 +26,6 @@ SET LOCAL check_function_bodies = off;
 --   unknown_reference a completion's or skip's template_id, or a task's list_id, not in the document
 --   invalid_order     periods not oldest first, overlapping, ending before they start, or open
 --                     before the last
---   id_conflict       the id is another user's row (never saying whose, or what it is)
 --   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
 --                     1970-01-01 (habit.earliest_day(), sql/migrations/0021; backfill or not)
 --   future_date       a completion after the user's today, a skip more than 366 days after it,
@@ -254,18 +253,6 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             SELECT 3, t.i, 'document.tasks[' || t.i || '].notes' FROM import_tasks t WHERE NOT habit.has_no_bidi_controls(t.notes)
         ) x ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'invalid_characters', 'must not contain bidirectional control characters'); END IF;
-        -- Ids held by another user: the unique indexes see every row (this function bypasses
-        -- row-level security); the answer is the same whatever the row is.
-        SELECT 'document.habits[' || h.i || '].id' AS path INTO bad FROM import_habits h
-        WHERE EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id <> p_user) ORDER BY h.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
-        SELECT 'document.lists[' || l.i || '].id' AS path INTO bad FROM import_lists l
-        WHERE EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id <> p_user) ORDER BY l.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
-        SELECT 'document.tasks[' || k.i || '].id' AS path INTO bad FROM import_tasks k
-        WHERE EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id <> p_user) ORDER BY k.i LIMIT 1;
-        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'id_conflict', 'the id is taken'); END IF;
-
         -- The zone the user will have: the document's profile's; merge without one: the current.
         zone := coalesce(p_document -> 'profile' ->> 'time_zone',
                          CASE WHEN p_mode = 'merge' THEN habit.user_time_zone(p_user, NULL) END, 'UTC');
@@ -403,7 +390,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = h.i ORDER BY p.j LIMIT 1) first ON true
         LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = h.i
                            ORDER BY p.j DESC LIMIT 1) last ON true
-        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id)
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id = p_user)
         ORDER BY h.i;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_habits;
@@ -470,7 +457,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         WHERE t.id = l.id AND t.user_id = p_user AND t.name IS DISTINCT FROM l.name;
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         INSERT INTO public.task_lists (id, user_id, name)
-        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id) ORDER BY l.i;
+        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id = p_user) ORDER BY l.i;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_lists;
         counts := counts || jsonb_build_object('lists_inserted', n_inserted, 'lists_updated', n_updated, 'lists_total', n_total);
@@ -484,7 +471,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         INSERT INTO public.tasks (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
         SELECT k.id, p_user, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
-        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id) ORDER BY k.i;
+        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id = p_user) ORDER BY k.i;
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM import_tasks;
         counts := counts || jsonb_build_object('tasks_inserted', n_inserted, 'tasks_updated', n_updated, 'tasks_total', n_total);
@@ -495,7 +482,9 @@ COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
     'Imports a checked "habit-account" v1 document for auth.uid() (merge or replace), writing only what differs; HB010 with COLUMN = JSON path and DETAIL = reason when refused (sql/0013).';
 
 -- Importing under new ids (issue 30): an export imported into another account (moving it,
--- cloning a demo account) would meet its own ids there (id_conflict). The document's habit,
+-- cloning a demo account) keeps its ids by default; ids are unique per user since sql/0027, so
+-- that works too, but two accounts then share ids, which confuses a person who has both on one
+-- device and answered id_conflict before 0027. With new ids the document's habit,
 -- list and task ids are replaced, and every reference inside it (completions' and skips'
 -- template_id, tasks' list_id) follows. Each new id is derived from the target user, the kind
 -- and the old id (a version-4-shaped UUID from an MD5), so importing the same document into the

@@ -50,10 +50,9 @@ COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
 -- matter; the order of weekdays does, and the worker sends them sorted); absent means NULL —
 -- compares with IS NOT DISTINCT FROM; fields whose default is computed when the row is made
 -- (activated_at: now(), sort_order/position: after the last) compare only when given.
--- Otherwise — other fields, or the id is another user's row, which row-level security hides
--- — SQLSTATE HB002 (id_conflict); the two cases raise the same error, so another user's id is
--- never confirmed. A primary key conflict is found whatever row-level security hides: the
--- unique index sees every row.
+-- Otherwise (the caller's row with that id has other fields) SQLSTATE HB002 (id_conflict).
+-- Ids are unique per user (primary key (id, user_id), sql/0027): another user's row with the
+-- same id is another row, so the create succeeds and says nothing of it.
 --
 -- Each is one statement for the worker (one round trip). Why PL/pgSQL: when two sessions
 -- create the same id at once, the second INSERT waits for the first and then does nothing;
@@ -61,9 +60,8 @@ COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
 -- the same statement cannot see it. Each statement of a VOLATILE PL/pgSQL function takes a new
 -- snapshot (READ COMMITTED), so the SELECT after the INSERT sees it.
 --
--- ON CONFLICT DO NOTHING without a target: every unique index is an arbiter, so the second
--- unique index on the id ((id, user_id), for the composite foreign keys) cannot raise 23505
--- in a race. The tables have no unique index that does not contain id.
+-- ON CONFLICT DO NOTHING without a target: every unique index is an arbiter, so none can
+-- raise 23505 in a race. The tables have no unique index that does not contain id.
 --
 -- Direct INSERTs (the seed apps through Supabase, which also choose their ids) are unchanged.
 -- None is SECURITY DEFINER: row-level security and the row-limit triggers apply to the caller.

@@ -27,8 +27,10 @@
 SET LOCAL check_function_bodies = off;
 
 
--- A schedule change, for the worker and psql: the caller's habit (row-level security
--- applies), its new schedule, and the habit as it is after. No row: not the caller's habit.
+-- A schedule change, for the worker and psql: the caller's habit (auth.uid()'s: ids are unique
+-- per user since sql/0027, so an id alone may name several users' habits to a role that sees
+-- them all; row-level security applies too), its new schedule, and the habit as it is after.
+-- No row: not the caller's habit.
 -- The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a
 -- habit or period may start at (issue 31, finding 1; sql/migrations/0021). A SQL function
 -- without a SET clause, so PostgreSQL inlines it (docs/schema.md, "search_path").
@@ -44,7 +46,7 @@ CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) R
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target RETURNING t.*
+    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = auth.uid() RETURNING t.*
     $fn$;
 COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
     'Sets a habit''s schedule: closes the open period at now() and opens one with the new schedule (or replaces the schedule of a period starting at now()). Returns the habit; no row when it is not the caller''s.';
@@ -385,7 +387,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                                  WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day)
                     ELSE EXISTS (SELECT 1 FROM public.habit_completions c
                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
-                         OR EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.id = p_id) END AS taken
+                         OR EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.id = p_id AND c.user_id = p_user) END AS taken
         INTO rule
         FROM public.habit_templates t
         CROSS JOIN LATERAL (SELECT coalesce(max(p.timezone), 'UTC') AS tz FROM public.profiles p WHERE p.user_id = p_user) z

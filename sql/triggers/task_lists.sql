@@ -9,7 +9,10 @@
 -- Removing a trigger needs a DROP TRIGGER in a versioned migration.
 
 -- BEFORE: updated_at touched on a real change, and the change number (removing the new
--- key's tombstone). AFTER: the row limit counted, a deleted or moved key's tombstone.
+-- key's tombstone); on DELETE, the list cleared from the user's tasks (tasks_list_fkey is NO
+-- ACTION since sql/0027: Citus refuses ON DELETE SET NULL on a key that includes user_id, so
+-- this trigger does what the key did, for every writer; the tasks' own triggers stamp them).
+-- AFTER: the row limit counted, a deleted or moved key's tombstone.
 CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -20,6 +23,12 @@ CREATE OR REPLACE FUNCTION habit.task_lists_before() RETURNS trigger
         -- user's clock, waiting for that user's writes and blocking them). A user's request is
         -- any role that does not act for users (habit.acts_for_users; the rule and the reason in
         -- triggers/habit_completions.sql); the user's own row asks no catalog.
+        IF TG_OP = 'DELETE' THEN
+            -- Only rows row-level security let the caller delete get here: nothing to step
+            -- aside for. The key's check runs after the statement and finds no task left.
+            UPDATE public.tasks t SET list_id = NULL WHERE t.user_id = OLD.user_id AND t.list_id = OLD.id;
+            RETURN OLD;
+        END IF;
         IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
             IF NOT habit.acts_for_users() THEN
                 RETURN NEW;
@@ -58,7 +67,7 @@ CREATE OR REPLACE FUNCTION habit.task_lists_after() RETURNS trigger
     END
     $fn$;
 
-CREATE OR REPLACE TRIGGER task_lists_before BEFORE INSERT OR UPDATE ON public.task_lists
+CREATE OR REPLACE TRIGGER task_lists_before BEFORE INSERT OR UPDATE OR DELETE ON public.task_lists
     FOR EACH ROW EXECUTE FUNCTION habit.task_lists_before();
 CREATE OR REPLACE TRIGGER task_lists_after AFTER INSERT OR UPDATE OR DELETE ON public.task_lists
     FOR EACH ROW EXECUTE FUNCTION habit.task_lists_after();
