@@ -25,6 +25,36 @@ public enum Distribution {
     /// Shared lists read by the user tables' keys and triggers: copied to every node.
     public static let referenceTables = ["habit.time_zones", "habit.row_limits", "habit.weekly_counts_state"]
 
+    /// The functions a request calls as the whole of its statement, with their user as the first
+    /// argument: made distributed functions, co-located with the user tables, whose calls Citus
+    /// sends whole to the node holding that user (force_delegation: also inside the explicit
+    /// transaction block a request runs in on Citus). There every statement they run is local:
+    /// a SECURITY DEFINER function writing as its owner and the request's own statements meet
+    /// on one session, where on the coordinator they would be two connections, one per role,
+    /// which Citus refuses ("cannot perform query on placements that were modified in this
+    /// transaction by a different user").
+    public static let delegatedFunctions = [
+        "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb)",
+        "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer)",
+        "habit.create_list(uuid,uuid,text)",
+        "habit.create_task(uuid,uuid,text,text,uuid,date,integer)",
+        "habit.set_day_state(uuid,uuid,date,text,text,boolean)",
+        "habit.toggle_day(uuid,uuid,date,text)",
+        "habit.set_skips(uuid,uuid,date,date,boolean,text)",
+        "habit.change_token(uuid)",
+        "habit.sync_mutation_claim(uuid,text,text)",
+        "habit.sync_mutation_record(uuid,text,text,jsonb)",
+        "habit.prune_replay_records(uuid)",
+        "habit.import_account(uuid,jsonb,text)",
+        "habit.delete_account(uuid)",
+        "habit.habit_stats(uuid,uuid,date)",
+        "habit.stats_calendar(uuid,uuid,date,date)",
+        "habit.habit_days_at(uuid,date,date,date,text,uuid)",
+        "habit.day_habits(uuid,date,date,text,integer)",
+        "habit.current_streak(uuid,uuid,date,date)",
+        "habit.account_document_with_new_ids(uuid,jsonb)",
+    ]
+
     /// The roles a request or an admin switches to (SET ROLE). Citus opens its connections to
     /// the workers as the current role, so on the workers these must be able to log in; on the
     /// coordinator they stay NOLOGIN (nobody connects to it as them).
@@ -45,6 +75,8 @@ public enum Distribution {
         public var roles: [String] = []
         /// Current-state files applied again (their objects now propagated to the workers).
         public var files: [String] = []
+        /// Functions given their Citus form (`adaptFunctions`).
+        public var adaptedFunctions: [String] = []
     }
 
     public static func distribute(_ connection: Connection, migrator: Migrator, shardCount: Int? = nil) throws -> Report {
@@ -108,8 +140,86 @@ public enum Distribution {
                 for statement in SQLStatements.split(file.sql) { try connection.executeScript(unsafeSQL: statement) }
                 report.files.append(file.path)
             }
+            report.adaptedFunctions = try adaptFunctions(connection)
+            for function in delegatedFunctions {
+                try connection.execute("""
+                    SELECT create_distributed_function(\(function)::regprocedure, '$1',
+                                                       colocate_with => \(distributedTables[0]), force_delegation => true)
+                    """)
+            }
         }
         return report
+    }
+
+    /// Whether this coordinator's user tables are distributed (`habit db distribute` ran).
+    public static func isDistributed(_ connection: Connection) throws -> Bool {
+        guard try isCoordinator(connection) else { return false }
+        return try connection.queryOne("""
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'public.profiles'::regclass)
+            """).decode(Bool.self, at: 0)
+    }
+
+    /// Two things the current-state files say for PostgreSQL that Citus cannot plan, changed on
+    /// a coordinator after every application of those files (here, and by `habit migrate`):
+    ///
+    /// - A SQL-language function whose body reads a Citus table. PostgreSQL inlines such a
+    ///   function into its caller's plan after Citus has planned the caller without its tables
+    ///   ("parameterized queries for SQL functions referencing distributed tables are not
+    ///   supported"), and runs a non-inlined one with its arguments as parameters Citus cannot
+    ///   route. The same body becomes a PL/pgSQL function (RETURN QUERY, or SELECT … INTO a
+    ///   result), whose statements Citus plans one by one: the text stays the one in sql/, only
+    ///   the wrapping differs. Name clashes resolve as in SQL functions (columns first).
+    /// - `SET plan_cache_mode = force_generic_plan` on a function (kept for PostgreSQL, where a
+    ///   custom plan per call cost more than the probes): Citus routes a statement by the value
+    ///   of its user, which a generic plan leaves a parameter, and keeps generic plans away
+    ///   itself when left to choose. The setting is reset.
+    ///
+    /// Returns the functions changed.
+    @discardableResult
+    public static func adaptFunctions(_ connection: Connection) throws -> [String] {
+        let candidates = try connection.query("""
+            SELECT p.oid::regprocedure::text, pg_catalog.pg_get_functiondef(p.oid), p.proretset,
+                   pg_catalog.pg_get_function_result(p.oid), p.prosrc
+            FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace IN ('habit'::regnamespace, 'admin'::regnamespace, 'public'::regnamespace)
+              AND p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'sql')
+              AND EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition d JOIN pg_catalog.pg_class c ON c.oid = d.logicalrelid
+                          WHERE p.prosrc ~ ('\\m' || c.relname || '\\M'))
+            ORDER BY 1
+            """).map { row in
+            (name: try row.decode(String.self, at: 0), definition: try row.decode(String.self, at: 1),
+             returnsSet: try row.decode(Bool.self, at: 2), result: try row.decode(String.self, at: 3),
+             body: try row.decode(String.self, at: 4))
+        }
+        var changed: [String] = []
+        for function in candidates {
+            var body = function.body.trimmingCharacters(in: .whitespacesAndNewlines)
+            while body.hasSuffix(";") { body = String(body.dropLast()).trimmingCharacters(in: .whitespacesAndNewlines) }
+            let wrapped = function.returnsSet
+                ? "#variable_conflict use_column\nBEGIN\nRETURN QUERY\n\(body);\nEND"
+                : "#variable_conflict use_column\nDECLARE result \(function.result);\nBEGIN\n\(body)\nINTO result;\nRETURN result;\nEND"
+            // pg_get_functiondef: "… LANGUAGE sql …\nAS $function$<body>$function$\n".
+            guard let languageRange = function.definition.range(of: "\n LANGUAGE sql\n"),
+                  let bodyStart = function.definition.range(of: "\nAS $function$") else {
+                throw DistributionError.unexpectedDefinition(function.name)
+            }
+            var definition = function.definition
+            definition.replaceSubrange(bodyStart.lowerBound..<definition.endIndex, with: "\nAS $habit_citus$\(wrapped)$habit_citus$")
+            definition.replaceSubrange(languageRange, with: "\n LANGUAGE plpgsql\n")
+            try connection.executeScript(unsafeSQL: definition)
+            changed.append(function.name)
+        }
+        let generic = try connection.query("""
+            SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace IN ('habit'::regnamespace, 'admin'::regnamespace, 'public'::regnamespace)
+              AND 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig)
+            ORDER BY 1
+            """).map { try $0.decode(String.self, at: 0) }
+        for function in generic {
+            try connection.executeScript(unsafeSQL: "ALTER FUNCTION \(function) RESET plan_cache_mode")
+            changed.append(function)
+        }
+        return changed
     }
 
     /// LOGIN for the switched-to roles on the workers only: granted with Citus propagating the
@@ -133,6 +243,7 @@ public enum DistributionError: Error, CustomStringConvertible, Equatable {
     case notCoordinator
     case notMigrated(pending: [String])
     case badShardCount(Int)
+    case unexpectedDefinition(String)
 
     public var description: String {
         switch self {
@@ -140,6 +251,8 @@ public enum DistributionError: Error, CustomStringConvertible, Equatable {
             "this database is not a Citus coordinator (no citus extension): CREATE EXTENSION citus and add the worker nodes first (docs/scaling.md, \"Citus\")"
         case .notMigrated(let pending):
             "the schema is not migrated (\(pending.count) pending: \(pending.prefix(3).joined(separator: ", "))\(pending.count > 3 ? ", …" : "")): run `habit migrate` first"
+        case .unexpectedDefinition(let name):
+            "pg_get_functiondef(\(name)) has no form this build knows; it was left as it is"
         case .badShardCount(let count):
             "--shard-count \(count) is out of range: 1 to 64000"
         }

@@ -319,6 +319,11 @@ public struct Migrator: Sendable {
             }
             if appliedNow { report.appliedFiles.append(file.path) }
         }
+        // On a distributed Citus database, the files just applied said some things for
+        // PostgreSQL that Citus cannot plan (Distribution.adaptFunctions).
+        if byStatement, !report.appliedFiles.isEmpty, try Distribution.isDistributed(connection) {
+            try connection.withTransaction { connection in _ = try Distribution.adaptFunctions(connection) }
+        }
         return report
     }
 

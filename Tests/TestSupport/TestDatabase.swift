@@ -46,6 +46,7 @@ public struct TestDatabase: Sendable {
     }
 
     public static func create(migrated: Bool = true) throws -> TestDatabase {
+        if let cluster = CitusCluster.current { return try cluster.create(migrated: migrated) }
         let admin = try adminConnection()
         defer { admin.close() }
         let name = "habit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
@@ -70,6 +71,7 @@ public struct TestDatabase: Sendable {
     }
 
     public func drop() {
+        if let cluster = CitusCluster.current { cluster.drop(name); return }
         guard let admin = try? TestDatabase.adminConnection() else { return }
         defer { admin.close() }
         _ = try? admin.execute(Query(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))

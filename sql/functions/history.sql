@@ -43,10 +43,19 @@ COMMENT ON FUNCTION habit.earliest_day() IS
     'The first day a completion or skip may be written on, and (at 00:00 UTC) the first instant a habit or period may start at (sql/0021).';
 
 CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) RETURNS SETOF public.habit_templates
-    LANGUAGE sql VOLATILE
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = auth.uid() RETURNING t.*
+    DECLARE
+        changed public.habit_templates;
+    BEGIN
+        -- At most one row: the key is (id, user_id).
+        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = auth.uid()
+        RETURNING t.* INTO changed;
+        IF FOUND THEN
+            RETURN NEXT changed;
+        END IF;
+    END
     $fn$;
 COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
     'Sets a habit''s schedule: closes the open period at now() and opens one with the new schedule (or replaces the schedule of a period starting at now()). Returns the habit; no row when it is not the caller''s.';

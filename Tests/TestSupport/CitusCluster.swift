@@ -1,0 +1,141 @@
+import Foundation
+import HabitStore
+import PostgresClient
+
+/// The suites' databases on a Citus cluster (`scripts/test-citus.sh`, issue 34): with
+/// `HABIT_TEST_CITUS=1`, `DATABASE_URL` is a coordinator whose `postgres` database lists its
+/// nodes (`scripts/citus-tmp start` registers them there), and every `TestDatabase` is a
+/// database of the same name on each node, with the citus extension, the nodes registered in
+/// the coordinator's copy, migrated on the coordinator and distributed (`habit db distribute`,
+/// 4 shards per table so that one user's rows and another's land on different workers).
+///
+/// A migrated database is copied from a template made once per process and schema (as for
+/// plain PostgreSQL): each node copies its own part of it, and the copies agree, because
+/// Citus' metadata names shards and nodes, never the database.
+public struct CitusCluster: Sendable {
+    public struct Node: Sendable, Hashable {
+        public let host: String
+        public let port: Int
+    }
+
+    /// The worker nodes (the coordinator is `TestDatabase.serverURL`'s server).
+    public let workers: [Node]
+    public let coordinator: Node
+
+    public static let current: CitusCluster? = {
+        guard ProcessInfo.processInfo.environment["HABIT_TEST_CITUS"] == "1" else { return nil }
+        do {
+            let admin = try TestDatabase.adminConnection()
+            defer { admin.close() }
+            let nodes = try admin.query("SELECT nodename, nodeport, groupid FROM pg_catalog.pg_dist_node WHERE noderole = 'primary' ORDER BY groupid")
+                .map { (Node(host: try $0.decode(String.self, at: 0), port: Int(try $0.decode(Int32.self, at: 1))), try $0.decode(Int32.self, at: 2)) }
+            guard let coordinator = nodes.first(where: { $0.1 == 0 })?.0, nodes.count > 1 else {
+                fatalError("HABIT_TEST_CITUS=1, but the postgres database at DATABASE_URL lists no coordinator and workers (scripts/citus-tmp start)")
+            }
+            return CitusCluster(workers: nodes.filter { $0.1 != 0 }.map(\.0), coordinator: coordinator)
+        } catch {
+            fatalError("HABIT_TEST_CITUS=1, but the coordinator at DATABASE_URL did not answer: \(error)")
+        }
+    }()
+
+    private var allNodes: [Node] { [coordinator] + workers }
+
+    private func adminURL(_ node: Node, database: String = "postgres") throws -> String {
+        try ConnectionString.applying(["host": node.host, "port": String(node.port), "dbname": database], to: TestDatabase.serverURL)
+    }
+
+    private func onEveryNode(database: String = "postgres", _ body: (Connection, Node) throws -> Void) throws {
+        for node in allNodes {
+            let connection = try Connection(try adminURL(node, database: database), applicationName: "habit-tests")
+            defer { connection.close() }
+            try body(connection, node)
+        }
+    }
+
+    func create(migrated: Bool) throws -> TestDatabase {
+        let name = "habit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        if migrated {
+            let template = try Self.template(self)
+            try onEveryNode { connection, _ in try Self.copy(template, to: name, on: connection) }
+        } else {
+            try makeEmpty(name)
+        }
+        return TestDatabase(url: try adminURL(coordinator, database: name), name: name)
+    }
+
+    func drop(_ name: String) {
+        try? onEveryNode { connection, _ in
+            _ = try? connection.execute(Query(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+        }
+    }
+
+    /// A database on every node with the citus extension, the nodes registered on the coordinator.
+    private func makeEmpty(_ name: String) throws {
+        try onEveryNode { connection, _ in
+            try connection.execute(Query(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        try onEveryNode(database: name) { connection, _ in try connection.execute("CREATE EXTENSION IF NOT EXISTS citus") }
+        let connection = try Connection(try adminURL(coordinator, database: name), applicationName: "habit-tests")
+        defer { connection.close() }
+        try connection.execute("SELECT citus_set_coordinator_host(\(coordinator.host), \(Int32(coordinator.port)))")
+        for worker in workers {
+            try connection.execute("SELECT citus_add_node(\(worker.host), \(Int32(worker.port)))")
+        }
+    }
+
+    /// CREATE DATABASE … TEMPLATE refuses a template anyone is connected to; Citus' maintenance
+    /// daemon may still be, for a moment after the template was made.
+    private static func copy(_ template: String, to name: String, on connection: Connection) throws {
+        for attempt in 1...50 {
+            _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(template) AND pid <> pg_catalog.pg_backend_pid()")
+            do {
+                try connection.execute(Query(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"))
+                return
+            } catch let error as PostgresError where error.sqlState == "55006" && attempt < 50 {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+    }
+
+    nonisolated(unsafe) private static var templateName: String?
+    private static let templateLock = NSLock()
+
+    private static func template(_ cluster: CitusCluster) throws -> String {
+        templateLock.lock()
+        defer { templateLock.unlock() }
+        if let templateName { return templateName }
+        let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+        let texts = migrator.migrations.map { $0.fileName + "\n" + $0.sql } + migrator.currentStateFiles.map { $0.path + "\n" + $0.sql }
+        let admin = try TestDatabase.adminConnection()
+        defer { admin.close() }
+        let digest = try admin.queryOne("SELECT left(encode(sha256(convert_to(\(texts.joined(separator: "\u{1}")), 'UTF8')), 'hex'), 16)")
+            .decode(String.self, at: 0)
+        let name = "habit_citus_template_\(digest)"
+        try admin.execute("SELECT pg_advisory_lock(\(Int64(0x7465_6D70_6C61_7465)))")
+        defer { _ = try? admin.execute("SELECT pg_advisory_unlock(\(Int64(0x7465_6D70_6C61_7465)))") }
+        let exists = try admin.queryOne("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = \(name))").decode(Bool.self, at: 0)
+        if !exists {
+            let building = name + "_building"
+            cluster.drop(building)
+            try cluster.makeEmpty(building)
+            let connection = try Connection(try cluster.adminURL(cluster.coordinator, database: building))
+            try migrator.migrate(connection)
+            try Distribution.distribute(connection, migrator: migrator, shardCount: 4)
+            connection.close()
+            try cluster.onEveryNode { connection, _ in
+                _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(building)")
+                for attempt in 1...50 {
+                    do {
+                        try connection.execute(Query(unsafeSQL: "ALTER DATABASE \(building) RENAME TO \(name)"))
+                        break
+                    } catch let error as PostgresError where error.sqlState == "55006" && attempt < 50 {
+                        Thread.sleep(forTimeInterval: 0.1)
+                        _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(building)")
+                    }
+                }
+            }
+        }
+        templateName = name
+        return name
+    }
+}
