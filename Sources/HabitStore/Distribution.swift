@@ -25,34 +25,29 @@ public enum Distribution {
     /// Shared lists read by the user tables' keys and triggers: copied to every node.
     public static let referenceTables = ["habit.time_zones", "habit.row_limits", "habit.weekly_counts_state"]
 
-    /// The functions a request calls as the whole of its statement, with their user as the first
-    /// argument: made distributed functions, co-located with the user tables, whose calls Citus
-    /// sends whole to the node holding that user (force_delegation: also inside the explicit
-    /// transaction block a request runs in on Citus). There every statement they run is local:
-    /// a SECURITY DEFINER function writing as its owner and the request's own statements meet
-    /// on one session, where on the coordinator they would be two connections, one per role,
-    /// which Citus refuses ("cannot perform query on placements that were modified in this
-    /// transaction by a different user").
+    /// The SECURITY DEFINER functions a request calls (directly, or through habit.lock_user_writes
+    /// in the creates) as the whole of its statement, with its user as the first argument: made
+    /// distributed functions, co-located with the user tables, whose calls Citus sends whole to
+    /// the node holding that user (force_delegation: also inside the explicit transaction block
+    /// a request runs in on Citus). On the coordinator, their statements as the owner and the
+    /// request's own as `authenticated` would travel on two connections, one per role, which
+    /// Citus refuses ("cannot perform query on placements that were modified in this
+    /// transaction by a different user"); on the worker node both are local, in one session.
+    /// Only these: inside a forced delegation Citus insists that every statement name the
+    /// call's user in a form its router recognises, which the rule functions' joins do not
+    /// ("queries must filter by the distribution argument"), while the other functions' and
+    /// triggers' statements run fine from the coordinator.
     public static let delegatedFunctions = [
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer)",
         "habit.create_list(uuid,uuid,text)",
         "habit.create_task(uuid,uuid,text,text,uuid,date,integer)",
-        "habit.set_day_state(uuid,uuid,date,text,text,boolean)",
-        "habit.toggle_day(uuid,uuid,date,text)",
-        "habit.set_skips(uuid,uuid,date,date,boolean,text)",
         "habit.change_token(uuid)",
         "habit.sync_mutation_claim(uuid,text,text)",
         "habit.sync_mutation_record(uuid,text,text,jsonb)",
         "habit.prune_replay_records(uuid)",
         "habit.import_account(uuid,jsonb,text)",
         "habit.delete_account(uuid)",
-        "habit.habit_stats(uuid,uuid,date)",
-        "habit.stats_calendar(uuid,uuid,date,date)",
-        "habit.habit_days_at(uuid,date,date,date,text,uuid)",
-        "habit.day_habits(uuid,date,date,text,integer)",
-        "habit.current_streak(uuid,uuid,date,date)",
-        "habit.account_document_with_new_ids(uuid,jsonb)",
     ]
 
     /// The roles a request or an admin switches to (SET ROLE). Citus opens its connections to

@@ -3658,7 +3658,11 @@ COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
 
 -- The outcome of a record claimed in this transaction (a committed record always has one: the
 -- claim and its outcome commit together), with the user's change number if this transaction
--- took one. Returns the outcome as stored.
+-- took one. Returns the outcome as stored; NULL, writing nothing, for an outcome whose jsonb
+-- text is longer than sync_mutations_outcome_size allows (65,536 bytes, sql/0022): the caller
+-- records an error in its place (sync.push: response_too_large). Asked here rather than in the
+-- caller's statement so that the call is the whole statement, which Citus can send to the
+-- user's node (docs/scaling.md, "Citus").
 CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -3667,6 +3671,9 @@ CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text
         stored jsonb;
     BEGIN
         PERFORM habit.check_acting_for(p_user);
+        IF octet_length(p_outcome::text) > 65536 THEN
+            RETURN NULL;
+        END IF;
         UPDATE habit.sync_mutations m SET outcome = p_outcome,
             change_seq = (SELECT c.seq FROM habit.sync_clocks c WHERE c.user_id = p_user AND c.xact = pg_current_xact_id())
         WHERE m.user_id = p_user AND m.client_id = p_client AND m.mutation_id = p_mutation AND m.outcome IS NULL
@@ -3679,7 +3686,7 @@ CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text
     END
     $fn$;
 COMMENT ON FUNCTION habit.sync_mutation_record(uuid, text, text, jsonb) IS
-    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored.';
+    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored, or NULL without writing when it is over 65,536 bytes of jsonb text.';
 
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the

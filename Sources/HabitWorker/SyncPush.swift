@@ -246,13 +246,11 @@ enum SyncPush: DatabaseMethod {
     /// nil, writing nothing, when its `jsonb` text is longer than `maxOutcomeBytes`.
     private static func record(_ outcome: JSONValue, of mutation: Mutation, push: Params, on connection: Connection) throws -> String? {
         let (user, client) = (push.user, push.clientID)
-        // Past maxOutcomeBytes nothing is recorded (nil); with change_seq: the user's clock if
-        // this transaction moved it (habit.sync_mutation_record).
-        return try connection.queryOptional("""
-            WITH o AS (SELECT \(outcome.jsonString)::jsonb AS outcome)
-            SELECT habit.sync_mutation_record(\(user), \(client), \(mutation.id), o.outcome)::text
-            FROM o WHERE octet_length(o.outcome::text) <= \(maxOutcomeBytes)
-            """)?.decode(String.self, at: 0)
+        // Past maxOutcomeBytes nothing is recorded (NULL); with change_seq: the user's clock if
+        // this transaction moved it (habit.sync_mutation_record, which keeps both rules).
+        return try connection.queryOne("""
+            SELECT habit.sync_mutation_record(\(user), \(client), \(mutation.id), \(JSONB(text: outcome.jsonString)))
+            """).decode(JSONB?.self, at: 0)?.text
     }
 
     /// Decodes the mutation with its method's own declaration and runs it on this connection

@@ -6,7 +6,8 @@ import Testing
 
 /// Creates with a client-supplied id (issue 15, finding 1; `habit.create_habit`, `create_list`,
 /// `create_task` in sql/0009): the same id and fields again return the row the first attempt
-/// made; other fields, or another user's id, are `idConflict` and change nothing.
+/// made; other fields are `idConflict` and change nothing. Ids are unique per user (primary keys
+/// `(id, user_id)`, sql/migrations/0027): another user's id makes a row of one's own.
 @Suite struct ClientIDTests {
     @Test("habits.create with an id twice: one habit, the same row, its sort_order kept")
     func habitRetryReturnsTheRow() throws {
@@ -49,42 +50,48 @@ import Testing
         }
     }
 
-    @Test("an id of another user's row: idConflict, that row untouched, nothing created")
+    @Test("an id of another user's row: a row of one's own with that id, the other user's row untouched and unseen")
     func otherUsersID() throws {
         try HabitFixture.with { fixture in
-            let owner = UUID(), intruder = UUID()
+            let owner = UUID(), other = UUID()
             let tasks = TaskRepository(connection: fixture.workerConnection)
             let habit = try fixture.repository.createHabit(user: owner, HabitDraft(name: "Private"))
             let list = try tasks.createList(user: owner, name: "Private")
             let task = try tasks.createTask(user: owner, TaskDraft(title: "Private"))
-            func snapshot() throws -> [String] {
+            func snapshot(_ user: UUID) throws -> [String] {
                 try fixture.admin.query("""
-                    SELECT row_to_json(h)::text FROM habit_templates h WHERE id = \(habit.id)
-                    UNION ALL SELECT row_to_json(l)::text FROM task_lists l WHERE id = \(list.id)
-                    UNION ALL SELECT row_to_json(t)::text FROM tasks t WHERE id = \(task.id)
+                    SELECT row_to_json(h)::text FROM habit_templates h WHERE id = \(habit.id) AND user_id = \(user)
+                    UNION ALL SELECT row_to_json(l)::text FROM task_lists l WHERE id = \(list.id) AND user_id = \(user)
+                    UNION ALL SELECT row_to_json(t)::text FROM tasks t WHERE id = \(task.id) AND user_id = \(user)
                     """).map { try $0.decode(String.self, at: 0) }
             }
-            let before = try snapshot()
-            // The same fields as the owner's rows: still a conflict (the other user's row is never returned).
-            #expect(throws: StoreError.idConflict) { try fixture.repository.createHabit(user: intruder, HabitDraft(id: habit.id, name: "Private")) }
-            #expect(throws: StoreError.idConflict) { try tasks.createList(user: intruder, name: "Private", id: list.id) }
-            #expect(throws: StoreError.idConflict) { try tasks.createTask(user: intruder, TaskDraft(id: task.id, title: "Private")) }
-            #expect(try snapshot() == before)
-            #expect(try fixture.admin.queryOne("""
-                SELECT (SELECT count(*) FROM habit_templates WHERE user_id = \(intruder))
-                     + (SELECT count(*) FROM task_lists WHERE user_id = \(intruder))
-                     + (SELECT count(*) FROM tasks WHERE user_id = \(intruder))
-                """).decode(Int.self, at: 0) == 0)
-            // Why this works: the primary key's unique index sees rows row-level security hides.
-            // A plain INSERT as the intruder (as a Supabase client would send it) fails on it.
+            let before = try snapshot(owner)
+            // The same fields as the owner's rows: the other user's own new rows, never the owner's.
+            let habitOfOther = try fixture.repository.createHabit(user: other, HabitDraft(id: habit.id, name: "Private"))
+            let listOfOther = try tasks.createList(user: other, name: "Private", id: list.id)
+            let taskOfOther = try tasks.createTask(user: other, TaskDraft(id: task.id, title: "Private"))
+            #expect(habitOfOther.id == habit.id && habitOfOther.createdAt != habit.createdAt)
+            #expect(listOfOther.id == list.id && taskOfOther.id == task.id)
+            #expect(try snapshot(owner) == before)
+            #expect(try snapshot(other).count == 3)
+            // Each sees only their own row under the shared id.
+            #expect(try fixture.repository.listHabits(user: owner).map(\.createdAt) == [habit.createdAt])
+            #expect(try fixture.repository.listHabits(user: other).map(\.createdAt) == [habitOfOther.createdAt])
+            // A plain INSERT (as a Supabase client would send it) with a third user's copy of the
+            // id is that user's row too; with the owner's user_id, row-level security refuses it.
+            let third = UUID()
+            #expect(try UserScope(connection: fixture.workerConnection).execute(as: third, """
+                INSERT INTO public.habit_templates (id, user_id, name) VALUES (\(habit.id), \(third), 'Mine')
+                """) == 1)
             do {
-                _ = try UserScope(connection: fixture.workerConnection).execute(as: intruder, """
-                    INSERT INTO public.habit_templates (id, user_id, name) VALUES (\(habit.id), \(intruder), 'Mine')
+                _ = try UserScope(connection: fixture.workerConnection).execute(as: third, """
+                    INSERT INTO public.habit_templates (id, user_id, name) VALUES (\(UUID()), \(owner), 'Theirs')
                     """)
-                Issue.record("the insert with another user's id succeeded")
+                Issue.record("an insert naming another user succeeded")
             } catch let error as PostgresError {
-                #expect(error.sqlState == .uniqueViolation, "\(error)")
+                #expect(error.sqlState == .insufficientPrivilege, "\(error)")
             }
+            #expect(try snapshot(owner) == before)
         }
     }
 

@@ -112,7 +112,7 @@ import Testing
                     slot int NOT NULL,
                     CONSTRAINT sharding_probe_slot_key UNIQUE (template_id, slot),
                     CONSTRAINT sharding_probe_user_slot_key UNIQUE (user_id, template_id, slot),
-                    CONSTRAINT sharding_probe_template_fkey FOREIGN KEY (template_id) REFERENCES public.habit_templates (id),
+                    CONSTRAINT sharding_probe_template_fkey FOREIGN KEY (template_id, slot) REFERENCES public.sharding_probe (template_id, slot),
                     CONSTRAINT sharding_probe_swapped_fkey FOREIGN KEY (user_id, template_id) REFERENCES public.habit_templates (id, user_id),
                     CONSTRAINT sharding_probe_owned_fkey FOREIGN KEY (template_id, user_id) REFERENCES public.habit_templates (id, user_id),
                     CONSTRAINT sharding_probe_no_overlap EXCLUDE USING gist (template_id WITH =, int4range(slot, slot + 1) WITH &&)

@@ -299,7 +299,7 @@ struct AccountTests {
         return keyed(result)
     }
 
-    @Test("ids new: another account's export imports without id_conflict, every reference following; importing it again changes nothing; the source is untouched; ids keep still conflicts")
+    @Test("another account's export imports with its own ids (unique per user) and with new ids, every reference following; importing it again changes nothing; the source is untouched")
     func exportIntoAnotherAccount() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin
@@ -313,11 +313,17 @@ struct AccountTests {
                 references += (exported["completions"]?.arrayValue?.count ?? 0)
                     + (exported["tasks"]?.arrayValue?.filter { $0["list_id"] != .null }.count ?? 0)
 
-                // Kept ids are the source's: refused in another account.
-                let kept = try worker.request("account.import", params: params(target, ["document": exported, "mode": "merge"]))
-                if !(exported["habits"]?.arrayValue ?? []).isEmpty {
-                    #expect(kept.json["error"]?["data"]?["reason"] == "id_conflict", "seed \(seed): \(kept)")
+                // Kept ids: ids are unique per user (sql/0027), so the export imports as it is into
+                // another account (a third one, so the target's copy below stays the only one there).
+                let third = UUID()
+                let kept = try worker.call("account.import", params(third, ["document": exported, "mode": "merge"]))
+                #expect(kept["counts"]?["habits"]?["inserted"]?.intValue == exported["habits"]?.arrayValue?.count, "seed \(seed): \(kept)")
+                let keptCopy = try Self.export(worker, user: third, limit: 1_000)
+                for key in ["habits", "lists", "tasks"] {
+                    #expect(Set((keptCopy[key]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+                            == Set((exported[key]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }), "seed \(seed): \(key)")
                 }
+                #expect(keptCopy["completions"]?.arrayValue?.count == exported["completions"]?.arrayValue?.count, "seed \(seed)")
 
                 let first = try worker.call("account.import", params(target, ["document": exported, "mode": "merge", "ids": "new"]))
                 #expect(first["counts"]?["habits"]?["inserted"]?.intValue == exported["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
@@ -368,7 +374,8 @@ struct AccountTests {
     func hostileDocuments() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin, user = UUID(), other = UUID()
-            // The other user owns a habit and a list; the user has an account already.
+            // The other user owns a habit (its id, in the user's documents, is the user's own row since
+            // sql/0027, exportIntoAnotherAccount); the user has an account already.
             let theirs = Self.habit("bbbbbbbb-0000-4000-8000-000000000002", periods: [Self.period("2026-01-01T00:00:00Z", nil)])
             _ = try worker.call("account.import", params(other, ["document": Self.minimal(habits: [theirs]), "mode": "merge"]))
             let mine = Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])
@@ -399,7 +406,6 @@ struct AccountTests {
                 ("a bad schedule", Self.minimal(habits: [Self.habit(periods: [.object([.init("started_at", "2025-01-01T00:00:00Z"),
                                                                                      .init("schedule", .object([.init("type", "weekdays"), .init("days", [9])]))])])]),
                  -32602, "out_of_range", "document.habits[0].periods[0].schedule.days[0]"),
-                ("another user's habit id", Self.minimal(habits: [theirs]), -32015, "id_conflict", "document.habits[0].id"),
                 ("a future completion", Self.minimal(habits: [open], completions: [Self.day(tomorrow)]), -32002, "future_date", "document.completions[0].date"),
                 ("a completion on a day the habit was not on", Self.minimal(habits: [Self.habit(periods: [Self.period("2025-01-01T08:00:00Z", "2025-03-01T08:00:00Z")])],
                                                                               completions: [Self.day("2025-06-01")]),

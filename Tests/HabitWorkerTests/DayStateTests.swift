@@ -219,7 +219,7 @@ struct DayStateTests {
             try session.withAnotherWorker { other in
             for (round, day) in ["2025-01-07", "2025-01-08", "2025-01-09"].enumerated() {
                 try session.admin.withTransaction { connection in
-                    try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) FOR UPDATE")
+                    try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) AND user_id = \(user) FOR UPDATE")
                     try worker.sendRequest("completions.set", params: params(user, ["template_id": habitJSON, "date": .string(day), "state": "done"]),
                                            id: .string("done-\(round)"))
                     if round == 2 {

@@ -215,7 +215,7 @@ struct ErrorCodeTests {
             let habit = try worker.createHabit(user: user, name: "Locked")
             let id = try #require(habit.habitID)
             try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) FOR UPDATE")
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(id) AND user_id = \(user) FOR UPDATE")
                 let response = try worker.request("habits.update", params: params(user, ["id": .uuid(id), "name": "Renamed"]))
                 expectError(response, code: Code.timeout, id: nil, reason: "timeout")
                 #expect(response.message == "Statement timeout")
@@ -241,13 +241,13 @@ struct ErrorCodeTests {
             try session.admin.withTransaction { connection in
                 // The admin holds the second habit; skips.set_range locks the user's habits in id
                 // order: it takes the first, then waits for the second…
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[1]) FOR UPDATE")
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[1]) AND user_id = \(user) FOR UPDATE")
                 try worker.sendRequest("skips.set_range", params: params(user, ["from": .string(today.description),
                                                                                "to": .string(today.adding(days: 2).description), "skipped": true]), id: "skip")
                 _ = try watcher.workerBackendsWaitingForLocks()  // the worker waits for the admin's row lock
                 // …and the admin now waits for the first: a cycle. The worker's backend waited first, so
                 // its deadlock check (after deadlock_timeout) finds the cycle and aborts its transaction.
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[0]) FOR UPDATE")
+                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[0]) AND user_id = \(user) FOR UPDATE")
             }
             let response = try worker.response(id: "skip")
             expectError(response, code: Code.conflict, id: "skip", reason: "conflict")

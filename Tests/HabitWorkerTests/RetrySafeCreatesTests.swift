@@ -5,8 +5,9 @@ import TestSupport
 import Testing
 
 /// Creates with a client id over the pipes (issue 15, finding 1): a retry answers the row the
-/// first attempt made, a taken id answers -32015 `id_conflict` — the same error whether the id
-/// is the user's row with other fields or another user's row.
+/// first attempt made, an id of the user's own row with other fields answers -32015
+/// `id_conflict`. Ids are unique per user (sql/migrations/0027): another user's row with the
+/// same id is another row, so that create succeeds and says nothing of it.
 @Suite("habit serve: retry-safe creates")
 struct RetrySafeCreatesTests {
     @Test("habits.create, lists.create, tasks.create with an id: the retry's answer is the first answer")
@@ -35,40 +36,47 @@ struct RetrySafeCreatesTests {
         }
     }
 
-    @Test("-32015 id_conflict: other fields, or another user's id, answer the same error and change nothing")
+    @Test("-32015 id_conflict: other fields answer it and change nothing; another user's id is that user's own new row")
     func idConflict() throws {
         try WorkerSession.with { session in
             let worker = session.worker
-            let owner = UUID(), intruder = UUID()
+            let owner = UUID(), other = UUID()
             let habit = UUID(), list = UUID(), task = UUID()
             _ = try worker.call("habits.create", params(owner, ["id": .uuid(habit), "name": "Walk"]))
             _ = try worker.call("lists.create", params(owner, ["id": .uuid(list), "name": "Errands"]))
             _ = try worker.call("tasks.create", params(owner, ["id": .uuid(task), "title": "Milk"]))
-            let rowsBefore = try session.admin.query("""
-                SELECT row_to_json(h)::text FROM habit_templates h UNION ALL SELECT row_to_json(l)::text FROM task_lists l
-                UNION ALL SELECT row_to_json(t)::text FROM tasks t ORDER BY 1
-                """).map { try $0.decode(String.self, at: 0) }
+            func rows(of user: UUID) throws -> [String] {
+                try session.admin.query("""
+                    SELECT row_to_json(h)::text FROM habit_templates h WHERE h.user_id = \(user)
+                    UNION ALL SELECT row_to_json(l)::text FROM task_lists l WHERE l.user_id = \(user)
+                    UNION ALL SELECT row_to_json(t)::text FROM tasks t WHERE t.user_id = \(user) ORDER BY 1
+                    """).map { try $0.decode(String.self, at: 0) }
+            }
+            let ownersBefore = try rows(of: owner)
             let conflicts: [(String, WireJSON)] = [
                 ("habits.create", params(owner, ["id": .uuid(habit), "name": "Run"])),
-                ("habits.create", params(intruder, ["id": .uuid(habit), "name": "Walk"])),
                 ("lists.create", params(owner, ["id": .uuid(list), "name": "Chores"])),
-                ("lists.create", params(intruder, ["id": .uuid(list), "name": "Errands"])),
                 ("tasks.create", params(owner, ["id": .uuid(task), "title": "Milk", "scheduled_date": "2026-05-04"])),
-                ("tasks.create", params(intruder, ["id": .uuid(task), "title": "Milk"])),
             ]
-            var errors: [WireJSON] = []
             for (index, (method, parameters)) in conflicts.enumerated() {
                 let response = try worker.request(method, params: parameters, id: .int(index))
                 expectError(response, code: -32015, id: .int(index), reason: "id_conflict")
-                errors.append(try #require(response.error, "\(response.raw)"))
             }
-            // Byte for byte the same error object: nothing tells another user's id from one's own.
-            #expect(Set(errors.map(\.encoded)).count == 1, "\(errors)")
-            let rowsAfter = try session.admin.query("""
-                SELECT row_to_json(h)::text FROM habit_templates h UNION ALL SELECT row_to_json(l)::text FROM task_lists l
-                UNION ALL SELECT row_to_json(t)::text FROM tasks t ORDER BY 1
-                """).map { try $0.decode(String.self, at: 0) }
-            #expect(rowsAfter == rowsBefore)
+            #expect(try rows(of: owner) == ownersBefore)
+            // The same ids for another user, with other fields: that user's own rows, answered as
+            // any create is; the owner's rows are untouched and neither user sees the other's.
+            let habitOfOther = try worker.call("habits.create", params(other, ["id": .uuid(habit), "name": "Swim"]))
+            let listOfOther = try worker.call("lists.create", params(other, ["id": .uuid(list), "name": "Chores"]))
+            let taskOfOther = try worker.call("tasks.create", params(other, ["id": .uuid(task), "title": "Bread"]))
+            #expect(habitOfOther["id"] == .uuid(habit) && habitOfOther["name"] == "Swim", "\(habitOfOther)")
+            #expect(listOfOther["id"] == .uuid(list) && listOfOther["name"] == "Chores", "\(listOfOther)")
+            #expect(taskOfOther["id"] == .uuid(task) && taskOfOther["title"] == "Bread", "\(taskOfOther)")
+            #expect(try rows(of: owner) == ownersBefore)
+            #expect(try rows(of: other).count == 3)
+            let ownersHabits = try worker.call("habits.list", params(owner, [:]))["habits"]?.arrayValue ?? []
+            #expect(ownersHabits.map { $0["name"] } == ["Walk"], "\(ownersHabits)")
+            // A retry by the other user answers its own row, not the owner's.
+            #expect(try worker.call("habits.create", params(other, ["id": .uuid(habit), "name": "Swim"])) == habitOfOther)
             // A malformed id is the params' fault.
             let malformed = try worker.request("habits.create", params: params(owner, ["id": "not-a-uuid", "name": "Walk"]), id: "bad")
             expectError(malformed, code: Code.invalidParams, id: "bad")
@@ -80,7 +88,8 @@ struct RetrySafeCreatesTests {
     /// (its whole transaction, COMMIT included, was already sent), so the gateway sees no answer
     /// for a row that exists. Retried with the same id on a new worker, it answers that row, and
     /// exactly one habit exists.
-    @Test("a habits.create whose worker was killed mid-wait commits anyway; the retry on a new worker returns that habit")
+    @Test("a habits.create whose worker was killed mid-wait commits anyway; the retry on a new worker returns that habit",
+          .disabled(if: CitusCluster.current != nil, "watches the create's lock wait in the coordinator's pg_stat_activity; on Citus it waits on a worker node"))
     func killedWorkerThenRetry() throws {
         try WorkerSession.with(arguments: ["--statement-timeout-ms", "25000"]) { session in
             let user = UUID(), id = UUID()

@@ -157,7 +157,7 @@ struct SyncPushTests {
                 let holder = try session.database.connect()
                 defer { holder.close() }
                 try holder.withTransaction { connection in
-                    try connection.execute("SELECT 1 FROM public.tasks WHERE id = \(task) FOR UPDATE")
+                    try connection.execute("SELECT 1 FROM public.tasks WHERE id = \(task) AND user_id = \(user) FOR UPDATE")
                     try doomed.sendRequest("sync.push", params: push, id: 1)
                     // A row lock's wait (not a relation extension's, which a busy server shows too).
                     _ = try session.admin.workerBackendsWaitingForLocks(atLeast: 1, event: "transactionid")

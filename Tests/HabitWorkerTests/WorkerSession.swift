@@ -64,7 +64,7 @@ struct WorkerSession {
     func whileUpdateWaits(user: UUID, habit: UUID, renamingTo name: String, id: WireJSON,
                           _ body: () throws -> Void) throws {
         try admin.withTransaction { connection in
-            try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+            try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) AND user_id = \(user) FOR UPDATE")
             try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": .string(name)]), id: id)
             try body()
         }
