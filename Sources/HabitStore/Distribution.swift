@@ -125,6 +125,8 @@ public enum Distribution {
             }
         }
 
+        try applyDatabaseSettings(connection)
+
         // Functions, views, triggers, policies and grants made before the tables were in
         // Citus' metadata stayed on the coordinator ("has dependency to table … that is not in
         // Citus' metadata"); made again now, Citus propagates them to every node, where the
@@ -144,6 +146,21 @@ public enum Distribution {
             }
         }
         return report
+    }
+
+    /// Every SET LOCAL of a transaction reaches the worker nodes it uses, where the shards'
+    /// triggers and policies read them: an admin's `SET LOCAL habit.backfill = 'on'` (a
+    /// set_config() call or a session-level SET never does; docs/admin.md). A default of this
+    /// database on the coordinator, for sessions that start after it.
+    public static func applyDatabaseSettings(_ connection: Connection) throws {
+        let database = try connection.queryOne("SELECT current_database()").decode(String.self, at: 0)
+        try applyDatabaseSettings(connection, database: database)
+    }
+
+    /// As above, for `database` (a copy made from a template does not inherit the setting).
+    public static func applyDatabaseSettings(_ connection: Connection, database: String) throws {
+        let quoted = "\"" + database.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        try connection.executeScript(unsafeSQL: "ALTER DATABASE \(quoted) SET citus.propagate_set_commands = 'local'")
     }
 
     /// Whether this coordinator's user tables are distributed (`habit db distribute` ran).

@@ -1249,7 +1249,8 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         -- The range (sql/migrations/0021), before anything else and for every writer, backfill
         -- or not: a day before habit.earliest_day() is never written.
         IF p_present AND p_day < habit.earliest_day() THEN
-            RAISE EXCEPTION '% on % is before %', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day()
+            RAISE EXCEPTION '% on % is before %: violates check constraint "%"', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day(),
+                  CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END
                 USING ERRCODE = 'check_violation',
                       CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
                       TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
@@ -5811,7 +5812,7 @@ CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
         -- written or changed only, so older periods stay editable (closing one at now()).
         IF (TG_OP = 'INSERT' OR NEW.started_at IS DISTINCT FROM OLD.started_at)
            AND NEW.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
-            RAISE EXCEPTION 'started_at % is before % 00:00 UTC', NEW.started_at, habit.earliest_day()
+            RAISE EXCEPTION 'started_at % is before % 00:00 UTC: violates check constraint "habit_periods_started_at_range"', NEW.started_at, habit.earliest_day()
                 USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_periods_started_at_range',
                       TABLE = 'habit_periods', COLUMN = 'started_at', SCHEMA = 'public';
         END IF;
@@ -5974,7 +5975,7 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
         -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
         IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)
            AND NEW.activated_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
-            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC', NEW.activated_at, habit.earliest_day()
+            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC: violates check constraint "habit_templates_activated_at_range"', NEW.activated_at, habit.earliest_day()
                 USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_activated_at_range',
                       TABLE = 'habit_templates', COLUMN = 'activated_at', SCHEMA = 'public';
         END IF;

@@ -126,7 +126,8 @@ extension StoreError {
     /// Maps the database errors that stand for a domain rule; anything else is rethrown as is
     /// (connection loss, timeouts and bugs are the caller's to classify).
     static func mapping(_ error: Error) -> Error {
-        guard let postgres = error as? PostgresError, let code = postgres.sqlState else { return error }
+        guard var postgres = error as? PostgresError, let code = postgres.sqlState else { return error }
+        postgres.recoverFieldsDroppedByCitus()
         if code.isInClass("23"), let constraint = postgres.constraint, case let (field, reason)? = constraintFields[constraint] {
             return StoreError.invalidInput(field: field, reason: reason, message: constraintMessages[constraint] ?? "violates \(constraint)")
         }
@@ -207,4 +208,38 @@ extension StoreError {
         "habit_templates_activated_at_range": "must be at or after 1970-01-01T00:00:00Z",
         "habit_periods_started_at_range": "must be at or after 1970-01-01T00:00:00Z",
     ]
+}
+
+extension PostgresError {
+    /// A Citus coordinator relays an error raised on a worker node (a shard's trigger, constraint
+    /// or our functions there) with its SQLSTATE, message, detail, hint and context only: the
+    /// constraint, table and column fields are lost. The messages carry them too, in forms fixed
+    /// by PostgreSQL (`… violates check constraint "name"`) or by our functions (HB001 "… rows in
+    /// <table>; …", HB010 "<path>: …"), so they are read back from there when the fields are
+    /// missing; with the fields present (PostgreSQL) nothing changes. docs/scaling.md, "Citus".
+    mutating func recoverFieldsDroppedByCitus() {
+        guard constraint == nil, table == nil, column == nil, let code = sqlState else { return }
+        func between(_ prefix: String, _ suffix: String) -> String? {
+            guard let start = message.range(of: prefix) else { return nil }
+            let rest = message[start.upperBound...]
+            guard let end = rest.range(of: suffix) else { return nil }
+            let value = String(rest[..<end.lowerBound])
+            return value.isEmpty || value.contains(" ") ? nil : value
+        }
+        if code.isInClass("23") {
+            // A shard's constraint is named after the table's with the shard's id appended
+            // ("habit_templates_name_check_102008"); none of ours ends in digits.
+            constraint = between(" constraint \"", "\"").map { name in
+                guard let underscore = name.lastIndex(of: "_"),
+                      name[name.index(after: underscore)...].allSatisfy(\.isNumber), name.index(after: underscore) < name.endIndex
+                else { return name }
+                return String(name[..<underscore])
+            }
+        } else if code == .rowLimitExceeded {
+            table = between(" rows in ", ";")
+        } else if code == .importRefused, let separator = message.range(of: ": ") {
+            let path = String(message[..<separator.lowerBound])
+            if path.hasPrefix("document") { column = path }
+        }
+    }
 }

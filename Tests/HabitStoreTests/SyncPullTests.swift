@@ -189,7 +189,9 @@ import Testing
             // The deletion reaches the old cursor while its tombstone is kept…
             #expect(try sync.pull(user: user, cursor: old, limit: 100, retention: .seconds(60)).deleted.habits == [habit])
             // …and once it was pruned, the old cursor has expired; a fresh walk works.
-            _ = try fixture.admin.execute("UPDATE habit.sync_tombstones SET deleted_at = deleted_at - interval '2 days'")
+            // Written with immutable operators: Citus refuses a STABLE one (timestamptz - interval)
+            // fed a column in a multi-shard UPDATE.
+            _ = try fixture.admin.execute("UPDATE habit.sync_tombstones SET deleted_at = ((deleted_at AT TIME ZONE 'UTC') - interval '2 days') AT TIME ZONE 'UTC'")
             let pruned = try fixture.admin.queryOne("SELECT tombstones FROM habit.prune_sync('1 day')").decode(Int64.self, at: 0)
             #expect(pruned == 2) // the habit and its period
             #expect(throws: StoreError.cursorExpired) { try sync.pull(user: user, cursor: old, limit: 100, retention: .seconds(60)) }

@@ -56,7 +56,10 @@ public struct CitusCluster: Sendable {
         let name = "habit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         if migrated {
             let template = try Self.template(self)
-            try onEveryNode { connection, _ in try Self.copy(template, to: name, on: connection) }
+            try onEveryNode { connection, node in
+                try Self.copy(template, to: name, on: connection)
+                if node == coordinator { try Distribution.applyDatabaseSettings(connection, database: name) }
+            }
         } else {
             try makeEmpty(name)
         }

@@ -14,11 +14,21 @@ extension Connection {
     public func workerBackendsWaitingForLocks(atLeast count: Int = 1, event: String? = nil) throws -> [Int32] {
         let deadline = Date(timeIntervalSinceNow: 20)
         while true {
-            let pids = try query("""
+            // On Citus the statement waits on the worker node holding the user's shards: the wait
+            // shows there, under the global pid of the worker's backend on the coordinator.
+            let pids = try query(CitusCluster.current == nil ? """
                 SELECT pid FROM pg_stat_activity
                 WHERE datname = current_database() AND application_name = 'habit-serve'
                   AND wait_event_type = 'Lock' AND (\(event)::text IS NULL OR wait_event = \(event))
                 ORDER BY pid
+                """ : """
+                SELECT a.pid FROM pg_stat_activity a
+                WHERE a.datname = current_database() AND a.application_name = 'habit-serve'
+                  AND EXISTS (SELECT 1 FROM citus_stat_activity w
+                              WHERE w.global_pid = citus_calculate_gpid(
+                                        (SELECT n.nodeid FROM pg_dist_node n WHERE n.groupid = 0), a.pid)
+                                AND w.wait_event_type = 'Lock' AND (\(event)::text IS NULL OR w.wait_event = \(event)))
+                ORDER BY a.pid
                 """).map { try $0.decode(Int32.self, at: 0) }
             if pids.count >= count { return pids }
             guard Date() < deadline else { throw LockWaitTimedOut(wanted: count) }

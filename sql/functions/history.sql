@@ -367,7 +367,8 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         -- The range (sql/migrations/0021), before anything else and for every writer, backfill
         -- or not: a day before habit.earliest_day() is never written.
         IF p_present AND p_day < habit.earliest_day() THEN
-            RAISE EXCEPTION '% on % is before %', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day()
+            RAISE EXCEPTION '% on % is before %: violates check constraint "%"', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day(),
+                  CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END
                 USING ERRCODE = 'check_violation',
                       CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
                       TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,

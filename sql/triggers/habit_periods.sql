@@ -20,7 +20,7 @@ CREATE OR REPLACE FUNCTION habit.habit_periods_before() RETURNS trigger
         -- written or changed only, so older periods stay editable (closing one at now()).
         IF (TG_OP = 'INSERT' OR NEW.started_at IS DISTINCT FROM OLD.started_at)
            AND NEW.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
-            RAISE EXCEPTION 'started_at % is before % 00:00 UTC', NEW.started_at, habit.earliest_day()
+            RAISE EXCEPTION 'started_at % is before % 00:00 UTC: violates check constraint "habit_periods_started_at_range"', NEW.started_at, habit.earliest_day()
                 USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_periods_started_at_range',
                       TABLE = 'habit_periods', COLUMN = 'started_at', SCHEMA = 'public';
         END IF;

@@ -32,7 +32,7 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
         -- habit.earliest_day() at 00:00 UTC; older rows keep theirs, and stay editable.
         IF (TG_OP = 'INSERT' OR NEW.activated_at IS DISTINCT FROM OLD.activated_at)
            AND NEW.activated_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' THEN
-            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC', NEW.activated_at, habit.earliest_day()
+            RAISE EXCEPTION 'activated_at % is before % 00:00 UTC: violates check constraint "habit_templates_activated_at_range"', NEW.activated_at, habit.earliest_day()
                 USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_activated_at_range',
                       TABLE = 'habit_templates', COLUMN = 'activated_at', SCHEMA = 'public';
         END IF;
