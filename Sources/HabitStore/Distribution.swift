@@ -148,19 +148,35 @@ public enum Distribution {
         return report
     }
 
-    /// Every SET LOCAL of a transaction reaches the worker nodes it uses, where the shards'
-    /// triggers and policies read them: an admin's `SET LOCAL habit.backfill = 'on'` (a
-    /// set_config() call or a session-level SET never does; docs/admin.md). A default of this
-    /// database on the coordinator, for sessions that start after it.
+    /// Two defaults of the database, on every node, for sessions that start after them:
+    ///
+    /// - `citus.propagate_set_commands = 'local'` (on the coordinator): every SET LOCAL of a
+    ///   transaction reaches the worker nodes it uses, where the shards' triggers and policies
+    ///   read them: the worker's claims, an admin's `SET LOCAL habit.backfill = 'on'` (a
+    ///   set_config() call or a session-level SET never does; docs/admin.md).
+    /// - `citus.allow_nested_distributed_execution = on` (on every node): a statement Citus sends
+    ///   to a shard may call one of our functions that reads the user's other tables
+    ///   (habit.user_time_zone reads profiles; habit.habits_on, periods), a distributed query
+    ///   inside a query on a shard, which Citus refuses by default because the inner query could
+    ///   reach another node on another connection. Ours read only the same user's rows, which
+    ///   are co-located on that node, so they run on its shards in the same transaction (local
+    ///   execution), which is what makes them correct.
     public static func applyDatabaseSettings(_ connection: Connection) throws {
         let database = try connection.queryOne("SELECT current_database()").decode(String.self, at: 0)
         try applyDatabaseSettings(connection, database: database)
     }
 
-    /// As above, for `database` (a copy made from a template does not inherit the setting).
+    /// As above, for `database` (a copy made from a template does not inherit the settings),
+    /// from a connection to any database of the coordinator that has the citus extension.
     public static func applyDatabaseSettings(_ connection: Connection, database: String) throws {
         let quoted = "\"" + database.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         try connection.executeScript(unsafeSQL: "ALTER DATABASE \(quoted) SET citus.propagate_set_commands = 'local'")
+        let nested = "ALTER DATABASE \(quoted) SET citus.allow_nested_distributed_execution = on"
+        try connection.executeScript(unsafeSQL: nested)
+        let failed = try connection.query("SELECT nodename, result FROM run_command_on_workers(\(nested)) WHERE NOT success")
+        if let first = failed.first {
+            throw DistributionError.workerCommandFailed(node: try first.decode(String.self, at: 0), message: try first.decode(String.self, at: 1))
+        }
     }
 
     /// Whether this coordinator's user tables are distributed (`habit db distribute` ran).
@@ -256,6 +272,7 @@ public enum DistributionError: Error, CustomStringConvertible, Equatable {
     case notMigrated(pending: [String])
     case badShardCount(Int)
     case unexpectedDefinition(String)
+    case workerCommandFailed(node: String, message: String)
 
     public var description: String {
         switch self {
@@ -263,6 +280,8 @@ public enum DistributionError: Error, CustomStringConvertible, Equatable {
             "this database is not a Citus coordinator (no citus extension): CREATE EXTENSION citus and add the worker nodes first (docs/scaling.md, \"Citus\")"
         case .notMigrated(let pending):
             "the schema is not migrated (\(pending.count) pending: \(pending.prefix(3).joined(separator: ", "))\(pending.count > 3 ? ", …" : "")): run `habit migrate` first"
+        case .workerCommandFailed(let node, let message):
+            "the worker node \(node) refused a setting: \(message)"
         case .unexpectedDefinition(let name):
             "pg_get_functiondef(\(name)) has no form this build knows; it was left as it is"
         case .badShardCount(let count):

@@ -217,7 +217,7 @@ extension PostgresError {
     /// by PostgreSQL (`… violates check constraint "name"`) or by our functions (HB001 "… rows in
     /// <table>; …", HB010 "<path>: …"), so they are read back from there when the fields are
     /// missing; with the fields present (PostgreSQL) nothing changes. docs/scaling.md, "Citus".
-    mutating func recoverFieldsDroppedByCitus() {
+    public mutating func recoverFieldsDroppedByCitus() {
         guard constraint == nil, table == nil, column == nil, let code = sqlState else { return }
         func between(_ prefix: String, _ suffix: String) -> String? {
             guard let start = message.range(of: prefix) else { return nil }

@@ -82,7 +82,10 @@ public final class TaskRepository {
     }
 
     /// Changes title, notes, list, date or position in one statement. Moving a task to
-    /// another date without giving a position puts it after the last task of that date.
+    /// another date without giving a position puts it after the last task of that date: that
+    /// position is asked first, in the same transaction (`habit.next_task_position`, which
+    /// serialises the user's numbering writers until commit), because Citus refuses a VOLATILE
+    /// function inside an UPDATE of a distributed table (docs/scaling.md, "Citus").
     /// State and completed_at never change here.
     public func updateTask(user: UUID, id: UUID, _ changes: TaskChanges) throws -> TaskItem {
         let title = try changes.title.map(Validation.taskTitle)
@@ -90,20 +93,30 @@ public final class TaskRepository {
         let position = try changes.position.map(Validation.taskPosition)
         let dateGiven = changes.scheduledDate != nil
         let date = changes.scheduledDate ?? nil
-        // A flag per clearable field says whether to replace it (possibly with NULL).
-        // On the right of SET, scheduled_date is still the row's old value.
-        return try TaskItem(row: scope.query(as: user, """
-            UPDATE public.tasks SET
-                title = coalesce(\(title), title),
-                notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
-                list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
-                scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
-                position = coalesce(\(position), CASE
-                    WHEN \(dateGiven) AND \(date) IS DISTINCT FROM scheduled_date THEN habit.next_task_position(\(user), \(date))
-                    ELSE position END)
-            WHERE id = \(id) AND user_id = \(user)
-            RETURNING \(unsafeSQL: TaskItem.columns)
-            """).found())
+        func update(position: Int32?) -> Query {
+            // A flag per clearable field says whether to replace it (possibly with NULL).
+            """
+                UPDATE public.tasks SET
+                    title = coalesce(\(title), title),
+                    notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
+                    list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
+                    scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
+                    position = coalesce(\(position), position)
+                WHERE id = \(id) AND user_id = \(user)
+                RETURNING \(unsafeSQL: TaskItem.columns)
+                """
+        }
+        guard dateGiven, position == nil else {
+            return try TaskItem(row: scope.query(as: user, update(position: position)).found())
+        }
+        return try TaskItem(row: scope.transaction(as: user) { connection in
+            // No row: the task is not the user's, or keeps its date (and its position).
+            let next = try connection.queryOptional("""
+                SELECT habit.next_task_position(\(user), \(date)) FROM public.tasks
+                WHERE id = \(id) AND user_id = \(user) AND scheduled_date IS DISTINCT FROM \(date)
+                """).map { try $0.decode(Int32.self, at: 0) }
+            return try connection.query(update(position: next))
+        }.found())
     }
 
     public func deleteTask(user: UUID, id: UUID) throws {

@@ -130,18 +130,12 @@ public struct UserScope {
     /// and dashes). auth.uid() reads it (request.jwt.claim.sub is the spelling it reads
     /// first). Without it the shards see no user: reads come back empty and writes are
     /// refused, closed rather than open. docs/scaling.md, "Citus".
-    /// Both SET LOCALs are propagated to every node the transaction uses.
+    /// The database's other Citus settings are `habit db distribute`'s (Distribution.applyDatabaseSettings).
     private func distributedPrelude(for user: UUID) throws -> [Query] {
         guard try isDistributed() else { return [] }
         return [
             "SELECT set_config('citus.propagate_set_commands', 'local', true)",
             Query(unsafeSQL: "SET LOCAL request.jwt.claim.sub = '\(user.lowercaseString)'"),
-            // A statement Citus sends to a shard may call one of our functions that reads the
-            // user's other tables (habit.user_time_zone reads profiles): a distributed query
-            // inside a query on a shard, which Citus refuses unless allowed. Every such read is
-            // of the same user's rows, co-located on the same node, so it runs on that node's
-            // shards in the same transaction (local execution), which is what makes it correct.
-            "SET LOCAL citus.allow_nested_distributed_execution = on",
         ]
     }
 

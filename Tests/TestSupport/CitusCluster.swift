@@ -142,3 +142,13 @@ public struct CitusCluster: Sendable {
         return name
     }
 }
+
+extension PostgresError {
+    /// This error with the constraint, table and column a Citus coordinator drops read back from
+    /// its message (`recoverFieldsDroppedByCitus`); on PostgreSQL, the error as it is.
+    public var withFieldsCitusDrops: PostgresError {
+        var error = self
+        error.recoverFieldsDroppedByCitus()
+        return error
+    }
+}
