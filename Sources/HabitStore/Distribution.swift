@@ -5,7 +5,7 @@ import PostgresClient
 /// every user-owned table sharded by `user_id` and co-located with `public.profiles`, so each
 /// request (which acts for one user and names that user in every statement) is a transaction
 /// on one shard group of one worker node; the shared lists become reference tables (a copy on
-/// every node, for the foreign keys and triggers that read them). docs/scaling.md, "Citus".
+/// every node, for the foreign keys and triggers that read them). docs/scaling.md, "Running on Citus".
 ///
 /// Idempotent: what is already distributed is left alone, so a run that stopped half way is
 /// finished by the next one. Run after `habit migrate`, on the coordinator, as the owner of the
@@ -173,7 +173,10 @@ public enum Distribution {
         try connection.executeScript(unsafeSQL: "ALTER DATABASE \(quoted) SET citus.propagate_set_commands = 'local'")
         let nested = "ALTER DATABASE \(quoted) SET citus.allow_nested_distributed_execution = on"
         try connection.executeScript(unsafeSQL: nested)
-        let failed = try connection.query("SELECT nodename, result FROM run_command_on_workers(\(nested)) WHERE NOT success")
+        // Citus propagates ALTER DATABASE … SET to the workers; said on them as well (with
+        // propagation off, which Citus wants on a worker) so that a node that missed it gets it.
+        let onWorkers = "SET citus.enable_ddl_propagation TO off; " + nested
+        let failed = try connection.query("SELECT nodename, result FROM run_command_on_workers(\(onWorkers)) WHERE NOT success")
         if let first = failed.first {
             throw DistributionError.workerCommandFailed(node: try first.decode(String.self, at: 0), message: try first.decode(String.self, at: 1))
         }

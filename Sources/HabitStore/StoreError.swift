@@ -216,7 +216,7 @@ extension PostgresError {
     /// constraint, table and column fields are lost. The messages carry them too, in forms fixed
     /// by PostgreSQL (`… violates check constraint "name"`) or by our functions (HB001 "… rows in
     /// <table>; …", HB010 "<path>: …"), so they are read back from there when the fields are
-    /// missing; with the fields present (PostgreSQL) nothing changes. docs/scaling.md, "Citus".
+    /// missing; with the fields present (PostgreSQL) nothing changes. docs/scaling.md, "Running on Citus".
     public mutating func recoverFieldsDroppedByCitus() {
         guard constraint == nil, table == nil, column == nil, let code = sqlState else { return }
         func between(_ prefix: String, _ suffix: String) -> String? {

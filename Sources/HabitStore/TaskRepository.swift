@@ -85,7 +85,7 @@ public final class TaskRepository {
     /// another date without giving a position puts it after the last task of that date: that
     /// position is asked first, in the same transaction (`habit.next_task_position`, which
     /// serialises the user's numbering writers until commit), because Citus refuses a VOLATILE
-    /// function inside an UPDATE of a distributed table (docs/scaling.md, "Citus").
+    /// function inside an UPDATE of a distributed table (docs/scaling.md, "Running on Citus").
     /// State and completed_at never change here.
     public func updateTask(user: UUID, id: UUID, _ changes: TaskChanges) throws -> TaskItem {
         let title = try changes.title.map(Validation.taskTitle)

@@ -129,7 +129,7 @@ public struct UserScope {
     /// the claim's sub as a SET LOCAL literal (SET takes no parameters; a UUID's text is hex
     /// and dashes). auth.uid() reads it (request.jwt.claim.sub is the spelling it reads
     /// first). Without it the shards see no user: reads come back empty and writes are
-    /// refused, closed rather than open. docs/scaling.md, "Citus".
+    /// refused, closed rather than open. docs/scaling.md, "Running on Citus".
     /// The database's other Citus settings are `habit db distribute`'s (Distribution.applyDatabaseSettings).
     private func distributedPrelude(for user: UUID) throws -> [Query] {
         guard try isDistributed() else { return [] }

@@ -13,6 +13,9 @@ import Testing
         try connection.withTransaction(prelude: [
             "SET LOCAL ROLE authenticated",
             "SELECT set_config('request.jwt.claims', \(#"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated"}"#), true)",
+            // On Citus a claim reaches the shards only as a SET LOCAL, as the worker sends it
+            // there (docs/scaling.md, "Running on Citus"); set_config() alone reads nothing.
+            Query(unsafeSQL: CitusCluster.current == nil ? "SELECT 1" : "SET LOCAL request.jwt.claim.sub = '\(user.uuidString.lowercased())'"),
         ], body)
     }
 

@@ -56,10 +56,11 @@ public struct CitusCluster: Sendable {
         let name = "habit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         if migrated {
             let template = try Self.template(self)
-            try onEveryNode { connection, node in
-                try Self.copy(template, to: name, on: connection)
-                if node == coordinator { try Distribution.applyDatabaseSettings(connection, database: name) }
-            }
+            try onEveryNode { connection, _ in try Self.copy(template, to: name, on: connection) }
+            // A copy does not inherit the database's settings (pg_db_role_setting).
+            let admin = try Connection(try adminURL(coordinator), applicationName: "habit-tests")
+            defer { admin.close() }
+            try Distribution.applyDatabaseSettings(admin, database: name)
         } else {
             try makeEmpty(name)
         }
@@ -152,3 +153,4 @@ extension PostgresError {
         return error
     }
 }
+
