@@ -29,7 +29,7 @@ eval "$(scripts/citus-tmp start "$citus_dir")"
 trap 'scripts/citus-tmp stop "$HABIT_CITUS_DIR"' EXIT
 export DATABASE_URL="$CITUS_URL" HABIT_TEST_CITUS=1
 
-suites='HabitWorkerTests\.(MethodTests|ErrorCodeTests|IsolationTests|TimeZoneTests|ConcurrencyTests|PaginationAndLimitsTests|ProtocolExamplesTests|DayStateTests|ScheduleTests|DueAndSkippedTests|StreakCasesTests|StatsMethodsTests|SyncPullTests|SyncPushTests|SyncDevicesPropertyTests|AccountTests|AccountDeleteTests|RetrySafeCreatesTests|UserOrderTests)|HabitStoreTests\.(IsolationTests|HistoryPropertyTests|StreakPropertyTests|SyncPullTests)'
+suites='HabitWorkerTests\.(MethodTests|ErrorCodeTests|IsolationTests|TimeZoneTests|ConcurrencyTests|PaginationAndLimitsTests|ProtocolExamplesTests|DayStateTests|ScheduleTests|DueAndSkippedTests|StreakCasesTests|StatsMethodsTests|SyncPullTests|SyncPushTests|SyncDevicesPropertyTests|AccountTests|AccountDeleteTests|RetrySafeCreatesTests|UserOrderTests)|HabitStoreTests\.(IsolationTests|HistoryPropertyTests|StreakPropertyTests|SyncPullTests|DistributionTests)'
 
 swift build --build-tests </dev/null
 if [ $# -eq 0 ]; then

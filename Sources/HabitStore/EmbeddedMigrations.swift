@@ -3663,7 +3663,7 @@ COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
 -- text is longer than sync_mutations_outcome_size allows (65,536 bytes, sql/0022): the caller
 -- records an error in its place (sync.push: response_too_large). Asked here rather than in the
 -- caller's statement so that the call is the whole statement, which Citus can send to the
--- user's node (docs/scaling.md, "Citus").
+-- user's node (docs/scaling.md, "Running on Citus").
 CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
