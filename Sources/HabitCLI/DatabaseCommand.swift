@@ -57,7 +57,7 @@ struct DatabaseCommand: ParsableCommand {
                 on the workers, where Citus connects as them, and not on the coordinator; the functions, \
                 views, triggers, policies and grants are made again so that Citus propagates them. \
                 Idempotent: a second run changes nothing, and finishes a run that stopped. Connect as the \
-                schema's owner (the role that ran habit migrate). docs/scaling.md, "Running on Citus".
+                schema's owner (the role that ran habit migrate), with CREATEROLE. docs/scaling.md, "Running on Citus".
                 """
         )
         @OptionGroup var database: DatabaseOptions

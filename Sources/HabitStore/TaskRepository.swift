@@ -82,32 +82,38 @@ public final class TaskRepository {
     }
 
     /// Changes title, notes, list, date or position in one statement. Moving a task to
-    /// another date without giving a position puts it after the last task of that date: that
-    /// position is asked first, in the same transaction (`habit.next_task_position`, which
-    /// serialises the user's numbering writers until commit), because Citus refuses a VOLATILE
-    /// function inside an UPDATE of a distributed table (docs/scaling.md, "Running on Citus").
-    /// State and completed_at never change here.
+    /// another date without giving a position puts it after the last task of that date
+    /// (`habit.next_task_position`, which serialises the user's numbering writers until
+    /// commit). State and completed_at never change here.
+    ///
+    /// On a Citus coordinator that position is asked first, in the same transaction: Citus
+    /// refuses a VOLATILE function inside an UPDATE of a distributed table, and the two
+    /// statements cost two round trips more (docs/scaling.md, "Running on Citus").
     public func updateTask(user: UUID, id: UUID, _ changes: TaskChanges) throws -> TaskItem {
         let title = try changes.title.map(Validation.taskTitle)
         let notes = try changes.notes.map { try $0.map(Validation.taskNotes) }
         let position = try changes.position.map(Validation.taskPosition)
         let dateGiven = changes.scheduledDate != nil
         let date = changes.scheduledDate ?? nil
-        func update(position: Int32?) -> Query {
-            // A flag per clearable field says whether to replace it (possibly with NULL).
+        // A flag per clearable field says whether to replace it (possibly with NULL). On the
+        // right of SET, scheduled_date is still the row's old value. `asked`: the new date's
+        // position when it was asked first (Citus); else it is found in the statement.
+        func update(asked: Int32?) -> Query {
             """
-                UPDATE public.tasks SET
-                    title = coalesce(\(title), title),
-                    notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
-                    list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
-                    scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
-                    position = coalesce(\(position), position)
-                WHERE id = \(id) AND user_id = \(user)
-                RETURNING \(unsafeSQL: TaskItem.columns)
-                """
+            UPDATE public.tasks SET
+                title = coalesce(\(title), title),
+                notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
+                list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
+                scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
+                position = coalesce(\(position), \(asked), CASE
+                    WHEN \(dateGiven && asked == nil) AND \(date) IS DISTINCT FROM scheduled_date THEN habit.next_task_position(\(user), \(date))
+                    ELSE position END)
+            WHERE id = \(id) AND user_id = \(user)
+            RETURNING \(unsafeSQL: TaskItem.columns)
+            """
         }
-        guard dateGiven, position == nil else {
-            return try TaskItem(row: scope.query(as: user, update(position: position)).found())
+        guard dateGiven, position == nil, try scope.isCitusCoordinator() else {
+            return try TaskItem(row: scope.query(as: user, update(asked: nil)).found())
         }
         return try TaskItem(row: scope.transaction(as: user) { connection in
             // No row: the task is not the user's, or keeps its date (and its position).
@@ -115,7 +121,7 @@ public final class TaskRepository {
                 SELECT habit.next_task_position(\(user), \(date)) FROM public.tasks
                 WHERE id = \(id) AND user_id = \(user) AND scheduled_date IS DISTINCT FROM \(date)
                 """).map { try $0.decode(Int32.self, at: 0) }
-            return try connection.query(update(position: next))
+            return try connection.query(update(asked: next))
         }.found())
     }
 

@@ -111,7 +111,12 @@ public struct UserScope {
         }
     }
 
-    /// Whether the database is a Citus coordinator, asked once per connection.
+    /// Whether the database is a Citus coordinator: asked once per connection (one round trip
+    /// on its first request), then remembered (`Connection.serverFacts`).
+    public func isCitusCoordinator() throws -> Bool {
+        try isDistributed()
+    }
+
     private func isDistributed() throws -> Bool {
         if let known = connection.serverFacts[Self.citusFact] { return known }
         let known = try Distribution.isCoordinator(connection)

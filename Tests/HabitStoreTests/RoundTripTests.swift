@@ -17,6 +17,9 @@ import Testing
                 let connection = try Connection(try database.url(overriding: settings), applicationName: "habit-tests")
                 // Zone names are read once per process; load them before counting.
                 _ = try TimeZoneNames.shared.isValid("UTC", using: connection)
+                // A connection's first request asks once whether the database is a Citus
+                // coordinator (UserScope.isCitusCoordinator): asked before counting.
+                #expect(try UserScope(connection: connection).isCitusCoordinator() == (CitusCluster.current != nil))
                 try body(HabitRepository(connection: connection), TaskRepository(connection: connection), counter, connection)
             }
         }
