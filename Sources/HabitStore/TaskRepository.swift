@@ -96,23 +96,37 @@ public final class TaskRepository {
         let dateGiven = changes.scheduledDate != nil
         let date = changes.scheduledDate ?? nil
         // A flag per clearable field says whether to replace it (possibly with NULL). On the
-        // right of SET, scheduled_date is still the row's old value. `asked`: the new date's
-        // position when it was asked first (Citus); else it is found in the statement.
+        // right of SET, scheduled_date is still the row's old value. The new date's position is
+        // found in the statement, or on Citus given (`asked`: asked first, nil when the date
+        // stays) with no function call in the statement at all.
+        let citus = try scope.isCitusCoordinator()
         func update(asked: Int32?) -> Query {
-            """
-            UPDATE public.tasks SET
-                title = coalesce(\(title), title),
-                notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
-                list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
-                scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
-                position = coalesce(\(position), \(asked), CASE
-                    WHEN \(dateGiven && asked == nil) AND \(date) IS DISTINCT FROM scheduled_date THEN habit.next_task_position(\(user), \(date))
-                    ELSE position END)
-            WHERE id = \(id) AND user_id = \(user)
-            RETURNING \(unsafeSQL: TaskItem.columns)
-            """
+            guard citus else {
+                return """
+                    UPDATE public.tasks SET
+                        title = coalesce(\(title), title),
+                        notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
+                        list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
+                        scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
+                        position = coalesce(\(position), CASE
+                            WHEN \(dateGiven) AND \(date) IS DISTINCT FROM scheduled_date THEN habit.next_task_position(\(user), \(date))
+                            ELSE position END)
+                    WHERE id = \(id) AND user_id = \(user)
+                    RETURNING \(unsafeSQL: TaskItem.columns)
+                    """
+            }
+            return """
+                UPDATE public.tasks SET
+                    title = coalesce(\(title), title),
+                    notes = CASE WHEN \(notes != nil) THEN \(notes ?? nil) ELSE notes END,
+                    list_id = CASE WHEN \(changes.listID != nil) THEN \(changes.listID ?? nil) ELSE list_id END,
+                    scheduled_date = CASE WHEN \(dateGiven) THEN \(date) ELSE scheduled_date END,
+                    position = coalesce(\(position), \(asked), position)
+                WHERE id = \(id) AND user_id = \(user)
+                RETURNING \(unsafeSQL: TaskItem.columns)
+                """
         }
-        guard dateGiven, position == nil, try scope.isCitusCoordinator() else {
+        guard dateGiven, position == nil, citus else {
             return try TaskItem(row: scope.query(as: user, update(asked: nil)).found())
         }
         return try TaskItem(row: scope.transaction(as: user) { connection in
