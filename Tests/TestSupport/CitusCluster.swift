@@ -54,16 +54,13 @@ public struct CitusCluster: Sendable {
 
     func create(migrated: Bool) throws -> TestDatabase {
         let name = "habit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-        if migrated {
-            let template = try Self.template(self)
-            try onEveryNode { connection, _ in try Self.copy(template, to: name, on: connection) }
-            // A copy does not inherit the database's settings (pg_db_role_setting).
-            let admin = try Connection(try adminURL(coordinator), applicationName: "habit-tests")
-            defer { admin.close() }
-            try Distribution.applyDatabaseSettings(admin, database: name)
-        } else {
-            try makeEmpty(name)
-        }
+        let templates = try Self.templates(self)
+        let template = migrated ? templates.migrated : templates.empty
+        try onEveryNode { connection, _ in try Self.copy(template, to: name, on: connection) }
+        // A copy does not inherit the database's settings (pg_db_role_setting).
+        let admin = try Connection(try adminURL(coordinator), applicationName: "habit-tests")
+        defer { admin.close() }
+        try Distribution.applyDatabaseSettings(admin, database: name)
         return TestDatabase(url: try adminURL(coordinator, database: name), name: name)
     }
 
@@ -101,13 +98,18 @@ public struct CitusCluster: Sendable {
         }
     }
 
-    nonisolated(unsafe) private static var templateName: String?
+    nonisolated(unsafe) private static var templateNames: (empty: String, migrated: String)?
     private static let templateLock = NSLock()
 
-    private static func template(_ cluster: CitusCluster) throws -> String {
+    /// The two templates, made once, before any test database: an empty one (the extension, the
+    /// nodes registered) and a migrated, distributed one copied from it. Registering nodes
+    /// (citus_add_node) copies every role's attributes from the coordinator to the workers, so
+    /// it takes `authenticated`'s LOGIN there away; it happens here only, and `habit db
+    /// distribute` (the migrated template's) gives it back before any test runs a request.
+    private static func templates(_ cluster: CitusCluster) throws -> (empty: String, migrated: String) {
         templateLock.lock()
         defer { templateLock.unlock() }
-        if let templateName { return templateName }
+        if let templateNames { return templateNames }
         let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
         let texts = migrator.migrations.map { $0.fileName + "\n" + $0.sql } + migrator.currentStateFiles.map { $0.path + "\n" + $0.sql }
         let admin = try TestDatabase.adminConnection()
@@ -115,32 +117,45 @@ public struct CitusCluster: Sendable {
         let digest = try admin.queryOne("SELECT left(encode(sha256(convert_to(\(texts.joined(separator: "\u{1}")), 'UTF8')), 'hex'), 16)")
             .decode(String.self, at: 0)
         let name = "habit_citus_template_\(digest)"
+        let empty = "habit_citus_empty_template"
         try admin.execute("SELECT pg_advisory_lock(\(Int64(0x7465_6D70_6C61_7465)))")
         defer { _ = try? admin.execute("SELECT pg_advisory_unlock(\(Int64(0x7465_6D70_6C61_7465)))") }
-        let exists = try admin.queryOne("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = \(name))").decode(Bool.self, at: 0)
-        if !exists {
-            let building = name + "_building"
+        func exists(_ database: String) throws -> Bool {
+            try admin.queryOne("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = \(database))").decode(Bool.self, at: 0)
+        }
+        if try !exists(empty) {
+            let building = empty + "_building"
             cluster.drop(building)
             try cluster.makeEmpty(building)
+            try cluster.rename(building, to: empty)
+        }
+        if try !exists(name) {
+            let building = name + "_building"
+            cluster.drop(building)
+            try cluster.onEveryNode { connection, _ in try Self.copy(empty, to: building, on: connection) }
             let connection = try Connection(try cluster.adminURL(cluster.coordinator, database: building))
             try migrator.migrate(connection)
             try Distribution.distribute(connection, migrator: migrator, shardCount: 4)
             connection.close()
-            try cluster.onEveryNode { connection, _ in
-                _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(building)")
-                for attempt in 1...50 {
-                    do {
-                        try connection.execute(Query(unsafeSQL: "ALTER DATABASE \(building) RENAME TO \(name)"))
-                        break
-                    } catch let error as PostgresError where error.sqlState == "55006" && attempt < 50 {
-                        Thread.sleep(forTimeInterval: 0.1)
-                        _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(building)")
-                    }
+            try cluster.rename(building, to: name)
+        }
+        templateNames = (empty, name)
+        return (empty, name)
+    }
+
+    /// ALTER DATABASE … RENAME on every node, once Citus' maintenance worker has let go of it.
+    private func rename(_ database: String, to name: String) throws {
+        try onEveryNode { connection, _ in
+            for attempt in 1...50 {
+                _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(database)")
+                do {
+                    try connection.execute(Query(unsafeSQL: "ALTER DATABASE \(database) RENAME TO \(name)"))
+                    return
+                } catch let error as PostgresError where error.sqlState == "55006" && attempt < 50 {
+                    Thread.sleep(forTimeInterval: 0.1)
                 }
             }
         }
-        templateName = name
-        return name
     }
 }
 
