@@ -81,7 +81,6 @@ public enum Distribution {
         if let shardCount, !(1...64_000).contains(shardCount) { throw DistributionError.badShardCount(shardCount) }
 
         var report = Report()
-        report.roles = try giveWorkersTheSwitchedToRoles(connection)
 
         let done = Set(try connection.query("SELECT logicalrelid::regclass::text FROM pg_catalog.pg_dist_partition")
             .map { try $0.decode(String.self, at: 0) })
@@ -145,6 +144,10 @@ public enum Distribution {
                     """)
             }
         }
+        // Last: Citus copies a role's attributes from the coordinator to the workers whenever
+        // it first propagates an object that depends on the role (the tables and functions
+        // above), which takes this LOGIN away again.
+        report.roles = try giveWorkersTheSwitchedToRoles(connection)
         return report
     }
 

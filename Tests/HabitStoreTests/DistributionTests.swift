@@ -34,7 +34,11 @@ import Testing
         #expect(SQLStatements.split("-- only a comment\n  ") == [])
     }
 
-    @Test("every file of sql/ splits into statements that PostgreSQL runs as the whole file does")
+    @Test("every file of sql/ splits into statements that PostgreSQL runs as the whole file does",
+          // On Citus, migrating a new database propagates its schemas, whose owner's and grantees'
+          // attributes Citus copies to the workers: it would take authenticated's LOGIN there
+          // from the other tests' databases (docs/scaling.md, "Running on Citus").
+          .enabled(if: CitusCluster.current == nil, "migrating a fresh database on a coordinator resets the workers' roles"))
     func sqlFilesSplitCleanly() throws {
         let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
         for file in migrator.currentStateFiles {
@@ -61,7 +65,6 @@ import Testing
                     for statement in SQLStatements.split(file.sql) { try connection.executeScript(unsafeSQL: statement) }
                 }
             }
-            guard CitusCluster.current == nil else { return }
             let whole = try TestDatabase.create()
             defer { whole.drop() }
             #expect(try CatalogSnapshot.dump(database) == CatalogSnapshot.dump(whole))
