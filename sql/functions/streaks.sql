@@ -1027,7 +1027,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         -- One statement per changed run (one, mostly): a plan of its own for any count would be
         -- made afresh each time. The run's values go in as plain variables, not array elements:
         -- Citus 13.2.2 crashes a worker node on an UPDATE of a distributed table whose SET uses
-        -- an element of a PL/pgSQL array (docs/scaling.md, "Tried on Citus 13.2.2").
+        -- an element of a PL/pgSQL array (docs/scaling.md, "Running on Citus").
         FOREACH i IN ARRAY coalesce(changed, '{}') LOOP
             r.first_slot := firsts[i]; r.last_slot := lasts[i]; r.kept := kepts[i];
             r.missed_after := misses[i]; r.next_missed := nexts[i];
