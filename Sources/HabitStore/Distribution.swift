@@ -256,17 +256,18 @@ public enum Distribution {
         return changed
     }
 
-    /// LOGIN for the switched-to roles on the workers only: granted with Citus propagating the
-    /// ALTER ROLE to every node, then taken back on the coordinator alone.
+    /// LOGIN for the switched-to roles on the workers only.
     private static func giveWorkersTheSwitchedToRoles(_ connection: Connection) throws -> [String] {
         let roles = try connection.query("""
             SELECT rolname FROM pg_catalog.pg_roles WHERE rolname = ANY (pg_catalog.string_to_array(\(switchedToRoles.joined(separator: ",")), ',')) ORDER BY rolname
             """).map { try $0.decode(String.self, at: 0) }
         for role in roles {
-            try connection.execute(Query(unsafeSQL: "ALTER ROLE \(role) LOGIN"))
-            try connection.withTransaction { connection in
-                try connection.execute("SELECT set_config('citus.enable_alter_role_propagation', 'off', true)")
-                try connection.execute(Query(unsafeSQL: "ALTER ROLE \(role) NOLOGIN"))
+            // Said on the workers only (with propagation off, which Citus wants there): the
+            // coordinator never lets these roles log in, not even for a moment.
+            let command = "SET citus.enable_ddl_propagation TO off; ALTER ROLE \(role) LOGIN"
+            let failed = try connection.query("SELECT nodename, result FROM run_command_on_workers(\(command)) WHERE NOT success")
+            if let first = failed.first {
+                throw DistributionError.workerCommandFailed(node: try first.decode(String.self, at: 0), message: try first.decode(String.self, at: 1))
             }
         }
         return roles

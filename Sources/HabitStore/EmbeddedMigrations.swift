@@ -3659,9 +3659,9 @@ COMMENT ON FUNCTION habit.sync_mutation_claim(uuid, text, text) IS
 
 -- The outcome of a record claimed in this transaction (a committed record always has one: the
 -- claim and its outcome commit together), with the user's change number if this transaction
--- took one. Returns the outcome as stored; NULL, writing nothing, for an outcome whose jsonb
--- text is longer than sync_mutations_outcome_size allows (65,536 bytes, sql/0022): the caller
--- records an error in its place (sync.push: response_too_large). Asked here rather than in the
+-- took one. Returns the outcome as stored; NULL for an outcome whose jsonb text is longer than
+-- sync_mutations_outcome_size allows (65,536 bytes, sql/0022), removing the claim: the caller
+-- records an error in its place (sync.push: response_too_large) or the mutation stays unapplied. Asked here rather than in the
 -- caller's statement so that the call is the whole statement, which Citus can send to the
 -- user's node (docs/scaling.md, "Running on Citus").
 CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text, p_mutation text, p_outcome jsonb) RETURNS jsonb
@@ -3673,6 +3673,11 @@ CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text
     BEGIN
         PERFORM habit.check_acting_for(p_user);
         IF octet_length(p_outcome::text) > 65536 THEN
+            -- The claim goes too, so that a caller who commits now leaves no record without an
+            -- outcome (the mutation counts as never applied); sync.push rolls this back with its
+            -- savepoint and records an error in its place.
+            DELETE FROM habit.sync_mutations m
+            WHERE m.user_id = p_user AND m.client_id = p_client AND m.mutation_id = p_mutation AND m.outcome IS NULL;
             RETURN NULL;
         END IF;
         UPDATE habit.sync_mutations m SET outcome = p_outcome,
@@ -3687,7 +3692,7 @@ CREATE OR REPLACE FUNCTION habit.sync_mutation_record(p_user uuid, p_client text
     END
     $fn$;
 COMMENT ON FUNCTION habit.sync_mutation_record(uuid, text, text, jsonb) IS
-    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored, or NULL without writing when it is over 65,536 bytes of jsonb text.';
+    'Records the outcome of the replay record p_user claimed in this transaction (habit.sync_mutation_claim); returns it as stored, or NULL, removing the claim, when it is over 65,536 bytes of jsonb text.';
 
 -- Prune and reset ---------------------------------------------------------------------------------
 -- Drops tombstones and replay records older than p_retention. A user's cursors below the

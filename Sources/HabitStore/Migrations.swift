@@ -273,6 +273,9 @@ public struct Migrator: Sendable {
         let byStatement = try Distribution.isCoordinator(connection)
         func apply(_ sql: String, on connection: Connection) throws {
             if byStatement {
+                // The triggers of distributed tables are made again by the trigger files: Citus
+                // allows it with this setting, as `habit db distribute` did (transaction-local).
+                try connection.execute("SELECT set_config('citus.enable_unsafe_triggers', 'on', true)")
                 for statement in SQLStatements.split(sql) { try connection.executeScript(unsafeSQL: statement) }
             } else {
                 try connection.executeScript(unsafeSQL: sql)
@@ -321,7 +324,9 @@ public struct Migrator: Sendable {
         }
         // On a distributed Citus database, the files just applied said some things for
         // PostgreSQL that Citus cannot plan (Distribution.adaptFunctions).
-        if byStatement, !report.appliedFiles.isEmpty, try Distribution.isDistributed(connection) {
+        // Every run, not only one that applied a file: a run that stopped before this step
+        // (the files are committed one by one) is finished by the next.
+        if byStatement, try Distribution.isDistributed(connection) {
             try connection.withTransaction { connection in _ = try Distribution.adaptFunctions(connection) }
         }
         return report

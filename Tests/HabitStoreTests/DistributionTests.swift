@@ -108,7 +108,7 @@ import Testing
         }
     }
 
-    @Test("on Citus: every user table distributed by user_id in one co-location group, the lists as reference tables; a second run changes nothing",
+    @Test("on Citus: every user table distributed by user_id in one co-location group, the lists as reference tables; a second run changes nothing; a later migrate keeps it so",
           .enabled(if: CitusCluster.current != nil, "needs a Citus cluster (scripts/test-citus.sh)"))
     func distributedDatabase() throws {
         try TestDatabase.with { database in
@@ -131,6 +131,14 @@ import Testing
             let again = try Distribution.distribute(connection, migrator: try Migrator(directory: TestDatabase.migrationsDirectory))
             #expect(again.tables.isEmpty && again.alreadyDone.count == tables.count, "\(again)")
             // No SQL function that reads a distributed table is left for PostgreSQL to inline.
+            #expect(try Distribution.adaptFunctions(connection).isEmpty)
+            // A later `habit migrate` that applies every current-state file again (as after a
+            // new versioned migration): the triggers of distributed tables are made again, and
+            // the functions keep their Citus form.
+            try connection.execute("UPDATE habit.current_state_files SET checksum = 'stale'")
+            let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+            let report = try migrator.migrate(connection)
+            #expect(report.appliedFiles.count == migrator.currentStateFiles.count)
             #expect(try Distribution.adaptFunctions(connection).isEmpty)
         }
     }
