@@ -131,7 +131,10 @@ public enum Distribution {
         // Citus' metadata"); made again now, Citus propagates them to every node, where the
         // shards' triggers and policies call them. Statement by statement (SQLStatements).
         try connection.withTransaction { connection in
-            try connection.execute("SELECT set_config('citus.enable_unsafe_triggers', 'on', true)")
+            try connection.execute("""
+                SELECT set_config('citus.enable_unsafe_triggers', 'on', true),
+                       set_config('citus.multi_shard_modify_mode', 'sequential', true)
+                """)
             for file in migrator.currentStateFiles {
                 for statement in SQLStatements.split(file.sql) { try connection.executeScript(unsafeSQL: statement) }
                 report.files.append(file.path)

@@ -274,8 +274,14 @@ public struct Migrator: Sendable {
         func apply(_ sql: String, on connection: Connection) throws {
             if byStatement {
                 // The triggers of distributed tables are made again by the trigger files: Citus
-                // allows it with this setting, as `habit db distribute` did (transaction-local).
-                try connection.execute("SELECT set_config('citus.enable_unsafe_triggers', 'on', true)")
+                // allows it with this setting, as `habit db distribute` did; and a file that
+                // changes a reference table after a distributed one (policies, grants) must use
+                // one connection per node (Citus: "parallel DDL access … in the same
+                // transaction"). Both transaction-local.
+                try connection.execute("""
+                    SELECT set_config('citus.enable_unsafe_triggers', 'on', true),
+                           set_config('citus.multi_shard_modify_mode', 'sequential', true)
+                    """)
                 for statement in SQLStatements.split(sql) { try connection.executeScript(unsafeSQL: statement) }
             } else {
                 try connection.executeScript(unsafeSQL: sql)
