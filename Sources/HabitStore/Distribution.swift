@@ -11,16 +11,25 @@ import PostgresClient
 /// finished by the next one. Run after `habit migrate`, on the coordinator, as the owner of the
 /// schema (the migrator's role).
 public enum Distribution {
-    /// The user-owned tables in the order they are distributed: a table after the tables its
-    /// foreign keys reference. The first one starts the co-location group the others join.
-    public static let distributedTables = [
-        "public.profiles", "public.habit_templates", "public.task_lists",
-        "public.habit_periods", "public.habit_completions", "public.habit_skips",
-        "public.habit_streak_state", "public.habit_streak_runs", "public.tasks",
-        "public.weekly_completion_counts",
-        "habit.sync_clocks", "habit.sync_mutations", "habit.sync_tombstones",
-        "habit.user_row_counts", "habit.weekly_counts_dirty",
-    ]
+    /// The table whose co-location group every user-owned table joins.
+    public static let colocationTable = "public.profiles"
+
+    /// The user-owned tables, read from the catalog as ShardingReadinessTests reads them (every
+    /// table of `public`, `habit` and `auth` with a `user_id` column, so a table added later is
+    /// distributed too), in the order they can be distributed: `public.profiles` first (it
+    /// starts the co-location group), then the tables other user tables' foreign keys point at,
+    /// then the rest; by name within each.
+    public static func userTables(_ connection: Connection) throws -> [String] {
+        try connection.query("""
+            SELECT c.oid::regclass::text
+            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND n.nspname IN ('public', 'habit', 'auth')
+              AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'user_id' AND NOT a.attisdropped)
+            ORDER BY c.oid <> \(colocationTable)::regclass,
+                     NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.contype = 'f' AND k.confrelid = c.oid),
+                     n.nspname, c.relname
+            """).map { try $0.decode(String.self, at: 0) }
+    }
 
     /// Shared lists read by the user tables' keys and triggers: copied to every node.
     public static let referenceTables = ["habit.time_zones", "habit.row_limits", "habit.weekly_counts_state"]
@@ -113,9 +122,9 @@ public enum Distribution {
                 try connection.execute("SELECT create_reference_table(\(table)::regclass)")
                 report.tables.append(table)
             }
-            for table in distributedTables {
+            for table in try userTables(connection) {
                 if isDone(table) { report.alreadyDone.append(table); continue }
-                let colocation = table == distributedTables[0] ? "none" : distributedTables[0]
+                let colocation = table == "profiles" ? "none" : colocationTable
                 try connection.execute("SELECT create_distributed_table(\(table)::regclass, 'user_id', colocate_with => \(colocation))")
                 report.tables.append(table)
             }
@@ -143,7 +152,7 @@ public enum Distribution {
             for function in delegatedFunctions {
                 try connection.execute("""
                     SELECT create_distributed_function(\(function)::regprocedure, '$1',
-                                                       colocate_with => \(distributedTables[0]), force_delegation => true)
+                                                       colocate_with => \(colocationTable), force_delegation => true)
                     """)
             }
         }

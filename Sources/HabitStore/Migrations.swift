@@ -328,10 +328,9 @@ public struct Migrator: Sendable {
             }
             if appliedNow { report.appliedFiles.append(file.path) }
         }
-        // On a distributed Citus database, the files just applied said some things for
-        // PostgreSQL that Citus cannot plan (Distribution.adaptFunctions).
-        // Every run, not only one that applied a file: a run that stopped before this step
-        // (the files are committed one by one) is finished by the next.
+        // On a distributed Citus database, the files say some things for PostgreSQL that Citus
+        // cannot plan (Distribution.adaptFunctions). On every run, not only one that applied a
+        // file: a run that stopped before this step (files commit one by one) is finished here.
         if byStatement, try Distribution.isDistributed(connection) {
             try connection.withTransaction { connection in _ = try Distribution.adaptFunctions(connection) }
         }

@@ -66,7 +66,7 @@ public struct UserScope {
     /// when given, has one entry per statement: that transaction's `statement_timeout` (ms)
     /// instead of the settings' (a request's time left before its deadline).
     public func queries(_ list: [(user: UUID, statement: Query)], statementTimeouts: [Int]? = nil) throws -> [Result<[Row], Error>] {
-        if try isDistributed() {
+        if try isCitusCoordinator() {
             // Each needs its own transaction block (distributedPrelude): one after the other.
             return list.indices.map { index in
                 Result {
@@ -100,7 +100,7 @@ public struct UserScope {
 
     private func run(as user: UUID, _ statement: Query) throws -> Connection.StatementResult {
         do {
-            if try isDistributed() {
+            if try isCitusCoordinator() {
                 return try connection.withTransaction(prelude: prelude(for: user) + distributedPrelude(for: user)) { connection in
                     try connection.statementResult(statement)
                 }
@@ -114,10 +114,6 @@ public struct UserScope {
     /// Whether the database is a Citus coordinator: asked once per connection (one round trip
     /// on its first request), then remembered (`Connection.serverFacts`).
     public func isCitusCoordinator() throws -> Bool {
-        try isDistributed()
-    }
-
-    private func isDistributed() throws -> Bool {
         if let known = connection.serverFacts[Self.citusFact] { return known }
         let known = try Distribution.isCoordinator(connection)
         connection.serverFacts[Self.citusFact] = known
@@ -137,7 +133,7 @@ public struct UserScope {
     /// refused, closed rather than open. docs/scaling.md, "Running on Citus".
     /// The database's other Citus settings are `habit db distribute`'s (Distribution.applyDatabaseSettings).
     private func distributedPrelude(for user: UUID) throws -> [Query] {
-        guard try isDistributed() else { return [] }
+        guard try isCitusCoordinator() else { return [] }
         return [
             "SELECT set_config('citus.propagate_set_commands', 'local', true)",
             Query(unsafeSQL: "SET LOCAL request.jwt.claim.sub = '\(user.lowercaseString)'"),

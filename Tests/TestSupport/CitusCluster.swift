@@ -87,10 +87,22 @@ public struct CitusCluster: Sendable {
     /// CREATE DATABASE … TEMPLATE refuses a template anyone is connected to; Citus' maintenance
     /// daemon may still be, for a moment after the template was made.
     private static func copy(_ template: String, to name: String, on connection: Connection) throws {
+        try whenUnused(template, on: connection) {
+            try connection.execute(Query(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"))
+        }
+    }
+
+    /// Runs `command`, which needs `database` to have no sessions (55006 otherwise), after
+    /// ending the ones it has: Citus' maintenance worker comes back for a moment, so up to 50
+    /// tries, 0.1 s apart.
+    private static func whenUnused(_ database: String, on connection: Connection, _ command: () throws -> Void) throws {
         for attempt in 1...50 {
-            _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(template) AND pid <> pg_catalog.pg_backend_pid()")
+            _ = try connection.query("""
+                SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity
+                WHERE datname = \(database) AND pid <> pg_catalog.pg_backend_pid()
+                """)
             do {
-                try connection.execute(Query(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"))
+                try command()
                 return
             } catch let error as PostgresError where error.sqlState == "55006" && attempt < 50 {
                 Thread.sleep(forTimeInterval: 0.1)
@@ -146,14 +158,8 @@ public struct CitusCluster: Sendable {
     /// ALTER DATABASE … RENAME on every node, once Citus' maintenance worker has let go of it.
     private func rename(_ database: String, to name: String) throws {
         try onEveryNode { connection, _ in
-            for attempt in 1...50 {
-                _ = try connection.query("SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE datname = \(database)")
-                do {
-                    try connection.execute(Query(unsafeSQL: "ALTER DATABASE \(database) RENAME TO \(name)"))
-                    return
-                } catch let error as PostgresError where error.sqlState == "55006" && attempt < 50 {
-                    Thread.sleep(forTimeInterval: 0.1)
-                }
+            try Self.whenUnused(database, on: connection) {
+                try connection.execute(Query(unsafeSQL: "ALTER DATABASE \(database) RENAME TO \(name)"))
             }
         }
     }
