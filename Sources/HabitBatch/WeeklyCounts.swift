@@ -38,7 +38,11 @@ public struct WeeklyCountsJob {
     /// so PostgreSQL compiles it on every run, about 1.4 s here whatever the data: a full run
     /// over 200,000 completions took 2.2 s with JIT and 0.7 s without, an incremental window of
     /// 19 users 1.36 s and 12 ms (docs/performance.md, "Incremental runs and work_mem").
-    static let prelude: [Query] = ["SET LOCAL ROLE habit_batch", "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)",
+    /// The role by set_config(…, true), the same as SET LOCAL ROLE, because on a Citus
+    /// coordinator a SET LOCAL travels to the workers' connections (propagate_set_commands):
+    /// there it would also hold inside SECURITY DEFINER functions, whose writes (e.g. the
+    /// tracking state of an incremental run) the batch role may not make.
+    static let prelude: [Query] = ["SELECT set_config('role', 'habit_batch', true)", "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)",
                                    "SELECT set_config('jit', 'off', true)"]
 
     public struct StoreReport: Sendable, Equatable {

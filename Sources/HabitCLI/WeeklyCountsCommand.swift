@@ -40,7 +40,7 @@ struct WeeklyCountsCommand: ParsableCommand {
             last one did not keep (a rolling range adds a week), and the dirty users' weeks in the \
             rest. Weeks the range leaves are no longer kept (their rows stay as they were).
 
-            Runs as the habit_batch role (SET LOCAL ROLE), which reads every user's rows and writes only \
+            Runs as the habit_batch role (set transaction-locally), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
             Exit status: 0 done; 64 bad arguments or --store on a read-only server; 3 database unreachable \

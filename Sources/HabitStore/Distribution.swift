@@ -62,7 +62,7 @@ public enum Distribution {
     /// The roles a request or an admin switches to (SET ROLE). Citus opens its connections to
     /// the workers as the current role, so on the workers these must be able to log in; on the
     /// coordinator they stay NOLOGIN (nobody connects to it as them).
-    public static let switchedToRoles = ["authenticated", "anon", "service_role", "habit_admin"]
+    public static let switchedToRoles = ["authenticated", "anon", "service_role", "habit_admin", "habit_batch"]
 
     /// Whether this database is a Citus coordinator (has the citus extension).
     public static func isCoordinator(_ connection: Connection) throws -> Bool {
@@ -223,13 +223,24 @@ public enum Distribution {
     /// Returns the functions changed.
     @discardableResult
     public static func adaptFunctions(_ connection: Connection) throws -> [String] {
+        // What reads a distributed table: the tables, and the views over them (admin's views,
+        // e.g. admin.inactive_users reads admin.user_activity), through the views' rules.
         let candidates = try connection.query("""
+            WITH RECURSIVE reads(relid) AS (
+                SELECT d.logicalrelid FROM pg_catalog.pg_dist_partition d
+                UNION
+                SELECT r.ev_class FROM pg_catalog.pg_rewrite r
+                JOIN pg_catalog.pg_depend dep ON dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
+                                             AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                JOIN reads ON reads.relid = dep.refobjid
+                WHERE r.ev_class <> dep.refobjid
+            )
             SELECT p.oid::regprocedure::text, pg_catalog.pg_get_functiondef(p.oid), p.proretset,
                    pg_catalog.pg_get_function_result(p.oid), p.prosrc
             FROM pg_catalog.pg_proc p
             WHERE p.pronamespace IN ('habit'::regnamespace, 'admin'::regnamespace, 'public'::regnamespace)
               AND p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'sql')
-              AND EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition d JOIN pg_catalog.pg_class c ON c.oid = d.logicalrelid
+              AND EXISTS (SELECT 1 FROM reads JOIN pg_catalog.pg_class c ON c.oid = reads.relid
                           WHERE p.prosrc ~ ('\\m' || c.relname || '\\M'))
             ORDER BY 1
             """).map { row in

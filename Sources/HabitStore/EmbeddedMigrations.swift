@@ -930,9 +930,12 @@ CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) R
     AS $fn$
     DECLARE
         changed public.habit_templates;
+        -- A value, not auth.uid() in the UPDATE: Citus refuses the non-IMMUTABLE call (its
+        -- COALESCE, once inlined) in an UPDATE of a distributed table.
+        caller uuid := auth.uid();
     BEGIN
         -- At most one row: the key is (id, user_id).
-        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = auth.uid()
+        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = caller
         RETURNING t.* INTO changed;
         IF FOUND THEN
             RETURN NEXT changed;
@@ -3938,8 +3941,9 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
         WHERE from_day OPERATOR(pg_catalog.<=) to_day
     ),
     weeks AS (
-        SELECT (first_week OPERATOR(pg_catalog.+) (7 OPERATOR(pg_catalog.*) n)) AS week_start
-        FROM bounds, pg_catalog.generate_series(0, ((last_week OPERATOR(pg_catalog.-) first_week) OPERATOR(pg_catalog./) 7)) AS n
+        SELECT s.week_start, pg_catalog.daterange(s.week_start, (s.week_start OPERATOR(pg_catalog.+) 7), '[)') AS days
+        FROM (SELECT (first_week OPERATOR(pg_catalog.+) (7 OPERATOR(pg_catalog.*) n)) AS week_start
+              FROM bounds, pg_catalog.generate_series(0, ((last_week OPERATOR(pg_catalog.-) first_week) OPERATOR(pg_catalog./) 7)) AS n) s
     ),
     users AS (
         SELECT t.user_id FROM public.habit_templates t WHERE only_users IS NULL OR t.user_id OPERATOR(pg_catalog.=) ANY (only_users)
@@ -3956,17 +3960,18 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
     segments AS (
         SELECT q.user_id, q.template_id, q.schedule, q.schedule OPERATOR(pg_catalog.->>) 'type' AS kind,
                q.first_day, q.week_isodow, g.days
-        FROM (SELECT p.user_id, p.template_id, p.schedule, z.week_isodow, pg_catalog.lower(r.days) AS first_day,
+        FROM (SELECT r.user_id, r.template_id, r.schedule, r.week_isodow, pg_catalog.lower(r.days) AS first_day,
                      (pg_catalog.datemultirange(r.days)
                       OPERATOR(pg_catalog.-) coalesce(pg_catalog.range_agg(r.days) OVER later, '{}'::pg_catalog.datemultirange))
                      OPERATOR(pg_catalog.*) pg_catalog.datemultirange(pg_catalog.daterange(b.first_week, (b.last_week OPERATOR(pg_catalog.+) 7), '[)')) AS days
-              FROM public.habit_periods p
-              JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
+              FROM (SELECT p.user_id, p.template_id, p.schedule, p.started_at, z.week_isodow,
+                           habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz)) AS days
+                    FROM public.habit_periods p
+                    JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
+                    WHERE only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users)) r
               CROSS JOIN bounds b
-              CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz))) AS r(days)
-              WHERE (only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users))
-                AND NOT pg_catalog.isempty(r.days)
-              WINDOW later AS (PARTITION BY p.template_id ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
+              WHERE NOT pg_catalog.isempty(r.days)
+              WINDOW later AS (PARTITION BY r.user_id, r.template_id ORDER BY r.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
         CROSS JOIN LATERAL pg_catalog.unnest(q.days) AS g(days)
     ),
     -- Daily segments (most habits), gathered per user as an array of ranges: a week's
@@ -3989,9 +3994,8 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
                                                    habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
                                                                             (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
         FROM (SELECT s.user_id, s.template_id, s.schedule, s.kind, s.first_day, s.week_isodow, w.week_start,
-                     (s.days OPERATOR(pg_catalog.*) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days
-              FROM segments s JOIN weeks w
-                ON s.days OPERATOR(pg_catalog.&&) pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')
+                     (s.days OPERATOR(pg_catalog.*) w.days) AS days
+              FROM segments s JOIN weeks w ON s.days OPERATOR(pg_catalog.&&) w.days
               WHERE s.kind OPERATOR(pg_catalog.<>) 'daily') x
         GROUP BY 1, 2
     ),
@@ -4025,25 +4029,26 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
         FROM day_states d, bounds b
         GROUP BY 1, 2
     )
-    SELECT z.user_id, w.week_start,
-           coalesce(c.completions, 0), coalesce(c.days_with_completion, 0),
-           (daily.days OPERATOR(pg_catalog.+) coalesce(o.active, 0))::bigint, (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0))::bigint,
-           coalesce(c.skipped_due, 0),
-           CASE WHEN (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0)) OPERATOR(pg_catalog.<=) 0 THEN NULL
-                ELSE pg_catalog.round((coalesce(c.done_due, 0)::numeric
-                                       OPERATOR(pg_catalog./) (daily.days OPERATOR(pg_catalog.+) coalesce(o.due, 0) OPERATOR(pg_catalog.-) coalesce(c.skipped_due, 0))::numeric), 4) END
-    FROM zones z CROSS JOIN weeks w
-    LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
-    LEFT JOIN daily_spans d ON d.user_id OPERATOR(pg_catalog.=) z.user_id
-    LEFT JOIN scheduled_days o ON o.user_id OPERATOR(pg_catalog.=) z.user_id AND o.week_start OPERATOR(pg_catalog.=) w.week_start
-    -- The daily habit-days of the week: the days of each daily range inside it.
-    CROSS JOIN LATERAL (
-        SELECT coalesce(pg_catalog.sum((pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days))), 0) AS days
-        FROM pg_catalog.unnest(d.spans) AS r(days)
-        CROSS JOIN LATERAL (SELECT (r.days OPERATOR(pg_catalog.*)
-                                    pg_catalog.daterange(w.week_start, (w.week_start OPERATOR(pg_catalog.+) 7), '[)')) AS days) x
-    ) daily
-    ORDER BY z.user_id, w.week_start
+    -- A week's daily habit-days (each daily range's days inside it) by a scalar subquery: as a
+    -- LATERAL over the array (as fast here) it fails in Citus's planner ("bogus varno").
+    SELECT t.user_id, t.week_start, t.completions, t.days_with_completion,
+           (t.daily OPERATOR(pg_catalog.+) t.active)::bigint, (t.daily OPERATOR(pg_catalog.+) t.due)::bigint, t.skipped_due,
+           CASE WHEN (t.daily OPERATOR(pg_catalog.+) t.due OPERATOR(pg_catalog.-) t.skipped_due) OPERATOR(pg_catalog.<=) 0 THEN NULL
+                ELSE pg_catalog.round((t.done_due::numeric
+                                       OPERATOR(pg_catalog./) (t.daily OPERATOR(pg_catalog.+) t.due OPERATOR(pg_catalog.-) t.skipped_due)::numeric), 4) END
+    FROM (SELECT z.user_id, w.week_start,
+                 coalesce(c.completions, 0) AS completions, coalesce(c.days_with_completion, 0) AS days_with_completion,
+                 coalesce(c.done_due, 0) AS done_due, coalesce(c.skipped_due, 0) AS skipped_due,
+                 coalesce(o.active, 0) AS active, coalesce(o.due, 0) AS due,
+                 (SELECT coalesce(pg_catalog.sum(pg_catalog.upper(r.days OPERATOR(pg_catalog.*) w.days)
+                                                 OPERATOR(pg_catalog.-) pg_catalog.lower(r.days OPERATOR(pg_catalog.*) w.days)), 0)
+                  FROM pg_catalog.unnest(d.spans) AS r(days)) AS daily
+          FROM zones z
+          CROSS JOIN weeks w
+          LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
+          LEFT JOIN daily_spans d ON d.user_id OPERATOR(pg_catalog.=) z.user_id
+          LEFT JOIN scheduled_days o ON o.user_id OPERATOR(pg_catalog.=) z.user_id AND o.week_start OPERATOR(pg_catalog.=) w.week_start) t
+    ORDER BY t.user_id, t.week_start
     $fn$;
 COMMENT ON FUNCTION habit.weekly_counts_of(date, date, text, uuid[]) IS
     'habit.weekly_counts for the users of only_users (NULL: every user); the one definition of the weekly counts (sql/0010, sql/0015).';
@@ -4118,6 +4123,8 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on t
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        ddl_propagation text := current_setting('citus.enable_ddl_propagation', true);
     BEGIN
         IF p_week_starts_on IS NULL OR p_week_starts_on NOT IN ('monday', 'sunday') THEN
             RAISE EXCEPTION 'week_start must be monday or sunday' USING ERRCODE = '22023';
@@ -4125,7 +4132,14 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on t
         IF EXISTS (SELECT 1 FROM habit.weekly_counts_state WHERE week_starts_on = p_week_starts_on) THEN
             RETURN false;
         END IF;
+        -- On a Citus coordinator the lock is taken there only: every writer's statement goes
+        -- through the coordinator, which holds ROW EXCLUSIVE on the distributed table until its
+        -- transaction ends. Citus would also send the LOCK to the workers, under the batch's
+        -- role (its SET LOCAL ROLE travels with the transaction) that may not take it. On
+        -- PostgreSQL the setting is an unused placeholder, as transaction-local as the lock.
+        PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
         LOCK TABLE public.habit_completions, public.habit_skips, public.habit_periods, public.habit_templates, public.profiles IN SHARE MODE;
+        PERFORM set_config('citus.enable_ddl_propagation', coalesce(ddl_propagation, ''), true);
         INSERT INTO habit.weekly_counts_state (week_starts_on) VALUES (p_week_starts_on) ON CONFLICT DO NOTHING;
         RETURN true;
     END
@@ -4137,16 +4151,19 @@ COMMENT ON FUNCTION habit.weekly_counts_start_tracking(text) IS
 -- the users with a period ending near or after the last run get the days between the last
 -- run's local date and this one's marked, in their zone; users whose local date did not
 -- change get nothing. Open periods do not depend on today ([first, ∞)).
+-- SECURITY INVOKER: the batch role reads every user's periods and profiles and writes the
+-- dirty set, which its run then claims. On Citus a transaction may not touch shards written by
+-- another role (the owner's, had this been SECURITY DEFINER).
 CREATE OR REPLACE FUNCTION habit.weekly_counts_mark_days_passed(p_week_starts_on text, p_last_run timestamptz) RETURNS bigint
-    LANGUAGE sql VOLATILE SECURITY DEFINER
+    LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     WITH marked AS (
         INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
         SELECT p_week_starts_on, u.user_id,
                daterange(habit.local_date(p_last_run, u.tz) - 1, habit.local_date(now(), u.tz) + 2, '[)')
-        FROM (SELECT DISTINCT p.user_id, habit.user_time_zone(p.user_id, NULL) AS tz
-              FROM public.habit_periods p
+        FROM (SELECT DISTINCT p.user_id, coalesce(z.timezone, 'UTC') AS tz
+              FROM public.habit_periods p LEFT JOIN public.profiles z ON z.user_id = p.user_id
               WHERE p.ended_at IS NOT NULL AND p.ended_at > p_last_run - interval '3 days') u
         WHERE habit.local_date(p_last_run, u.tz) <> habit.local_date(now(), u.tz)
         RETURNING 1
@@ -6365,14 +6382,18 @@ WITH users AS (
 )
 SELECT u.user_id,
        coalesce(p.timezone, 'UTC') AS timezone,
-       (SELECT count(*) FROM public.habit_templates t WHERE t.user_id = u.user_id) AS habits,
-       (SELECT count(*) FROM public.habit_templates t WHERE t.user_id = u.user_id AND t.is_active) AS active_habits,
+       coalesce(h.habits, 0) AS habits,
+       coalesce(h.active_habits, 0) AS active_habits,
        last.last_completed_date,
        habit.local_date(now(), coalesce(p.timezone, 'UTC')) - last.last_completed_date AS days_since_last_completion
 FROM users u
 LEFT JOIN public.profiles p ON p.user_id = u.user_id
-LEFT JOIN LATERAL (SELECT max(c.completed_date) AS last_completed_date
-                   FROM public.habit_completions c WHERE c.user_id = u.user_id) last ON true;
+-- Grouped per user and joined by user_id, not correlated or LATERAL: the shape a Citus
+-- coordinator sends to the shards whatever the filter on top (admin.inactive_users).
+LEFT JOIN (SELECT t.user_id, count(*) AS habits, count(*) FILTER (WHERE t.is_active) AS active_habits
+           FROM public.habit_templates t GROUP BY t.user_id) h ON h.user_id = u.user_id
+LEFT JOIN (SELECT c.user_id, max(c.completed_date) AS last_completed_date
+           FROM public.habit_completions c GROUP BY c.user_id) last ON last.user_id = u.user_id;
 COMMENT ON VIEW admin.user_activity IS
     'Per user: time zone, habits, last completion and days since it (in the user''s zone; NULL if never).';
 

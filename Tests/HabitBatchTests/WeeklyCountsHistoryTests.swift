@@ -145,25 +145,32 @@ import Testing
                 let salt = "\(rng.next())"
                 // Which of done (0, 1), skipped (2), nothing (3, 4) a habit-day gets; off-days:
                 // done (0), skipped (1), nothing (2…7).
+                // Picked by one read, written by two plain inserts: on a Citus coordinator one
+                // statement that reads habit.habit_days and writes both tables fails there
+                // ("another command is already in progress").
+                let picks = try connection.query("""
+                    SELECT p.template_id::text, p.day::text,
+                           CASE WHEN p.on_day THEN CASE WHEN p.draw % 5 IN (0, 1) AND p.day <= habit.local_date(now(), habit.user_time_zone(\(user), NULL)) THEN 'done'
+                                                        WHEN p.draw % 5 = 2 THEN 'skipped' END
+                                ELSE CASE p.draw % 8 WHEN 0 THEN 'done' WHEN 1 THEN 'skipped' END END
+                    FROM (SELECT t.id AS template_id, d::date AS day, h.template_id IS NOT NULL AS on_day,
+                                 abs(hashtext(t.id::text || d::date::text || \(salt))) AS draw
+                          FROM public.habit_templates t
+                          CROSS JOIN generate_series((now() - interval '46 days')::date, (now() + interval '15 days')::date, interval '1 day') d
+                          LEFT JOIN habit.habit_days(\(user), (now() - interval '46 days')::date, (now() + interval '15 days')::date) h
+                                 ON h.template_id = t.id AND h.day = d::date
+                          WHERE t.user_id = \(user)) p
+                    """).map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String?.self, at: 2)) }
+                func days(_ kind: String) -> JSONB {
+                    JSONB(text: "[" + picks.filter { $0.2 == kind }.map { "[\"\($0.0)\",\"\($0.1)\"]" }.joined(separator: ",") + "]")
+                }
                 try connection.execute("""
-                    WITH pick AS (
-                        SELECT t.id AS template_id, d::date AS day, h.template_id IS NOT NULL AS on_day,
-                               abs(hashtext(t.id::text || d::date::text || \(salt))) AS draw
-                        FROM public.habit_templates t
-                        CROSS JOIN generate_series((now() - interval '46 days')::date, (now() + interval '15 days')::date, interval '1 day') d
-                        LEFT JOIN habit.habit_days(\(user), (now() - interval '46 days')::date, (now() + interval '15 days')::date) h
-                               ON h.template_id = t.id AND h.day = d::date
-                        WHERE t.user_id = \(user)
-                    ),
-                    done AS (
-                        INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                        SELECT \(user), p.template_id, p.day FROM pick p
-                        WHERE CASE WHEN p.on_day THEN p.draw % 5 IN (0, 1) AND p.day <= habit.local_date(now(), habit.user_time_zone(\(user), NULL))
-                                   ELSE p.draw % 8 = 0 END
-                    )
+                    INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                    SELECT \(user), (e ->> 0)::uuid, (e ->> 1)::date FROM jsonb_array_elements(\(days("done"))) e
+                    """)
+                try connection.execute("""
                     INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
-                    SELECT \(user), p.template_id, p.day FROM pick p
-                    WHERE CASE WHEN p.on_day THEN p.draw % 5 = 2 ELSE p.draw % 8 = 1 END
+                    SELECT \(user), (e ->> 0)::uuid, (e ->> 1)::date FROM jsonb_array_elements(\(days("skipped"))) e
                     """)
             }
         }

@@ -13,9 +13,11 @@ import Testing
 /// (scripts/reliability.sh incremental [N]).
 @Suite struct WeeklyCountsIncrementalTests {
     static func asUser<Value>(_ user: UUID, on connection: Connection, _ body: (Connection) throws -> Value) throws -> Value {
+        // SET LOCAL rather than set_config(…, true): on a Citus coordinator only SET LOCAL reaches
+        // the shards (docs/scaling.md, "Running on Citus"); on PostgreSQL the two are the same.
         try connection.withTransaction(prelude: [
             "SET LOCAL ROLE authenticated",
-            "SELECT set_config('request.jwt.claims', \(#"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated"}"#), true)",
+            Query(unsafeSQL: "SET LOCAL request.jwt.claims = '{\"sub\":\"\(user.uuidString.lowercased())\",\"role\":\"authenticated\"}'"),
         ], body)
     }
 
@@ -59,17 +61,24 @@ import Testing
         let pick = Int.random(in: 0..<1_000, using: &rng)
         let zone = WeeklyCountsHistoryTests.zones.randomElement(using: &rng)!
         let schedule = schedules.randomElement(using: &rng)!
-        let sql: Query
+        var sql: Query = ""
+        // complete and skip: the row is picked by a read, then inserted with VALUES (on a Citus
+        // coordinator an INSERT … SELECT it cannot push down becomes a COPY, which row-level
+        // security refuses).
+        var insertPicked: (table: String, column: String, pick: Query)? = nil
+        // The user by name, not auth.uid(): a Citus coordinator refuses a statement that calls
+        // it where its CASE or COALESCE ends up in an UPDATE (docs/scaling.md, "Running on
+        // Citus"). The claims still decide what row-level security lets through.
+        let me = "'\(user.uuidString.lowercased())'::uuid"
         // The user's habit number `pick` modulo their habits (the SQL picks it).
-        let habit = "(SELECT id FROM public.habit_templates WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_templates WHERE user_id = auth.uid())) LIMIT 1)"
-        let today = "habit.local_date(now(), habit.user_time_zone(auth.uid(), NULL))"
+        let habit = "(SELECT id FROM public.habit_templates WHERE user_id = \(me) ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_templates WHERE user_id = \(me))) LIMIT 1)"
+        let today = "habit.local_date(now(), habit.user_time_zone(\(me), NULL))"
         // A row on a day of the last 40 the rules allow (on, neither done nor skipped), picked by
         // `offset`, so that such writes apply whatever the random history holds.
-        func onAnAllowedDay(_ target: String) -> Query {
+        func onAnAllowedDay() -> Query {
             """
-            INSERT INTO public.\(unsafeSQL: target)
-            SELECT auth.uid(), d.template_id, d.day
-            FROM habit.habit_days_at(auth.uid(), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
+            SELECT d.template_id, d.day
+            FROM habit.habit_days_at(\(unsafeSQL: me), \(unsafeSQL: today) - 40, \(unsafeSQL: today), \(unsafeSQL: today)) d
             WHERE NOT d.done AND NOT d.skipped
             ORDER BY pg_catalog.md5(d.template_id::text || d.day::text || \(offset)::text) LIMIT 1
             """
@@ -77,44 +86,55 @@ import Testing
         switch change {
         case .complete:
             // Mostly a day the rules allow (as skips below), sometimes any day near today.
-            if offset % 3 == 0 {
-                sql = "INSERT INTO public.habit_completions (user_id, template_id, completed_date) SELECT auth.uid(), \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer"
-            } else {
-                sql = onAnAllowedDay("habit_completions (user_id, template_id, completed_date)")
-            }
+            insertPicked = ("habit_completions", "completed_date",
+                            offset % 3 == 0 ? "SELECT \(unsafeSQL: habit), \(unsafeSQL: today) + \(offset)::integer" : onAnAllowedDay())
         case .uncomplete:
-            sql = "DELETE FROM public.habit_completions WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
+            sql = "DELETE FROM public.habit_completions WHERE user_id = \(unsafeSQL: me) AND id = (SELECT id FROM public.habit_completions WHERE user_id = \(unsafeSQL: me) ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = \(unsafeSQL: me))) LIMIT 1)"
         case .moveCompletion:
-            sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng))::integer WHERE id = (SELECT id FROM public.habit_completions WHERE user_id = auth.uid() ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = auth.uid())) LIMIT 1)"
+            sql = "UPDATE public.habit_completions SET completed_date = completed_date + \(Int.random(in: -8...8, using: &rng))::integer WHERE user_id = \(unsafeSQL: me) AND id = (SELECT id FROM public.habit_completions WHERE user_id = \(unsafeSQL: me) ORDER BY id OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_completions WHERE user_id = \(unsafeSQL: me))) LIMIT 1)"
         case .skip:
-            sql = onAnAllowedDay("habit_skips (user_id, template_id, skipped_date)")
+            insertPicked = ("habit_skips", "skipped_date", onAnAllowedDay())
         case .unskip:
-            sql = "DELETE FROM public.habit_skips WHERE (template_id, skipped_date) = (SELECT template_id, skipped_date FROM public.habit_skips WHERE user_id = auth.uid() ORDER BY 1, 2 OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_skips WHERE user_id = auth.uid())) LIMIT 1)"
+            sql = "DELETE FROM public.habit_skips WHERE user_id = \(unsafeSQL: me) AND (template_id, skipped_date) = (SELECT template_id, skipped_date FROM public.habit_skips WHERE user_id = \(unsafeSQL: me) ORDER BY 1, 2 OFFSET \(pick) % greatest(1, (SELECT count(*) FROM public.habit_skips WHERE user_id = \(unsafeSQL: me))) LIMIT 1)"
         case .schedule:
             sql = "SELECT 1 FROM habit.set_schedule(\(unsafeSQL: habit), \(JSONB(text: schedule)))"
         case .toggleActive:
-            sql = "UPDATE public.habit_templates SET is_active = NOT is_active, deactivated_at = CASE WHEN is_active THEN now() END, activated_at = CASE WHEN is_active THEN activated_at ELSE now() END WHERE id = \(unsafeSQL: habit)"
+            // The instant as a value: Citus refuses now() inside the UPDATE's CASE.
+            let now = try admin.queryOne("SELECT now()").decode(PostgresTimestamp.self, at: 0)
+            sql = "UPDATE public.habit_templates SET is_active = NOT is_active, deactivated_at = CASE WHEN is_active THEN \(now)::timestamptz END, activated_at = CASE WHEN is_active THEN activated_at ELSE \(now)::timestamptz END WHERE user_id = \(unsafeSQL: me) AND id = \(unsafeSQL: habit)"
         case .zone:
-            sql = "UPDATE public.profiles SET timezone = \(zone) WHERE user_id = auth.uid()"
+            sql = "UPDATE public.profiles SET timezone = \(zone) WHERE user_id = \(unsafeSQL: me)"
         case .weekStart:
-            sql = "UPDATE public.profiles SET week_start = CASE week_start WHEN 'monday' THEN 'sunday' ELSE 'monday' END WHERE user_id = auth.uid()"
+            sql = "UPDATE public.profiles SET week_start = CASE WHEN week_start = 'monday' THEN 'sunday' ELSE 'monday' END WHERE user_id = \(unsafeSQL: me)"
         case .addHabit:
-            sql = "INSERT INTO public.habit_templates (user_id, name, schedule) VALUES (auth.uid(), \("new \(pick)"), \(JSONB(text: schedule)))"
+            sql = "INSERT INTO public.habit_templates (user_id, name, schedule) VALUES (\(unsafeSQL: me), \("new \(pick)"), \(JSONB(text: schedule)))"
         case .deleteHabit:
-            sql = "DELETE FROM public.habit_templates WHERE id = \(unsafeSQL: habit)"
+            sql = "DELETE FROM public.habit_templates WHERE user_id = \(unsafeSQL: me) AND id = \(unsafeSQL: habit)"
         case .deleteAccount:
-            sql = "SELECT count(*) FROM habit.delete_account(auth.uid())"
+            sql = "SELECT count(*) FROM habit.delete_account(\(unsafeSQL: me))"
         case .backfillPeriod:
-            // An admin's psql fix of history: a period's start moved a few days (superuser).
+            // An admin's psql fix of history: a period's start moved a few days (superuser). The
+            // new start as a value: Citus refuses timestamptz arithmetic on a column in an UPDATE.
             do {
+                guard let period = try admin.query("""
+                    SELECT id, started_at - make_interval(days => \(Int.random(in: 1...9, using: &rng))::integer)
+                    FROM public.habit_periods WHERE user_id = \(user) ORDER BY started_at LIMIT 1
+                    """).first else { return false }
                 return try admin.execute("""
-                    UPDATE public.habit_periods SET started_at = started_at - make_interval(days => \(Int.random(in: 1...9, using: &rng))::integer)
-                    WHERE id = (SELECT id FROM public.habit_periods WHERE user_id = \(user) ORDER BY started_at LIMIT 1)
+                    UPDATE public.habit_periods SET started_at = \(try period.decode(PostgresTimestamp.self, at: 1))
+                    WHERE user_id = \(user) AND id = \(try period.decode(UUID.self, at: 0))
                     """) > 0
             } catch is PostgresError { return false }
         }
         do {
-            return try asUser(user, on: connection) { try $0.execute(sql) } > 0
+            return try asUser(user, on: connection) { connection in
+                guard let insertPicked else { return try connection.execute(sql) }
+                guard let row = try connection.query(insertPicked.pick).first else { return 0 }
+                return try connection.execute("""
+                    INSERT INTO public.\(unsafeSQL: insertPicked.table) (user_id, template_id, \(unsafeSQL: insertPicked.column))
+                    VALUES (\(user), \(try row.decode(UUID.self, at: 0)), \(try row.decode(CalendarDate.self, at: 1)))
+                    """)
+            } > 0
         } catch is PostgresError {
             return false
         }

@@ -98,7 +98,8 @@ import Testing
 
     /// Rows stored before 0005 got the convention of their week_start's weekday (the files the
     /// baseline replaced: every database that reached version 16 went through them).
-    @Test func migrationDerivesTheConventionOfStoredRows() throws {
+    @Test(.enabled(if: CitusCluster.current == nil, "migrating a fresh database on a coordinator resets the workers' roles"))
+    func migrationDerivesTheConventionOfStoredRows() throws {
         try TestDatabase.with(migrated: false) { database throws in
             let connection = try database.connect()
             let migrations = try MigrationSource.loadVersioned(directory: TestDatabase.legacyMigrationsDirectory)

@@ -133,9 +133,10 @@ struct WeeklyFixture {
     ///      due) and Wed 6 (due).
     ///   N  daily from Wed 6 Jan 12:00Z; backfilled: done Mon 4 and skipped Tue 5, before it
     ///      was on; done Thu 7.
+    /// SET LOCAL in an explicit transaction rather than set_config(…, true): on a Citus
+    /// coordinator only the former reaches the workers, where the tables' triggers run.
     static func loadDave(_ connection: Connection) throws {
-        try connection.executeScript(unsafeSQL: """
-            SELECT set_config('habit.backfill', 'on', true);
+        try connection.withTransaction(prelude: ["SET LOCAL habit.backfill = 'on'"]) { connection in try connection.executeScript(unsafeSQL: """
             INSERT INTO profiles (user_id, timezone, week_start) VALUES ('\(dave)', 'UTC', 'sunday');
             INSERT INTO habit_templates (id, user_id, name, activated_at, is_active, schedule) VALUES
                 ('d0000000-0000-0000-0000-000000000001', '\(dave)', 'T', '2020-12-01 00:00Z', true, '{"type":"times_per_week","times":2}'),
@@ -154,7 +155,7 @@ struct WeeklyFixture {
                 ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-05'),
                 ('\(dave)', 'd0000000-0000-0000-0000-000000000002', '2021-01-06'),
                 ('\(dave)', 'd0000000-0000-0000-0000-000000000003', '2021-01-05');
-            """)
+            """) }
     }
     static let dave = UUID(uuidString: "00000000-0000-0000-0000-00000000000d")!
 
@@ -208,8 +209,7 @@ struct WeeklyFixture {
             // Some generated users on top of the fixture.
             // The generated completions fall on any day, also where a habit is not on: an
             // admin's backfill (sql/0010) lifts the completion trigger's checks.
-            try admin.executeScript(unsafeSQL: """
-                SELECT set_config('habit.backfill', 'on', true);
+            try admin.withTransaction(prelude: ["SET LOCAL habit.backfill = 'on'"]) { admin in try admin.executeScript(unsafeSQL: """
                 INSERT INTO profiles (user_id, timezone)
                 SELECT md5('u' || u)::uuid, (ARRAY['Asia/Tokyo', 'America/New_York', 'UTC'])[1 + u % 3] FROM generate_series(1, 30) u;
                 INSERT INTO habit_templates (id, user_id, name, activated_at, is_active, deactivated_at)
@@ -222,36 +222,40 @@ struct WeeklyFixture {
                 SELECT md5('u' || u)::uuid, md5('t' || u || h)::uuid, '2020-12-20'::date + d
                 FROM generate_series(1, 30) u, generate_series(1, 4) h, generate_series(0, 30) d
                 WHERE (u + h + d) % 3 = 0;
-                """)
+                """) }
             var job = WeeklyCountsJob(from: day("2020-12-22"), to: day("2021-01-13"))
             job.weekStart = weekStart
             let csv = try output(of: job, on: try database.connect(user: "habit_batch"))
             let startDow = Int32(weekStart == .monday ? 1 : 0)
-            let expected = try admin.query("""
+            // One user per statement: a Citus coordinator plans this brute force only when every
+            // table is filtered by the same user (one shard).
+            let everyone = try admin.query("SELECT user_id FROM habit_templates UNION SELECT user_id FROM profiles ORDER BY 1")
+                .map { try $0.decode(UUID.self, at: 0) }
+            let expected = try everyone.flatMap { user in try admin.query("""
                 WITH days AS (
                     SELECT d::date AS day FROM generate_series(
                         (SELECT '2020-12-22'::date - ((extract(dow FROM '2020-12-22'::date)::int - \(startDow) + 7) % 7)),
                         (SELECT '2021-01-13'::date - ((extract(dow FROM '2021-01-13'::date)::int - \(startDow) + 7) % 7)) + 6,
                         interval '1 day') d
                 ),
-                users AS (SELECT user_id FROM habit_templates UNION SELECT user_id FROM profiles),
+                users AS (SELECT \(user)::uuid AS user_id),
                 per_day AS (
                     SELECT u.user_id, days.day,
                            days.day - ((extract(dow FROM days.day)::int - \(startDow) + 7) % 7) AS week_start,
-                           (SELECT count(*) FROM habit_completions c WHERE c.user_id = u.user_id AND c.completed_date = days.day) AS done,
+                           (SELECT count(*) FROM habit_completions c WHERE c.user_id = \(user) AND c.completed_date = days.day) AS done,
                            -- The issue's rule for past days, from the seed columns (one period
                            -- [activated_at, deactivated_at) per habit, none when empty): on D when
                            -- it starts on or before local D and has not ended by D 00:00 local.
                            (SELECT count(*) FROM habit_templates t JOIN profiles p ON p.user_id = t.user_id
-                            WHERE t.user_id = u.user_id
+                            WHERE t.user_id = \(user) AND p.user_id = \(user)
                               AND (t.deactivated_at IS NULL OR t.deactivated_at > t.activated_at)
                               AND (t.activated_at AT TIME ZONE p.timezone)::date <= days.day
                               AND (t.deactivated_at IS NULL OR t.deactivated_at > (days.day::timestamp AT TIME ZONE p.timezone))) AS active,
                            -- The completions of habits on that day (all daily: on = due), the
                            -- rate's numerator; completions on other days count only in `done`.
                            (SELECT count(*) FROM habit_templates t JOIN profiles p ON p.user_id = t.user_id
-                            JOIN habit_completions c ON c.template_id = t.id AND c.completed_date = days.day
-                            WHERE t.user_id = u.user_id
+                            JOIN habit_completions c ON c.user_id = t.user_id AND c.template_id = t.id AND c.completed_date = days.day
+                            WHERE t.user_id = \(user) AND p.user_id = \(user)
                               AND (t.deactivated_at IS NULL OR t.deactivated_at > t.activated_at)
                               AND (t.activated_at AT TIME ZONE p.timezone)::date <= days.day
                               AND (t.deactivated_at IS NULL OR t.deactivated_at > (days.day::timestamp AT TIME ZONE p.timezone))) AS done_on
@@ -263,7 +267,7 @@ struct WeeklyFixture {
                        || sum(active) || ',' || sum(active) || ',0,'
                        || coalesce(round(sum(done_on)::numeric / nullif(sum(active), 0), 4)::text, '')
                 FROM per_day GROUP BY user_id, week_start ORDER BY user_id, week_start
-                """).map { try $0.decode(String.self, at: 0) }
+                """).map { try $0.decode(String.self, at: 0) } }
             let lines = csv.split(separator: "\n").dropFirst().map(String.init)
             #expect(lines.count == expected.count)
             #expect(lines == expected)

@@ -48,9 +48,12 @@ CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) R
     AS $fn$
     DECLARE
         changed public.habit_templates;
+        -- A value, not auth.uid() in the UPDATE: Citus refuses the non-IMMUTABLE call (its
+        -- COALESCE, once inlined) in an UPDATE of a distributed table.
+        caller uuid := auth.uid();
     BEGIN
         -- At most one row: the key is (id, user_id).
-        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = auth.uid()
+        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = caller
         RETURNING t.* INTO changed;
         IF FOUND THEN
             RETURN NEXT changed;

@@ -22,14 +22,18 @@ WITH users AS (
 )
 SELECT u.user_id,
        coalesce(p.timezone, 'UTC') AS timezone,
-       (SELECT count(*) FROM public.habit_templates t WHERE t.user_id = u.user_id) AS habits,
-       (SELECT count(*) FROM public.habit_templates t WHERE t.user_id = u.user_id AND t.is_active) AS active_habits,
+       coalesce(h.habits, 0) AS habits,
+       coalesce(h.active_habits, 0) AS active_habits,
        last.last_completed_date,
        habit.local_date(now(), coalesce(p.timezone, 'UTC')) - last.last_completed_date AS days_since_last_completion
 FROM users u
 LEFT JOIN public.profiles p ON p.user_id = u.user_id
-LEFT JOIN LATERAL (SELECT max(c.completed_date) AS last_completed_date
-                   FROM public.habit_completions c WHERE c.user_id = u.user_id) last ON true;
+-- Grouped per user and joined by user_id, not correlated or LATERAL: the shape a Citus
+-- coordinator sends to the shards whatever the filter on top (admin.inactive_users).
+LEFT JOIN (SELECT t.user_id, count(*) AS habits, count(*) FILTER (WHERE t.is_active) AS active_habits
+           FROM public.habit_templates t GROUP BY t.user_id) h ON h.user_id = u.user_id
+LEFT JOIN (SELECT c.user_id, max(c.completed_date) AS last_completed_date
+           FROM public.habit_completions c GROUP BY c.user_id) last ON last.user_id = u.user_id;
 COMMENT ON VIEW admin.user_activity IS
     'Per user: time zone, habits, last completion and days since it (in the user''s zone; NULL if never).';
 
