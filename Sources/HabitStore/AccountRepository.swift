@@ -186,16 +186,18 @@ public struct AccountRepository {
                                newIDs: Bool = false, warnings: [String] = []) throws -> ImportReport {
         let result = try scope.transaction(as: user) { connection in
             if backfill {
-                try connection.execute("SELECT set_config('habit.backfill', 'on', true)")
+                // SET LOCAL, not set_config: on a Citus coordinator only a SET LOCAL reaches the
+                // workers, where the tables' triggers read it.
+                try connection.execute("SET LOCAL habit.backfill = 'on'")
             }
             // newIDs: the document's ids replaced by ones derived from the user
-            // (habit.account_document_with_new_ids, sql/functions/accounts.sql).
-            return try connection.queryOne("""
-                SELECT habit.import_account(\(user), CASE WHEN \(newIDs) THEN habit.account_document_with_new_ids(\(user), d.doc) ELSE d.doc END,
-                                            \(mode.rawValue))::text AS counts
-                FROM (SELECT \(documentJSON)::jsonb AS doc) d
-                """)
-                .decode(String.self, "counts")
+            // (habit.account_document_with_new_ids, sql/functions/accounts.sql). The call is the
+            // whole statement, which a Citus coordinator sends to the user's node; there its
+            // errors keep their SQLSTATE (from inside a statement around it they came back XX000).
+            let call: Query = newIDs
+                ? "SELECT habit.import_account(\(user), habit.account_document_with_new_ids(\(user), \(documentJSON)::jsonb), \(mode.rawValue)) AS counts"
+                : "SELECT habit.import_account(\(user), \(documentJSON)::jsonb, \(mode.rawValue)) AS counts"
+            return try connection.queryOne(call).decode(JSONB.self, "counts").text
         }
         return try Self.report(countsJSON: result, warnings: warnings)
     }

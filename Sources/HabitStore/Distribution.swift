@@ -45,7 +45,10 @@ public enum Distribution {
     /// Only these: inside a forced delegation Citus insists that every statement name the
     /// call's user in a form its router recognises, which the rule functions' joins do not
     /// ("queries must filter by the distribution argument"), while the other functions' and
-    /// triggers' statements run fine from the coordinator.
+    /// triggers' statements run fine from the coordinator. habit.import_account is not among
+    /// them: inside a forced delegation Citus refuses every INSERT … SELECT, and the import
+    /// writes the staged document with those; from the coordinator each goes to the user's
+    /// shards whole.
     public static let delegatedFunctions = [
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer)",
@@ -55,7 +58,6 @@ public enum Distribution {
         "habit.sync_mutation_claim(uuid,text,text)",
         "habit.sync_mutation_record(uuid,text,text,jsonb)",
         "habit.prune_replay_records(uuid)",
-        "habit.import_account(uuid,jsonb,text)",
         "habit.delete_account(uuid)",
     ]
 

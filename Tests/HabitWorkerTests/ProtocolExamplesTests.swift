@@ -251,13 +251,6 @@ struct ProtocolExamplesTests {
         // While editing the page: HABIT_EXAMPLE_LINES=900-1500 runs only the blocks starting there.
         let only = ProcessInfo.processInfo.environment["HABIT_EXAMPLE_LINES"]?.split(separator: "-").compactMap { Int($0) }
         if let only, only.count == 2 { examples = examples.filter { (only[0]...only[1]).contains($0.line) } }
-        // account.import does not run on Citus yet (docs/scaling.md, "Running on Citus"): its
-        // examples are left out there, and said so.
-        if CitusCluster.current != nil {
-            let importing = examples.filter { example in (example.given + example.lines).contains { $0.contains(#""method":"account.import""#) } }
-            print("ProtocolExamplesTests on Citus: \(importing.count) examples with account.import left out (lines \(importing.map(\.line)))")
-            examples.removeAll { example in importing.contains { $0.line == example.line } }
-        }
         var failures: [String] = []
         var answered = 0
         try TestDatabase.with { database in
@@ -291,7 +284,7 @@ struct ProtocolExamplesTests {
             }
         }
         #expect(failures.isEmpty, "\(failures.count) of \(examples.count) examples differ:\n\(failures.joined(separator: "\n"))")
-        if only == nil { #expect(answered > (CitusCluster.current == nil ? 150 : 100), "answers compared: \(answered)") }
+        if only == nil { #expect(answered > 150, "answers compared: \(answered)") }
     }
 
     /// Sends the example's requests one at a time (ids from earlier answers substituted), reads

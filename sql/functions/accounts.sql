@@ -153,43 +153,37 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             PERFORM habit.import_refusal('document.' || bad.member, 'too_many', 'more rows than one import takes');
         END IF;
 
-        -- The document as tables (ordinality - 1 is the JSON index). Made fresh by this
-        -- function, as its owner: a table of the same name the caller made in its own temporary
-        -- schema (with a trigger, say, which would run as this function's owner) is dropped
-        -- first, never written to.
-        DROP TABLE IF EXISTS pg_temp.import_habits, pg_temp.import_periods, pg_temp.import_days, pg_temp.import_lists,
-            pg_temp.import_tasks;
-        CREATE TEMP TABLE import_habits (i integer, id uuid, name text, icon text, color text, sort_order integer,
-            periods jsonb) ON COMMIT DROP;
-        CREATE TEMP TABLE import_periods (i integer, j integer, template_id uuid, started_at timestamptz,
-            ended_at timestamptz, schedule jsonb) ON COMMIT DROP;
-        CREATE TEMP TABLE import_days (kind text, i integer, template_id uuid, day date) ON COMMIT DROP;
-        CREATE TEMP TABLE import_lists (i integer, id uuid, name text) ON COMMIT DROP;
-        CREATE TEMP TABLE import_tasks (i integer, id uuid, list_id uuid, title text, notes text, state text,
-            scheduled_date date, "position" integer, completed_at timestamptz) ON COMMIT DROP;
-
-        INSERT INTO import_habits
-        SELECT h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
+        -- The document as rows (ordinality - 1 is the JSON index), in the staging tables of
+        -- sql/migrations/0028: the user's rows, only ever seen by this transaction (they are
+        -- deleted before it ends). Real tables co-located with the user's, not temporary ones: a
+        -- Citus coordinator cannot join a temporary table with distributed tables, and every
+        -- statement below names p_user so that Citus runs it on the user's shards. The writes
+        -- from them take user_id from the staged row, not p_user: only then does Citus see an
+        -- INSERT … SELECT between co-located shards (otherwise it copies the rows through
+        -- itself, and the tables' triggers then fail on the user's node).
+        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods)
+        SELECT p_user, h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
                coalesce(h.v -> 'periods', '[]')
         FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
         -- At most 10,000 periods per habit (before they are expanded).
-        SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM import_habits h
+        SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
         WHERE jsonb_typeof(h.periods) = 'array' AND jsonb_array_length(h.periods) > 10000 ORDER BY h.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'too_many', 'at most 10000 periods per habit'); END IF;
-        INSERT INTO import_periods
-        SELECT h.i, p.o - 1, h.id, (p.v ->> 'started_at')::timestamptz, (p.v ->> 'ended_at')::timestamptz, p.v -> 'schedule'
-        FROM import_habits h, jsonb_array_elements(h.periods) WITH ORDINALITY p(v, o);
-        INSERT INTO import_days
-        SELECT 'completions', c.o - 1, (c.v ->> 'template_id')::uuid, (c.v ->> 'date')::date
+        INSERT INTO habit.import_periods (user_id, i, j, template_id, started_at, ended_at, schedule)
+        SELECT p_user, h.o - 1, p.o - 1, (h.v ->> 'id')::uuid, (p.v ->> 'started_at')::timestamptz, (p.v ->> 'ended_at')::timestamptz, p.v -> 'schedule'
+        FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o),
+             jsonb_array_elements(coalesce(h.v -> 'periods', '[]')) WITH ORDINALITY p(v, o);
+        INSERT INTO habit.import_days (user_id, kind, i, template_id, day)
+        SELECT p_user, 'completions', c.o - 1, (c.v ->> 'template_id')::uuid, (c.v ->> 'date')::date
         FROM jsonb_array_elements(coalesce(p_document -> 'completions', '[]')) WITH ORDINALITY c(v, o)
         UNION ALL
-        SELECT 'skips', s.o - 1, (s.v ->> 'template_id')::uuid, (s.v ->> 'date')::date
+        SELECT p_user, 'skips', s.o - 1, (s.v ->> 'template_id')::uuid, (s.v ->> 'date')::date
         FROM jsonb_array_elements(coalesce(p_document -> 'skips', '[]')) WITH ORDINALITY s(v, o);
-        INSERT INTO import_lists
-        SELECT l.o - 1, (l.v ->> 'id')::uuid, l.v ->> 'name'
+        INSERT INTO habit.import_lists (user_id, i, id, name)
+        SELECT p_user, l.o - 1, (l.v ->> 'id')::uuid, l.v ->> 'name'
         FROM jsonb_array_elements(coalesce(p_document -> 'lists', '[]')) WITH ORDINALITY l(v, o);
-        INSERT INTO import_tasks
-        SELECT t.o - 1, (t.v ->> 'id')::uuid, (t.v ->> 'list_id')::uuid, t.v ->> 'title', t.v ->> 'notes', t.v ->> 'state',
+        INSERT INTO habit.import_tasks (user_id, i, id, list_id, title, notes, state, scheduled_date, "position", completed_at)
+        SELECT p_user, t.o - 1, (t.v ->> 'id')::uuid, (t.v ->> 'list_id')::uuid, t.v ->> 'title', t.v ->> 'notes', t.v ->> 'state',
                (t.v ->> 'scheduled_date')::date, (t.v ->> 'position')::integer, (t.v ->> 'completed_at')::timestamptz
         FROM jsonb_array_elements(coalesce(p_document -> 'tasks', '[]')) WITH ORDINALITY t(v, o);
 
@@ -200,23 +194,23 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- (A window per kind: one sort, not a pairwise search, for 500,000 rows.)
         SELECT x.path INTO bad FROM (
             SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].id' AS path,
-                   row_number() OVER (PARTITION BY h.id ORDER BY h.i) AS n FROM import_habits h
+                   row_number() OVER (PARTITION BY h.id ORDER BY h.i) AS n FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
             UNION ALL
             SELECT CASE d.kind WHEN 'completions' THEN 1 ELSE 2 END, d.i, 'document.' || d.kind || '[' || d.i || ']',
-                   row_number() OVER (PARTITION BY d.kind, d.template_id, d.day ORDER BY d.i) FROM import_days d
+                   row_number() OVER (PARTITION BY d.kind, d.template_id, d.day ORDER BY d.i) FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
             UNION ALL
-            SELECT 3, l.i, 'document.lists[' || l.i || '].id', row_number() OVER (PARTITION BY l.id ORDER BY l.i) FROM import_lists l
+            SELECT 3, l.i, 'document.lists[' || l.i || '].id', row_number() OVER (PARTITION BY l.id ORDER BY l.i) FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l
             UNION ALL
-            SELECT 4, k.i, 'document.tasks[' || k.i || '].id', row_number() OVER (PARTITION BY k.id ORDER BY k.i) FROM import_tasks k
+            SELECT 4, k.i, 'document.tasks[' || k.i || '].id', row_number() OVER (PARTITION BY k.id ORDER BY k.i) FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k
         ) x WHERE x.n > 1 ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'duplicate_value', 'a second row with the same key'); END IF;
         SELECT x.path INTO bad FROM (
             SELECT CASE d.kind WHEN 'completions' THEN 0 ELSE 1 END AS member, d.i,
-                   'document.' || d.kind || '[' || d.i || '].template_id' AS path FROM import_days d
-            WHERE NOT EXISTS (SELECT 1 FROM import_habits h WHERE h.id = d.template_id)
+                   'document.' || d.kind || '[' || d.i || '].template_id' AS path FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
+            WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = d.template_id)
             UNION ALL
-            SELECT 2, k.i, 'document.tasks[' || k.i || '].list_id' FROM import_tasks k
-            WHERE k.list_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM import_lists l WHERE l.id = k.list_id)
+            SELECT 2, k.i, 'document.tasks[' || k.i || '].list_id' FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k
+            WHERE k.list_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l WHERE l.id = k.list_id)
         ) x ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'unknown_reference', 'no row of the document has this id'); END IF;
         -- Periods oldest first, only the last one open, each ending after it starts and starting
@@ -227,13 +221,13 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         SELECT x.path, x.message INTO bad FROM (
             SELECT p.i, p.j, 0 AS o, 'document.habits[' || p.i || '].periods[' || (p.j - 1) || '].ended_at' AS path,
                    'only the last period may be open' AS message
-            FROM import_periods p JOIN import_periods q ON q.i = p.i AND q.j = p.j - 1 WHERE q.ended_at IS NULL
+            FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p JOIN (SELECT * FROM habit.import_periods WHERE user_id = p_user) q ON q.i = p.i AND q.j = p.j - 1 WHERE q.ended_at IS NULL
             UNION ALL
             SELECT p.i, p.j, 1, 'document.habits[' || p.i || '].periods[' || p.j || '].started_at', 'starts before the previous period ends'
-            FROM import_periods p JOIN import_periods q ON q.i = p.i AND q.j = p.j - 1 WHERE p.started_at < q.ended_at
+            FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p JOIN (SELECT * FROM habit.import_periods WHERE user_id = p_user) q ON q.i = p.i AND q.j = p.j - 1 WHERE p.started_at < q.ended_at
             UNION ALL
             SELECT p.i, p.j, 2, 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at', 'must be after started_at'
-            FROM import_periods p WHERE p.ended_at <= p.started_at
+            FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.ended_at <= p.started_at
         ) x ORDER BY x.i, x.j, x.o LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'invalid_order', bad.message); END IF;
         IF jsonb_typeof(p_document -> 'profile') = 'object'
@@ -243,14 +237,14 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- Names, titles and notes with bidirectional control characters: the tables' CHECK
         -- (habit.has_no_bidi_controls, sql/0019) would refuse them too, without saying which.
         SELECT x.path INTO bad FROM (
-            SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].name' AS path FROM import_habits h
+            SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].name' AS path FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
             WHERE NOT habit.has_no_bidi_controls(h.name)
             UNION ALL
-            SELECT 1, l.i, 'document.lists[' || l.i || '].name' FROM import_lists l WHERE NOT habit.has_no_bidi_controls(l.name)
+            SELECT 1, l.i, 'document.lists[' || l.i || '].name' FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l WHERE NOT habit.has_no_bidi_controls(l.name)
             UNION ALL
-            SELECT 2, t.i, 'document.tasks[' || t.i || '].title' FROM import_tasks t WHERE NOT habit.has_no_bidi_controls(t.title)
+            SELECT 2, t.i, 'document.tasks[' || t.i || '].title' FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) t WHERE NOT habit.has_no_bidi_controls(t.title)
             UNION ALL
-            SELECT 3, t.i, 'document.tasks[' || t.i || '].notes' FROM import_tasks t WHERE NOT habit.has_no_bidi_controls(t.notes)
+            SELECT 3, t.i, 'document.tasks[' || t.i || '].notes' FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) t WHERE NOT habit.has_no_bidi_controls(t.notes)
         ) x ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'invalid_characters', 'must not contain bidirectional control characters'); END IF;
         -- The zone the user will have: the document's profile's; merge without one: the current.
@@ -259,28 +253,28 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         today := habit.local_date(now(), zone);
 
         -- Periods end by now (closing happens at now(); an open period may start later).
-        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM import_periods p
+        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p
         WHERE p.ended_at > now() ORDER BY p.i, p.j LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'the period ends after now', today); END IF;
 
         -- The range (sql/migrations/0021), backfill or not: periods start at or after
         -- habit.earliest_day() 00:00 UTC, completions and skips lie on or after it.
-        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].started_at' AS path INTO bad FROM import_periods p
+        SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].started_at' AS path INTO bad FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p
         WHERE p.started_at < habit.earliest_day()::timestamp AT TIME ZONE 'UTC' ORDER BY p.i, p.j LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day() || 'T00:00:00Z'); END IF;
-        SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+        SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
         WHERE d.day < habit.earliest_day() ORDER BY d.kind, d.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'out_of_range', 'before ' || habit.earliest_day()); END IF;
 
         -- Completions and skips: the rules of sql/0010 against the document's own periods.
-        SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
-        WHERE d.kind = 'skips' AND EXISTS (SELECT 1 FROM import_days c WHERE c.kind = 'completions'
+        SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
+        WHERE d.kind = 'skips' AND EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) c WHERE c.kind = 'completions'
                                            AND c.template_id = d.template_id AND c.day = d.day)
         ORDER BY d.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'done_and_skipped', 'the day is both completed and skipped'); END IF;
         IF p_mode = 'merge' THEN
             -- Merge keeps the user's other completions and skips: the document may not contradict them.
-            SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM import_days d
+            SELECT 'document.' || d.kind || '[' || d.i || ']' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
             WHERE (d.kind = 'completions' AND EXISTS (SELECT 1 FROM public.habit_skips s WHERE s.user_id = p_user
                                                       AND s.template_id = d.template_id AND s.skipped_date = d.day))
                OR (d.kind = 'skips' AND EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.user_id = p_user
@@ -289,12 +283,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'done_and_skipped', 'the user has the other state on that day'); END IF;
         END IF;
         IF NOT backfill THEN
-            SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
+            SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
             WHERE (d.kind = 'completions' AND d.day > today) OR (d.kind = 'skips' AND d.day > today + 366)
             ORDER BY d.kind, d.i LIMIT 1;
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'after the user''s today (' || today || ')', today); END IF;
-            SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM import_days d
-            WHERE NOT EXISTS (SELECT 1 FROM import_periods p WHERE p.template_id = d.template_id
+            SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
+            WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.template_id = d.template_id
                               AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> d.day)
             ORDER BY d.kind, d.i LIMIT 1;
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'habit_not_active', 'the habit is not on that day'); END IF;
@@ -307,14 +301,14 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                 -- refused, named: COLUMN the habit's periods, TABLE the kept row's table, HINT its
                 -- date. Rows already off before (an admin's backfill) are left as they are.
                 SELECT h.i, x.tbl, x.day INTO bad
-                FROM import_habits h
+                FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
                 JOIN LATERAL (SELECT 'habit_completions' AS tbl, 'completions' AS kind, c.completed_date AS day
                               FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = h.id
                               UNION ALL
                               SELECT 'habit_skips', 'skips', k.skipped_date
                               FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = h.id) x ON true
-                WHERE NOT EXISTS (SELECT 1 FROM import_days d WHERE d.kind = x.kind AND d.template_id = h.id AND d.day = x.day)
-                  AND NOT EXISTS (SELECT 1 FROM import_periods p WHERE p.i = h.i
+                WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = x.kind AND d.template_id = h.id AND d.day = x.day)
+                  AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.i = h.i
                                   AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> x.day)
                   AND EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = h.id
                               AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, NULL),
@@ -331,21 +325,21 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
 
         -- 2. Replace: what the document does not hold goes ------------------------------------
         IF p_mode = 'replace' THEN
-            DELETE FROM public.tasks t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM import_tasks k WHERE k.id = t.id);
+            DELETE FROM public.tasks t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k WHERE k.id = t.id);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('tasks_deleted', n_deleted);
-            DELETE FROM public.task_lists t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM import_lists l WHERE l.id = t.id);
+            DELETE FROM public.task_lists t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l WHERE l.id = t.id);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('lists_deleted', n_deleted);
             DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND NOT EXISTS
-                (SELECT 1 FROM import_days d WHERE d.kind = 'skips' AND d.template_id = s.template_id AND d.day = s.skipped_date);
+                (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = 'skips' AND d.template_id = s.template_id AND d.day = s.skipped_date);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('skips_deleted', n_deleted);
             DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND NOT EXISTS
-                (SELECT 1 FROM import_days d WHERE d.kind = 'completions' AND d.template_id = c.template_id AND d.day = c.completed_date);
+                (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = 'completions' AND d.template_id = c.template_id AND d.day = c.completed_date);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('completions_deleted', n_deleted);
-            DELETE FROM public.habit_templates t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM import_habits h WHERE h.id = t.id);
+            DELETE FROM public.habit_templates t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = t.id);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('habits_deleted', n_deleted);
             IF jsonb_typeof(p_document -> 'profile') IS DISTINCT FROM 'object' THEN
@@ -372,38 +366,47 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             counts := counts || jsonb_build_object('profile_inserted', n_inserted, 'profile_updated', n_updated, 'profile_total', 1);
         END IF;
 
+        -- The INSERT … SELECTs from the staged rows run as dynamic SQL with the user as a
+        -- literal: on Citus a parameter there keeps the statement from going to the user's
+        -- shards alone ("queries must filter by the distribution argument"); on PostgreSQL it
+        -- only costs a plan per import.
         -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule
         -- follow from the periods (written below). A new habit starts as its periods say, so the
         -- AFTER INSERT trigger's first period is already right when there is one period.
         UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order
-        FROM import_habits h
+        FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
         WHERE t.id = h.id AND t.user_id = p_user
           AND (t.name, t.icon, t.color, t.sort_order) IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order);
         GET DIAGNOSTICS n_updated = ROW_COUNT;
-        INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule)
-        SELECT h.id, p_user, h.name, h.icon, h.color, h.sort_order,
-               coalesce(last.ended_at IS NULL AND last.started_at IS NOT NULL, false),
-               coalesce(first.started_at, now()),
-               CASE WHEN last.started_at IS NULL THEN now() ELSE last.ended_at END,
-               coalesce(last.schedule, '{"type":"daily"}')
-        FROM import_habits h
-        LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = h.i ORDER BY p.j LIMIT 1) first ON true
-        LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = h.i
-                           ORDER BY p.j DESC LIMIT 1) last ON true
-        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id = p_user)
-        ORDER BY h.i;
+        EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule)
+        SELECT h.id, h.user_id, h.name, h.icon, h.color, h.sort_order,
+               coalesce(pp.last_ended_at IS NULL AND pp.last_started_at IS NOT NULL, false),
+               coalesce(pp.first_started_at, %2$L),
+               CASE WHEN pp.last_started_at IS NULL THEN %2$L ELSE pp.last_ended_at END,
+               coalesce(pp.last_schedule, '{"type":"daily"}')
+        FROM (SELECT * FROM habit.import_habits WHERE user_id = %1$L) h
+        -- The first and the last period, grouped and joined by user_id (a LATERAL … LIMIT 1
+        -- here is what Citus cannot send to the user's shards in an INSERT … SELECT).
+        LEFT JOIN (SELECT p.user_id, p.i, (array_agg(p.started_at ORDER BY p.j))[1] AS first_started_at,
+                          (array_agg(p.started_at ORDER BY p.j DESC))[1] AS last_started_at,
+                          (array_agg(p.ended_at ORDER BY p.j DESC))[1] AS last_ended_at,
+                          (array_agg(p.schedule ORDER BY p.j DESC))[1] AS last_schedule
+                   FROM (SELECT * FROM habit.import_periods WHERE user_id = %1$L) p GROUP BY p.user_id, p.i) pp
+               ON pp.user_id = h.user_id AND pp.i = h.i
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id = h.user_id)
+        ORDER BY h.i$insert$, p_user, started);
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
-        SELECT count(*) INTO n_total FROM import_habits;
+        SELECT count(*) INTO n_total FROM habit.import_habits h WHERE h.user_id = p_user;
         counts := counts || jsonb_build_object('habits_inserted', n_inserted, 'habits_updated', n_updated, 'habits_total', n_total);
 
         -- Periods, per habit whose stored periods differ from the document's: the template's
         -- is_active/schedule are set first (its history trigger then writes periods at now()),
         -- then the periods are replaced by the document's and activated_at/deactivated_at set
         -- (columns no trigger watches).
-        FOR habit_row IN SELECT h.i, h.id FROM import_habits h ORDER BY h.i LOOP
+        FOR habit_row IN SELECT h.i, h.id FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h ORDER BY h.i LOOP
             SELECT coalesce(array_agg(ROW(p.started_at, p.ended_at, p.schedule)::text ORDER BY p.started_at), '{}')
                    = (SELECT coalesce(array_agg(ROW(d.started_at, d.ended_at, d.schedule)::text ORDER BY d.started_at), '{}')
-                      FROM import_periods d WHERE d.i = habit_row.i)
+                      FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) d WHERE d.i = habit_row.i)
             INTO same_periods
             FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = habit_row.id;
             CONTINUE WHEN same_periods;
@@ -412,8 +415,8 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                    first.started_at, CASE WHEN last.started_at IS NULL THEN NULL ELSE last.ended_at END
             INTO target_active, target_schedule, target_activated, target_deactivated
             FROM public.habit_templates t
-            LEFT JOIN LATERAL (SELECT p.started_at FROM import_periods p WHERE p.i = habit_row.i ORDER BY p.j LIMIT 1) first ON true
-            LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = habit_row.i
+            LEFT JOIN LATERAL (SELECT p.started_at FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.i = habit_row.i ORDER BY p.j LIMIT 1) first ON true
+            LEFT JOIN LATERAL (SELECT p.started_at, p.ended_at, p.schedule FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.i = habit_row.i
                                ORDER BY p.j DESC LIMIT 1) last ON true
             WHERE t.id = habit_row.id AND t.user_id = p_user;
             target_active := coalesce(target_active, false);
@@ -424,8 +427,8 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                 WHERE t.id = habit_row.id AND t.user_id = p_user;
                 DELETE FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = habit_row.id;
             END IF;
-            INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
-            SELECT p_user, p.template_id, p.started_at, p.ended_at, p.schedule FROM import_periods p WHERE p.i = habit_row.i ORDER BY p.j;
+            EXECUTE format($insert$INSERT INTO public.habit_periods (user_id, template_id, started_at, ended_at, schedule)
+            SELECT p.user_id, p.template_id, p.started_at, p.ended_at, p.schedule FROM (SELECT * FROM habit.import_periods WHERE user_id = %1$L) p WHERE p.i = %3$s ORDER BY p.j$insert$, p_user, started, habit_row.i);
             UPDATE public.habit_templates t
             SET activated_at = coalesce(target_activated, t.activated_at),
                 deactivated_at = CASE WHEN target_active THEN NULL ELSE coalesce(target_deactivated, t.deactivated_at, started) END
@@ -436,45 +439,51 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         END LOOP;
         counts := counts || jsonb_build_object('habits_with_new_periods', periods_changed);
 
-        INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-        SELECT p_user, d.template_id, d.day FROM import_days d
+        EXECUTE format($insert$INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+        SELECT d.user_id, d.template_id, d.day FROM (SELECT * FROM habit.import_days WHERE user_id = %1$L) d
         WHERE d.kind = 'completions' AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
-                                                     WHERE c.user_id = p_user AND c.template_id = d.template_id AND c.completed_date = d.day)
-        ORDER BY d.template_id, d.day;
+                                                     WHERE c.user_id = d.user_id AND c.template_id = d.template_id AND c.completed_date = d.day)
+        ORDER BY d.template_id, d.day$insert$, p_user);
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
-        SELECT count(*) INTO n_total FROM import_days d WHERE d.kind = 'completions';
+        SELECT count(*) INTO n_total FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = 'completions';
         counts := counts || jsonb_build_object('completions_inserted', n_inserted, 'completions_total', n_total);
-        INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
-        SELECT p_user, d.template_id, d.day FROM import_days d
+        EXECUTE format($insert$INSERT INTO public.habit_skips (user_id, template_id, skipped_date)
+        SELECT d.user_id, d.template_id, d.day FROM (SELECT * FROM habit.import_days WHERE user_id = %1$L) d
         WHERE d.kind = 'skips' AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
-                                               WHERE s.user_id = p_user AND s.template_id = d.template_id AND s.skipped_date = d.day)
-        ORDER BY d.template_id, d.day;
+                                               WHERE s.user_id = d.user_id AND s.template_id = d.template_id AND s.skipped_date = d.day)
+        ORDER BY d.template_id, d.day$insert$, p_user);
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
-        SELECT count(*) INTO n_total FROM import_days d WHERE d.kind = 'skips';
+        SELECT count(*) INTO n_total FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = 'skips';
         counts := counts || jsonb_build_object('skips_inserted', n_inserted, 'skips_total', n_total);
 
-        UPDATE public.task_lists t SET name = l.name FROM import_lists l
+        UPDATE public.task_lists t SET name = l.name FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l
         WHERE t.id = l.id AND t.user_id = p_user AND t.name IS DISTINCT FROM l.name;
         GET DIAGNOSTICS n_updated = ROW_COUNT;
-        INSERT INTO public.task_lists (id, user_id, name)
-        SELECT l.id, p_user, l.name FROM import_lists l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id = p_user) ORDER BY l.i;
+        EXECUTE format($insert$INSERT INTO public.task_lists (id, user_id, name)
+        SELECT l.id, l.user_id, l.name FROM (SELECT * FROM habit.import_lists WHERE user_id = %1$L) l WHERE NOT EXISTS (SELECT 1 FROM public.task_lists t WHERE t.id = l.id AND t.user_id = l.user_id) ORDER BY l.i$insert$, p_user);
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
-        SELECT count(*) INTO n_total FROM import_lists;
+        SELECT count(*) INTO n_total FROM habit.import_lists l WHERE l.user_id = p_user;
         counts := counts || jsonb_build_object('lists_inserted', n_inserted, 'lists_updated', n_updated, 'lists_total', n_total);
 
         UPDATE public.tasks t SET list_id = k.list_id, title = k.title, notes = k.notes, state = k.state,
                                   scheduled_date = k.scheduled_date, "position" = k."position", completed_at = k.completed_at
-        FROM import_tasks k
+        FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k
         WHERE t.id = k.id AND t.user_id = p_user
           AND (t.list_id, t.title, t.notes, t.state, t.scheduled_date, t."position", t.completed_at)
               IS DISTINCT FROM (k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at);
         GET DIAGNOSTICS n_updated = ROW_COUNT;
-        INSERT INTO public.tasks (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
-        SELECT k.id, p_user, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
-        FROM import_tasks k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id = p_user) ORDER BY k.i;
+        EXECUTE format($insert$INSERT INTO public.tasks (id, user_id, list_id, title, notes, state, scheduled_date, "position", completed_at)
+        SELECT k.id, k.user_id, k.list_id, k.title, k.notes, k.state, k.scheduled_date, k."position", k.completed_at
+        FROM (SELECT * FROM habit.import_tasks WHERE user_id = %1$L) k WHERE NOT EXISTS (SELECT 1 FROM public.tasks t WHERE t.id = k.id AND t.user_id = k.user_id) ORDER BY k.i$insert$, p_user);
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
-        SELECT count(*) INTO n_total FROM import_tasks;
+        SELECT count(*) INTO n_total FROM habit.import_tasks k WHERE k.user_id = p_user;
         counts := counts || jsonb_build_object('tasks_inserted', n_inserted, 'tasks_updated', n_updated, 'tasks_total', n_total);
+        -- The staged rows go with the import: no other transaction ever sees them.
+        DELETE FROM habit.import_habits s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_periods s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_days s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_lists s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_tasks s WHERE s.user_id = p_user;
         RETURN counts;
     END
     $fn$;
