@@ -4056,7 +4056,10 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
           CROSS JOIN weeks w
           LEFT JOIN states c ON c.user_id OPERATOR(pg_catalog.=) z.user_id AND c.week_start OPERATOR(pg_catalog.=) w.week_start
           LEFT JOIN daily_spans d ON d.user_id OPERATOR(pg_catalog.=) z.user_id
-          LEFT JOIN scheduled_days o ON o.user_id OPERATOR(pg_catalog.=) z.user_id AND o.week_start OPERATOR(pg_catalog.=) w.week_start) t
+          LEFT JOIN scheduled_days o ON o.user_id OPERATOR(pg_catalog.=) z.user_id AND o.week_start OPERATOR(pg_catalog.=) w.week_start
+          -- Sorted here, which also keeps PostgreSQL from pulling the subquery up: pulled up,
+          -- `daily` was computed once for each of its four uses (12.4 s against 7.7 s).
+          ORDER BY z.user_id, w.week_start) t
     ORDER BY t.user_id, t.week_start
     $fn$;
 COMMENT ON FUNCTION habit.weekly_counts_of(date, date, text, uuid[]) IS
