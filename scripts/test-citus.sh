@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The protocol, isolation, history, sync, account and batch suites against a Citus cluster
+# The worker's black-box suites (protocol, isolation, history, sync, accounts, limits,
+# deadlines, logs) and the batch suites against a Citus cluster
 # (issue 34): a coordinator and two workers from scripts/citus-tmp, every test database
 # migrated on the coordinator and distributed by user_id (`habit db distribute`), and the
 # worker started against the coordinator as habit_worker, exactly as on PostgreSQL
@@ -29,7 +30,7 @@ eval "$(scripts/citus-tmp start "$citus_dir")"
 trap 'scripts/citus-tmp stop "$HABIT_CITUS_DIR"' EXIT
 export DATABASE_URL="$CITUS_URL" HABIT_TEST_CITUS=1
 
-suites='HabitWorkerTests\.(MethodTests|ErrorCodeTests|IsolationTests|TimeZoneTests|ConcurrencyTests|PaginationAndLimitsTests|ProtocolExamplesTests|DayStateTests|ScheduleTests|DueAndSkippedTests|StreakCasesTests|StatsMethodsTests|SyncPullTests|SyncPushTests|SyncDevicesPropertyTests|AccountTests|AccountDeleteTests|RetrySafeCreatesTests|UserOrderTests)|HabitStoreTests\.(IsolationTests|HistoryPropertyTests|StreakPropertyTests|SyncPullTests|DistributionTests|WeekCountsPropertyTests)|HabitBatchTests\.(WeeklyCountsTests|WeeklyCountsHistoryTests|WeeklyCountsIncrementalTests|WeeklyCountsStoreTests|WeeklyCountsTwoServerStoreTests)'
+suites='HabitWorkerTests\.(MethodTests|ErrorCodeTests|IsolationTests|TimeZoneTests|ConcurrencyTests|PaginationAndLimitsTests|ProtocolExamplesTests|ProtocolTests|ReasonTests|DayStateTests|ScheduleTests|DueAndSkippedTests|StreakCasesTests|StatsMethodsTests|SyncPullTests|SyncPushTests|SyncPushBoundsTests|SyncPruneTests|SyncDevicesPropertyTests|ChangeNotificationTests|AccountTests|AccountDeleteTests|LoopImportMethodTests|RetrySafeCreatesTests|UserOrderTests|BidiControlTests|DateRangeTests|DeadlineTests|DocumentedLimitsTests|DocumentedDefaultsTests|HealthSocketTests|FramingAndLoggingTests|TraceableLogTests)|HabitStoreTests\.(IsolationTests|HistoryPropertyTests|StreakPropertyTests|SyncPullTests|DistributionTests|WeekCountsPropertyTests)|HabitBatchTests\.(WeeklyCountsTests|WeeklyCountsHistoryTests|WeeklyCountsIncrementalTests|WeeklyCountsStoreTests|WeeklyCountsTwoServerStoreTests)'
 
 swift build --build-tests </dev/null
 if [ $# -eq 0 ]; then

@@ -38,7 +38,7 @@ struct DatabaseOutageTests {
                     let blocker = try Connection(server.adminURL, applicationName: "habit-tests")
                     defer { blocker.close() }
                     try blocker.execute("BEGIN")
-                    try blocker.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                    try blocker.lockUserRowForUpdate("public.habit_templates", id: habit)
                     try blocker.execute("PREPARE TRANSACTION 'habit_outage_lock'")
                 }
                 try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Lost"]), id: "in-flight")

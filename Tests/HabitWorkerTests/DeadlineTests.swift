@@ -19,7 +19,7 @@ struct DeadlineTests {
     /// waits for the lock (its foreign key check takes FOR KEY SHARE on the habit).
     private func whileHabitLocked(_ session: WorkerSession, habit: UUID, _ body: () throws -> Void) throws {
         try session.admin.withTransaction { connection in
-            try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+            try connection.lockUserRowForUpdate("public.habit_templates", id: habit)
             try body()
         }
     }

@@ -34,8 +34,8 @@ struct HealthSocketTests {
             #expect(before.status == 0 && before.line?["status"] as? String == "ok", "\(before.output)")
 
             try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(aliceHabit) FOR UPDATE")
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(bobHabit) FOR UPDATE")
+                try connection.lockUserRowForUpdate("public.habit_templates", id: aliceHabit)
+                try connection.lockUserRowForUpdate("public.habit_templates", id: bobHabit)
                 // Two updates per user: one of each runs (and waits for the lock), one waits
                 // behind it; four in flight is the limit, so the pings stay unread on stdin.
                 for (index, (user, habit)) in [(alice, aliceHabit), (bob, bobHabit), (alice, aliceHabit), (bob, bobHabit)].enumerated() {

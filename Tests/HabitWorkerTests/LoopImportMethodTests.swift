@@ -44,8 +44,8 @@ struct LoopImportMethodTests {
 
             let rows = try session.admin.query("""
                 SELECT h.name, h.schedule::text, h.color,
-                       (SELECT string_agg(c.completed_date::text, ',' ORDER BY c.completed_date) FROM habit_completions c WHERE c.template_id = h.id),
-                       (SELECT string_agg(s.skipped_date::text, ',' ORDER BY s.skipped_date) FROM habit_skips s WHERE s.template_id = h.id)
+                       (SELECT string_agg(c.completed_date::text, ',' ORDER BY c.completed_date) FROM habit_completions c WHERE c.user_id = h.user_id AND c.template_id = h.id),
+                       (SELECT string_agg(s.skipped_date::text, ',' ORDER BY s.skipped_date) FROM habit_skips s WHERE s.user_id = h.user_id AND s.template_id = h.id)
                 FROM habit_templates h WHERE h.user_id = \(user) ORDER BY h.sort_order
                 """).map { row in (0..<5).map { (try? row.decode(String?.self, at: $0)).flatMap { $0 } ?? "-" } }
             let day = { (back: Int) in today.adding(days: -back).description }

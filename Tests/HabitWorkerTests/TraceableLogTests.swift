@@ -100,7 +100,7 @@ struct TraceableLogTests {
             let user = UUID()
             let habit = try #require(try worker.createHabit(user: user, name: "Blocked").habitID)
             try session.admin.withTransaction { connection in
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                try connection.lockUserRowForUpdate("public.habit_templates", id: habit)
                 try worker.sendRequest("habits.update", params: params(user, ["id": .uuid(habit), "name": "Lost",
                                                                              "traceparent": .string(Self.traceparent)]), id: "doomed")
                 let observer = try session.database.connect()

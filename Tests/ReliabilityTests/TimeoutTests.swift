@@ -31,7 +31,7 @@ struct TimeoutTests {
                 var idleStates: [String] = []
                 for round in 0..<repeats {
                     try locker.withTransaction { connection in
-                        try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(fixture.habitA) FOR UPDATE")
+                        try connection.lockUserRowForUpdate("public.habit_templates", id: fixture.habitA)
                         let started = monotonicSeconds()
                         let response = try worker.request("habits.update", params: params(a, ["id": .uuid(fixture.habitA), "name": .string("T\(round)")]),
                                                           id: .string("timeout-\(round)"))
@@ -110,7 +110,7 @@ struct TimeoutTests {
                     lockRounds += 1
                     let habit = habits[lockRounds % habits.count]
                     try locker.withTransaction { connection in
-                        try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(habit) FOR UPDATE")
+                        try connection.lockUserRowForUpdate("public.habit_templates", id: habit)
                         driver.waitForResponses(atLeast: min(total, driver.receivedSoFar + 40))
                         // Sample the worker's sessions (event-driven: after responses, not on a clock).
                         let rows = try admin.query("""

@@ -36,3 +36,13 @@ extension Connection {
         }
     }
 }
+
+extension Connection {
+    /// Locks the row of `table` (a user table, schema-qualified) with id `id` FOR UPDATE, in this
+    /// connection's transaction, naming its user: on a Citus coordinator a row lock must be a
+    /// single-shard statement (docs/scaling.md, "Still refused"); on PostgreSQL it is the same lock.
+    public func lockUserRowForUpdate(_ table: String, id: UUID) throws {
+        let user = try queryOne("SELECT user_id FROM \(unsafeSQL: table) WHERE id = \(id)").decode(UUID.self, at: 0)
+        try execute("SELECT 1 FROM \(unsafeSQL: table) WHERE id = \(id) AND user_id = \(user) FOR UPDATE")
+    }
+}
