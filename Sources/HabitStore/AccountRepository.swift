@@ -192,8 +192,8 @@ public struct AccountRepository {
             }
             // newIDs: the document's ids replaced by ones derived from the user
             // (habit.account_document_with_new_ids, sql/functions/accounts.sql). The call is the
-            // whole statement, which a Citus coordinator sends to the user's node; there its
-            // errors keep their SQLSTATE (from inside a statement around it they came back XX000).
+            // whole statement: on a Citus coordinator the errors of its statements then keep
+            // their SQLSTATE (from inside a statement around it they came back XX000).
             let call: Query = newIDs
                 ? "SELECT habit.import_account(\(user), habit.account_document_with_new_ids(\(user), \(documentJSON)::jsonb), \(mode.rawValue)) AS counts"
                 : "SELECT habit.import_account(\(user), \(documentJSON)::jsonb, \(mode.rawValue)) AS counts"

@@ -214,10 +214,15 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- instead of 5. ANALYZE counts this transaction's own rows. It locks the table against
         -- another ANALYZE until this transaction ends, so two large imports (of any users) take
         -- turns from here; a small one (1,000 rows or fewer of each kind) does not need it.
+        -- Only the key columns: names, titles and notes would stay behind in pg_statistic (and
+        -- its WAL) after the import, and after an account deletion.
         IF jsonb_array_length(coalesce(p_document -> 'completions', '[]')) + jsonb_array_length(coalesce(p_document -> 'skips', '[]')) > 1000
            OR jsonb_array_length(coalesce(p_document -> 'tasks', '[]')) > 1000
-           OR jsonb_array_length(coalesce(p_document -> 'habits', '[]')) > 1000 THEN
-            ANALYZE habit.import_habits, habit.import_periods, habit.import_days, habit.import_lists, habit.import_tasks;
+           OR jsonb_array_length(coalesce(p_document -> 'habits', '[]')) > 1000
+           OR (SELECT count(*) FROM habit.import_periods p WHERE p.user_id = p_user) > 1000 THEN
+            ANALYZE habit.import_habits (user_id, i, id), habit.import_periods (user_id, i, j, template_id),
+                    habit.import_days (user_id, kind, i, template_id, day), habit.import_lists (user_id, i, id),
+                    habit.import_tasks (user_id, i, id, list_id);
         END IF;
 
         -- 1. Checks, before any write -------------------------------------------------------
@@ -401,8 +406,8 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
 
         -- The INSERT … SELECTs from the staged rows run as dynamic SQL with the user as a
         -- literal: on Citus a parameter there keeps the statement from going to the user's
-        -- shards alone ("queries must filter by the distribution argument"); on PostgreSQL it
-        -- only costs a plan per import.
+        -- shards alone; on PostgreSQL it only costs a plan per execution. The instant travels as
+        -- ISO 8601 in UTC, whatever the session's DateStyle and TimeZone.
         -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule
         -- follow from the periods (written below). A new habit starts as its periods say, so the
         -- AFTER INSERT trigger's first period is already right when there is one period.
@@ -414,8 +419,8 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule)
         SELECT h.id, h.user_id, h.name, h.icon, h.color, h.sort_order,
                coalesce(pp.last_ended_at IS NULL AND pp.last_started_at IS NOT NULL, false),
-               coalesce(pp.first_started_at, %2$L),
-               CASE WHEN pp.last_started_at IS NULL THEN %2$L ELSE pp.last_ended_at END,
+               coalesce(pp.first_started_at, %2$L::timestamptz),
+               CASE WHEN pp.last_started_at IS NULL THEN %2$L::timestamptz ELSE pp.last_ended_at END,
                coalesce(pp.last_schedule, '{"type":"daily"}')
         FROM (SELECT * FROM habit.import_habits WHERE user_id = %1$L) h
         -- The first and the last period, grouped and joined by user_id (a LATERAL … LIMIT 1
@@ -427,7 +432,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                    FROM (SELECT * FROM habit.import_periods WHERE user_id = %1$L) p GROUP BY p.user_id, p.i) pp
                ON pp.user_id = h.user_id AND pp.i = h.i
         WHERE NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = h.id AND t.user_id = h.user_id)
-        ORDER BY h.i$insert$, p_user, started);
+        ORDER BY h.i$insert$, p_user, to_char(started AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'));
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM habit.import_habits h WHERE h.user_id = p_user;
         counts := counts || jsonb_build_object('habits_inserted', n_inserted, 'habits_updated', n_updated, 'habits_total', n_total);
@@ -4146,8 +4151,6 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on t
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    DECLARE
-        ddl_propagation text := current_setting('citus.enable_ddl_propagation', true);
     BEGIN
         IF p_week_starts_on IS NULL OR p_week_starts_on NOT IN ('monday', 'sunday') THEN
             RAISE EXCEPTION 'week_start must be monday or sunday' USING ERRCODE = '22023';
@@ -4155,14 +4158,11 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on t
         IF EXISTS (SELECT 1 FROM habit.weekly_counts_state WHERE week_starts_on = p_week_starts_on) THEN
             RETURN false;
         END IF;
-        -- On a Citus coordinator the lock is taken there only: every writer's statement goes
-        -- through the coordinator, which holds ROW EXCLUSIVE on the distributed table until its
-        -- transaction ends. Citus would also send the LOCK to the workers, under the batch's
-        -- role (its SET LOCAL ROLE travels with the transaction) that may not take it. On
-        -- PostgreSQL the setting is an unused placeholder, as transaction-local as the lock.
-        PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+        -- On a Citus coordinator Citus sends the LOCK to every node as this function's owner,
+        -- so it also waits for the writers that run on a worker node (the delegated creates).
+        -- A caller that became its role by SET LOCAL ROLE there would send that role instead,
+        -- which may not take the lock: `habit weekly-counts` uses set_config('role', …).
         LOCK TABLE public.habit_completions, public.habit_skips, public.habit_periods, public.habit_templates, public.profiles IN SHARE MODE;
-        PERFORM set_config('citus.enable_ddl_propagation', coalesce(ddl_propagation, ''), true);
         INSERT INTO habit.weekly_counts_state (week_starts_on) VALUES (p_week_starts_on) ON CONFLICT DO NOTHING;
         RETURN true;
     END
@@ -5596,8 +5596,8 @@ ALTER TABLE public.tasks ADD CONSTRAINT tasks_list_fkey
 -- and deletes them before it returns, so no other transaction ever sees them (MVCC), and an
 -- import that fails rolls them back with everything else. UNLOGGED: what only ever lives inside
 -- one transaction needs no WAL, nor a copy on the standbys (an unlogged table is emptied after a
--- crash or a failover, which loses nothing here). No grants: only the function's owner writes
--- and reads them. The primary keys (user_id first) give the deletes and reads an index, so
+-- crash or a failover, which loses nothing here). Only the function's owner writes them;
+-- habit_admin may read the habit schema, and sees no row of them (none outlives its import). The primary keys (user_id first) give the deletes and reads an index, so
 -- the dead rows of earlier imports are never scanned.
 CREATE UNLOGGED TABLE habit.import_habits (
     user_id uuid NOT NULL, i integer NOT NULL, id uuid, name text, icon text, color text, sort_order integer, periods jsonb,

@@ -230,8 +230,6 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on t
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    DECLARE
-        ddl_propagation text := current_setting('citus.enable_ddl_propagation', true);
     BEGIN
         IF p_week_starts_on IS NULL OR p_week_starts_on NOT IN ('monday', 'sunday') THEN
             RAISE EXCEPTION 'week_start must be monday or sunday' USING ERRCODE = '22023';
@@ -239,14 +237,11 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_start_tracking(p_week_starts_on t
         IF EXISTS (SELECT 1 FROM habit.weekly_counts_state WHERE week_starts_on = p_week_starts_on) THEN
             RETURN false;
         END IF;
-        -- On a Citus coordinator the lock is taken there only: every writer's statement goes
-        -- through the coordinator, which holds ROW EXCLUSIVE on the distributed table until its
-        -- transaction ends. Citus would also send the LOCK to the workers, under the batch's
-        -- role (its SET LOCAL ROLE travels with the transaction) that may not take it. On
-        -- PostgreSQL the setting is an unused placeholder, as transaction-local as the lock.
-        PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+        -- On a Citus coordinator Citus sends the LOCK to every node as this function's owner,
+        -- so it also waits for the writers that run on a worker node (the delegated creates).
+        -- A caller that became its role by SET LOCAL ROLE there would send that role instead,
+        -- which may not take the lock: `habit weekly-counts` uses set_config('role', …).
         LOCK TABLE public.habit_completions, public.habit_skips, public.habit_periods, public.habit_templates, public.profiles IN SHARE MODE;
-        PERFORM set_config('citus.enable_ddl_propagation', coalesce(ddl_propagation, ''), true);
         INSERT INTO habit.weekly_counts_state (week_starts_on) VALUES (p_week_starts_on) ON CONFLICT DO NOTHING;
         RETURN true;
     END

@@ -9,8 +9,8 @@
 -- and deletes them before it returns, so no other transaction ever sees them (MVCC), and an
 -- import that fails rolls them back with everything else. UNLOGGED: what only ever lives inside
 -- one transaction needs no WAL, nor a copy on the standbys (an unlogged table is emptied after a
--- crash or a failover, which loses nothing here). No grants: only the function's owner writes
--- and reads them. The primary keys (user_id first) give the deletes and reads an index, so
+-- crash or a failover, which loses nothing here). Only the function's owner writes them;
+-- habit_admin may read the habit schema, and sees no row of them (none outlives its import). The primary keys (user_id first) give the deletes and reads an index, so
 -- the dead rows of earlier imports are never scanned.
 CREATE UNLOGGED TABLE habit.import_habits (
     user_id uuid NOT NULL, i integer NOT NULL, id uuid, name text, icon text, color text, sort_order integer, periods jsonb,
