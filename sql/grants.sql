@@ -35,7 +35,7 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- Tables and views --------------------------------------------------------------------------
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
     public.task_lists, public.tasks
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
@@ -43,19 +43,19 @@ REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
 
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
-    public.habit_skips, public.task_lists, public.tasks TO authenticated, service_role;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks TO authenticated, service_role;
 -- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
 GRANT SELECT ON public.habit_periods, public.habit_streak_runs, public.habit_streak_state,
     public.weekly_completion_counts TO authenticated, service_role;
 -- Batch jobs read what weekly counts read (never tasks or lists) and write the stored counts.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_runs, public.habit_streak_state TO habit_batch;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state TO habit_batch;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit_batch;
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
-    public.task_lists, public.tasks TO habit_admin;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state,
+    public.weekly_completion_counts, public.task_lists, public.tasks TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
 -- habit: zone names for every role that computes a date; the migrations for system.health
@@ -78,7 +78,8 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
 -- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
--- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
+-- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks,
+-- checkin_day_follow, checkins_retarget. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -110,6 +111,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
+    habit.add_checkin(uuid, uuid, date, numeric, time, text, text), habit.remove_checkin(uuid, uuid),
+    habit.set_day_value(uuid, uuid, date, numeric, text), habit.day_value(uuid, uuid, date),
+    habit.set_day_note(uuid, uuid, date, text),
     habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
     habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
     habit.lock_user_writes(uuid)

@@ -85,6 +85,36 @@ CREATE POLICY habit_skips_delete_own ON public.habit_skips FOR DELETE TO authent
 DROP POLICY IF EXISTS habit_skips_read_all ON public.habit_skips;
 CREATE POLICY habit_skips_read_all ON public.habit_skips FOR SELECT TO habit_batch, habit_admin USING (true);
 
+-- public.habit_checkins
+ALTER TABLE public.habit_checkins ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_checkins FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_checkins_select_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_select_own ON public.habit_checkins FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_insert_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_insert_own ON public.habit_checkins FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_update_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_update_own ON public.habit_checkins FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_delete_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_delete_own ON public.habit_checkins FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_read_all ON public.habit_checkins;
+CREATE POLICY habit_checkins_read_all ON public.habit_checkins FOR SELECT TO habit_batch, habit_admin USING (true);
+
+-- public.habit_day_notes
+ALTER TABLE public.habit_day_notes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_day_notes FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_day_notes_select_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_select_own ON public.habit_day_notes FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_insert_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_insert_own ON public.habit_day_notes FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_update_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_update_own ON public.habit_day_notes FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_delete_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_delete_own ON public.habit_day_notes FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_read_all ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_read_all ON public.habit_day_notes FOR SELECT TO habit_batch, habit_admin USING (true);
+
 -- public.habit_streak_runs, public.habit_streak_state: the streak ledger, written only by
 -- its maintenance (SECURITY DEFINER); the users' roles only read.
 ALTER TABLE public.habit_streak_runs ENABLE ROW LEVEL SECURITY;

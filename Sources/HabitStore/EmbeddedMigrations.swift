@@ -783,6 +783,244 @@ COMMENT ON FUNCTION habit.user_week_start_isodow(uuid) IS
     'ISO weekday (1 = Monday, 7 = Sunday) on which the user''s week starts: profiles.week_start, else Monday.';
 
 """#),
+        SQLFile(path: "functions/checkins.sql", text: #"""
+-- Check-ins, a day's value and notes (sql/migrations/0029; docs/schema.md, "Check-ins").
+--
+-- Current-state file: applied again by `habit migrate` whenever this file changes (docs/schema.md,
+-- "Migrations"). A changed signature or return type needs a DROP in a versioned migration first.
+--
+-- A day's value is the sum of its check-ins. A day with check-ins is done exactly when the value
+-- meets the habit's target: its habit_completions row follows them (habit.checkin_day_follow,
+-- called by habit_checkins' AFTER trigger), and a completion written while they do not meet it
+-- (a toggle) adds a check-in of the rest (habit_completions' trigger). A day without check-ins is
+-- done when it has a completion (a boolean habit's plain toggle: its value is then the target).
+-- The worker's writers below are SECURITY INVOKER: row-level security and the triggers apply as
+-- to any writer, and the triggers are the one place of the rules.
+
+SET LOCAL check_function_bodies = off;
+
+-- The day's completion row after a check-in of (p_user, p_template, p_day) was added or grew
+-- (p_added: the row may only appear) or was removed or shrank (the row may only go).
+CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid, p_day date, p_added boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_target numeric;
+        v_total numeric;
+        v_done boolean;
+    BEGIN
+        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        SELECT coalesce(sum(i.value), 0),
+               EXISTS (SELECT 1 FROM public.habit_completions c
+                       WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+        INTO v_total, v_done
+        FROM public.habit_checkins i
+        WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+        IF p_added AND v_total >= v_target AND NOT v_done THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day)
+            ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+        ELSIF NOT p_added AND v_total < v_target AND v_done THEN
+            DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
+    'Keeps a day''s habit_completions row to its check-ins: added when their sum meets the target (p_added), removed when it falls below (not p_added). Called by trigger habit_checkins_after.';
+
+-- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
+-- check-ins counts the target), how many check-ins, and its state.
+CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day date,
+                                           OUT value numeric, OUT checkins integer, OUT state text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT CASE WHEN i.n = 0 AND c.done THEN t.target ELSE i.total END, i.n::integer,
+           CASE WHEN c.done THEN 'done' WHEN s.skipped THEN 'skipped' ELSE 'none' END
+    FROM public.habit_templates t
+    CROSS JOIN LATERAL (SELECT coalesce(sum(x.value), 0) AS total, count(*) AS n FROM public.habit_checkins x
+                        WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = p_day) i
+    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM public.habit_completions y
+                                       WHERE y.user_id = p_user AND y.template_id = p_template AND y.completed_date = p_day) AS done) c
+    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM public.habit_skips y
+                                       WHERE y.user_id = p_user AND y.template_id = p_template AND y.skipped_date = p_day) AS skipped) s
+    WHERE t.id = p_template AND t.user_id = p_user
+    $fn$;
+COMMENT ON FUNCTION habit.day_value(uuid, uuid, date) IS
+    'A habit''s day: value (the check-ins'' sum; the target for a completion without check-ins), the number of check-ins, and state (done, skipped or none).';
+
+-- checkins.add: a check-in of p_value on p_day, replacing a skip of that day (checking in means
+-- it was done, as completions.set "done" replaces a skip). With p_client_id, a retried add finds
+-- its row and changes nothing (created false); the same client id on another habit, day or value
+-- is HB002. No row when the habit is not p_user's. The rules are the triggers' (HB003-HB005,
+-- HB001 past 100 a day); p_zone, a request's override, can only make them stricter.
+CREATE OR REPLACE FUNCTION habit.add_checkin(p_user uuid, p_template uuid, p_day date, p_value numeric, p_at time,
+                                             p_client_id text, p_zone text DEFAULT NULL)
+    RETURNS TABLE (id uuid, created boolean, value numeric, checkins integer, state text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_row public.habit_checkins;
+        v_created boolean := false;
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF p_zone IS NOT NULL OR coalesce(current_setting('habit.request_time_zone', true), '') <> '' THEN
+            PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        END IF;
+        IF p_client_id IS NOT NULL THEN
+            SELECT i.* INTO v_row FROM public.habit_checkins i WHERE i.user_id = p_user AND i.client_id = p_client_id;
+        END IF;
+        IF v_row.id IS NULL THEN
+            DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+            INSERT INTO public.habit_checkins AS i (user_id, template_id, checkin_date, value, at_time, client_id)
+            VALUES (p_user, p_template, p_day, p_value, p_at, p_client_id)
+            ON CONFLICT (user_id, client_id) DO NOTHING
+            RETURNING i.* INTO v_row;
+            v_created := v_row.id IS NOT NULL;
+            IF NOT v_created THEN
+                -- A concurrent add with the same client id committed first.
+                SELECT i.* INTO v_row FROM public.habit_checkins i WHERE i.user_id = p_user AND i.client_id = p_client_id;
+            END IF;
+        END IF;
+        IF NOT v_created AND (v_row.template_id, v_row.checkin_date, v_row.value, v_row.at_time)
+                             IS DISTINCT FROM (p_template, p_day, p_value, p_at) THEN
+            RAISE EXCEPTION 'client id % is another check-in''s', p_client_id USING ERRCODE = 'HB002';
+        END IF;
+        RETURN QUERY SELECT v_row.id, v_created, d.value, d.checkins, d.state FROM habit.day_value(p_user, p_template, v_row.checkin_date) d;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.add_checkin(uuid, uuid, date, numeric, time, text, text) IS
+    'checkins.add: a check-in (replacing the day''s skip); a retried client id changes nothing; returns the id and the day''s value, check-ins and state. No row when the habit is not the user''s.';
+
+-- checkins.remove: the check-in's day afterwards; no row when it is not p_user's.
+CREATE OR REPLACE FUNCTION habit.remove_checkin(p_user uuid, p_checkin uuid)
+    RETURNS TABLE (template_id uuid, checkin_date date, value numeric, checkins integer, state text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_template uuid;
+        v_day date;
+    BEGIN
+        SELECT i.template_id, i.checkin_date INTO v_template, v_day FROM public.habit_checkins i
+        WHERE i.user_id = p_user AND i.id = p_checkin;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        -- The habit first, as every writer of its days locks it (then the row, found again).
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = v_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.id = p_checkin;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT v_template, v_day, d.value, d.checkins, d.state FROM habit.day_value(p_user, v_template, v_day) d;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.remove_checkin(uuid, uuid) IS
+    'checkins.remove: deletes the user''s check-in; returns its habit, day and the day''s value, check-ins and state; no row when it is not the user''s.';
+
+-- completions.set with a value: the day's total becomes p_value (its check-ins replaced by one,
+-- none for 0; a skip goes). No row when the habit is not p_user's.
+CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_day date, p_value numeric, p_zone text DEFAULT NULL)
+    RETURNS TABLE (value numeric, checkins integer, state text, changed boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_before record;
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF p_zone IS NOT NULL OR coalesce(current_setting('habit.request_time_zone', true), '') <> '' THEN
+            PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        END IF;
+        SELECT d.* INTO v_before FROM habit.day_value(p_user, p_template, p_day) d;
+        IF v_before.value = p_value AND v_before.checkins = 1 AND v_before.state <> 'skipped' THEN
+            RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
+            RETURN;
+        END IF;
+        IF p_value = 0 AND v_before.checkins = 0 AND v_before.state = 'none' THEN
+            RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
+            RETURN;
+        END IF;
+        DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+        DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+        -- A plain toggle's row (no check-ins) is not theirs to remove.
+        DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+        IF p_value > 0 THEN
+            INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
+        END IF;
+        RETURN QUERY SELECT d.value, d.checkins, d.state, true FROM habit.day_value(p_user, p_template, p_day) d;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_day_value(uuid, uuid, date, numeric, text) IS
+    'completions.set with a value: the day''s check-ins become one of p_value (none for 0), a skip goes; returns the day''s value, check-ins, state and whether anything changed. No row when the habit is not the user''s.';
+
+-- notes.set: p_note on the habit's day, or none (NULL or empty). No row when the habit is not
+-- p_user's; else whether anything changed.
+CREATE OR REPLACE FUNCTION habit.set_day_note(p_user uuid, p_template uuid, p_day date, p_note text)
+    RETURNS TABLE (changed boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_count bigint;
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF coalesce(p_note, '') = '' THEN
+            DELETE FROM public.habit_day_notes n WHERE n.user_id = p_user AND n.template_id = p_template AND n.note_date = p_day;
+        ELSE
+            INSERT INTO public.habit_day_notes AS n (user_id, template_id, note_date, note) VALUES (p_user, p_template, p_day, p_note)
+            ON CONFLICT (user_id, template_id, note_date) DO UPDATE SET note = excluded.note
+            WHERE n.note IS DISTINCT FROM excluded.note;
+        END IF;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        RETURN QUERY SELECT v_count > 0;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_day_note(uuid, uuid, date, text) IS
+    'notes.set: writes (or, for NULL or '''', deletes) the note of a habit''s day; whether anything changed. No row when the habit is not the user''s.';
+
+-- A habit's target changed: each day with check-ins is done exactly when they meet the new one
+-- (two set-based statements over the habit's check-ins: events, not days). A day without
+-- check-ins keeps its state: a plain toggle stays done. Called by trigger habit_templates_after.
+CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        DELETE FROM public.habit_completions c
+        USING (SELECT i.checkin_date FROM public.habit_checkins i
+               WHERE i.user_id = p_user AND i.template_id = p_template
+               GROUP BY i.checkin_date HAVING sum(i.value) < p_target) d
+        WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date;
+        INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+        SELECT p_user, p_template, d.checkin_date
+        FROM (SELECT i.checkin_date FROM public.habit_checkins i
+              WHERE i.user_id = p_user AND i.template_id = p_template
+              GROUP BY i.checkin_date HAVING sum(i.value) >= p_target) d
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                          WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date)
+        ORDER BY d.checkin_date
+        ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.checkins_retarget(uuid, uuid, numeric) IS
+    'After a habit''s target changed: its days with check-ins get a completion exactly when their sum meets p_target. Called by trigger habit_templates_after.';
+
+"""#),
         SQLFile(path: "functions/habits.sql", text: #"""
 -- Creating habits: the default position, and creates with a client-supplied id that are
 -- safe to retry (issue 15). The rules of the days a habit is on, due, done or skipped:
@@ -1249,7 +1487,7 @@ CREATE OR REPLACE FUNCTION habit.backfilling() RETURNS boolean
 COMMENT ON FUNCTION habit.backfilling() IS
     'True when habit.backfill is on and the current role is habit_admin (or a member); raises HB006 when it is on for another role.';
 
--- For a completion or skip (p_kind) of p_day becoming present (an insert: the rules apply)
+-- For a completion, check-in or skip (p_kind) of p_day becoming present (an insert: the rules apply)
 -- or absent (a delete): locks the habit (FOR NO KEY UPDATE: every writer of its days takes it,
 -- so its runs are kept in turn and "never both done and skipped" is exact), then reads the
 -- zone, the habit's streak state and whether weekly counts are tracked, and checks the day, in
@@ -1262,13 +1500,14 @@ COMMENT ON FUNCTION habit.backfilling() IS
 -- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
 -- these rules.
 CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
-                                OUT st public.habit_streak_state, OUT tracking boolean)
+                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT counted boolean)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         rule record;
         skipping boolean := p_kind = 'skip';
+        checkin boolean := p_kind = 'checkin';
         request_zone text;
         backfill boolean;
         on_day boolean := false;
@@ -1277,12 +1516,12 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         -- The range (sql/migrations/0021), before anything else and for every writer, backfill
         -- or not: a day before habit.earliest_day() is never written.
         IF p_present AND p_day < habit.earliest_day() THEN
-            RAISE EXCEPTION '% on % is before %: violates check constraint "%"', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day(),
-                  CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END
+            RAISE EXCEPTION '% on % is before %: violates check constraint "%"', CASE WHEN skipping THEN 'skipping' WHEN checkin THEN 'checking in' ELSE 'completing' END, p_day, habit.earliest_day(),
+                  CASE WHEN skipping THEN 'habit_skips_date_range' WHEN checkin THEN 'habit_checkins_date_range' ELSE 'habit_completions_date_range' END
                 USING ERRCODE = 'check_violation',
-                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
-                      TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
-                      COLUMN = CASE WHEN skipping THEN 'skipped_date' ELSE 'completed_date' END, SCHEMA = 'public';
+                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' WHEN checkin THEN 'habit_checkins_date_range' ELSE 'habit_completions_date_range' END,
+                      TABLE = CASE WHEN skipping THEN 'habit_skips' WHEN checkin THEN 'habit_checkins' ELSE 'habit_completions' END,
+                      COLUMN = CASE WHEN skipping THEN 'skipped_date' WHEN checkin THEN 'checkin_date' ELSE 'completed_date' END, SCHEMA = 'public';
         END IF;
         -- The lock first, in a statement of its own: a writer that waited for it reads, in the
         -- next statement (a new snapshot), what the writer it waited for committed.
@@ -1291,17 +1530,21 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             RETURN;
         END IF;
         SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
-               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target,
+               (t.kind = 'measurable' OR t.target <> 1) AS counted,
+               -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_completions c
                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+                         OR EXISTS (SELECT 1 FROM public.habit_checkins i
+                                    WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day)
                     ELSE EXISTS (SELECT 1 FROM public.habit_skips k
                                  WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day) END AS other_state,
                -- Whether the row is already there (the write will change nothing): only asked
                -- while the runs are kept row by row. Once the habit is pending (a bulk load),
                -- the table being written is not probed for every row: a plan cached while it was
                -- small (a fresh database) would scan it.
-               CASE WHEN NOT p_present OR x.pending THEN false
+               CASE WHEN NOT p_present OR x.pending OR checkin THEN false
                     WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_skips k
                                  WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day)
@@ -1314,6 +1557,8 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         LEFT JOIN public.habit_streak_state x ON x.user_id = p_user AND x.template_id = p_template
         WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
+        target := rule.target;
+        counted := rule.counted;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
             request_zone := nullif(current_setting('habit.request_time_zone', true), '');
@@ -1351,10 +1596,10 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                 END IF;
             END IF;
             IF rule.other_state THEN
-                RAISE EXCEPTION 'habit % is % on %; it cannot also be %', p_template, CASE WHEN skipping THEN 'done' ELSE 'skipped' END,
-                    p_day, CASE WHEN skipping THEN 'skipped' ELSE 'done' END USING ERRCODE = 'HB005';
+                RAISE EXCEPTION 'habit % is % on %; it cannot also be %', p_template, CASE WHEN skipping THEN 'done or checked in' ELSE 'skipped' END,
+                    p_day, CASE WHEN skipping THEN 'skipped' WHEN checkin THEN 'checked in' ELSE 'done' END USING ERRCODE = 'HB005';
             END IF;
-            IF rule.taken THEN
+            IF rule.taken OR checkin THEN
                 RETURN;
             END IF;
         END IF;
@@ -1368,7 +1613,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
+    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, the habit''s target and whether its days are counted from check-ins.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -1435,6 +1680,11 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
             END IF;
         END IF;
         IF p_state <> 'done' THEN
+            -- The day's value goes with its state (sql/0029): a day that is not done has no
+            -- check-ins left, whether they met the target or not.
+            DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
             DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;
@@ -1497,7 +1747,7 @@ COMMENT ON FUNCTION habit.toggle_day(uuid, uuid, date, text) IS
 
 -- Skips (p_skipped) or unskips every habit of p_user (or only p_template) on each day of
 -- [p_from, p_to] (at most 366 days). Skipping writes a skip on each day the habit is on
--- (habit.habit_days_at with p_zone) that is neither done nor already skipped: done days
+-- (habit.habit_days_at with p_zone) that is neither done, checked in (sql/0029) nor already skipped: done days
 -- stay done, days the habit is not on are passed over. Unskipping removes the skips of the
 -- range (any day). Returns one row: found (false when p_template is given and is not the
 -- user's habit; nothing is written), today in the zone used, the number of habit-days
@@ -1540,6 +1790,9 @@ CREATE OR REPLACE FUNCTION habit.set_skips(p_user uuid, p_template uuid, p_from 
                                   WHERE c.user_id = p_user AND c.template_id = h.template_id AND c.completed_date = h.day)
                   AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
                                   WHERE s.user_id = p_user AND s.template_id = h.template_id AND s.skipped_date = h.day)
+                  -- A day with check-ins has a value (sql/0029): not skipped, like a done day.
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
+                                  WHERE i.user_id = p_user AND i.template_id = h.template_id AND i.checkin_date = h.day)
                 ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING
                 RETURNING skipped_date
             )
@@ -4233,7 +4486,7 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- Tables and views --------------------------------------------------------------------------
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
     public.task_lists, public.tasks
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
@@ -4241,19 +4494,19 @@ REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
 
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
-    public.habit_skips, public.task_lists, public.tasks TO authenticated, service_role;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks TO authenticated, service_role;
 -- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
 GRANT SELECT ON public.habit_periods, public.habit_streak_runs, public.habit_streak_state,
     public.weekly_completion_counts TO authenticated, service_role;
 -- Batch jobs read what weekly counts read (never tasks or lists) and write the stored counts.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_runs, public.habit_streak_state TO habit_batch;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state TO habit_batch;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit_batch;
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
-    public.habit_skips, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
-    public.task_lists, public.tasks TO habit_admin;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state,
+    public.weekly_completion_counts, public.task_lists, public.tasks TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
 -- habit: zone names for every role that computes a date; the migrations for system.health
@@ -4276,7 +4529,8 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- nobody: the trigger functions (habit.<table>_before/_after, habit_streak_state_rebuild,
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
 -- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
--- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks. They run as their
+-- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks,
+-- checkin_day_follow, checkins_retarget. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -4308,6 +4562,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
+    habit.add_checkin(uuid, uuid, date, numeric, time, text, text), habit.remove_checkin(uuid, uuid),
+    habit.set_day_value(uuid, uuid, date, numeric, text), habit.day_value(uuid, uuid, date),
+    habit.set_day_note(uuid, uuid, date, text),
     habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
     habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
     habit.lock_user_writes(uuid)
@@ -5671,6 +5928,139 @@ COMMENT ON COLUMN habit.import_tasks."position" IS 'document.tasks[i].position.'
 COMMENT ON COLUMN habit.import_tasks.completed_at IS 'document.tasks[i].completed_at.';
 
 """#),
+        SQLFile(path: "migrations/0029_measurable_habits.sql", text: #"""
+-- 0029 (issue 32, first part): measurable habits, check-ins and notes on a day.
+--
+-- A habit is `boolean` (done or not, today's behaviour and the default) or `measurable` (a
+-- number a day against a target: "run 5 km", "read 20 pages"). A day's value is the sum of its
+-- check-ins (public.habit_checkins). Whether a day is done stays what it always was, a row of
+-- public.habit_completions, so every derived answer (streak runs, rates, weekly counts, history,
+-- the calendar) keeps working from the one table it reads; for a day that has check-ins the
+-- row is kept by habit_checkins' trigger (sql/triggers/habit_checkins.sql): present exactly when
+-- the value meets the habit's target. Nothing here grows with days: check-ins and notes are
+-- events.
+--
+-- Values are exact: numeric with at most three decimals (Loop Habit Tracker keeps a numerical
+-- habit's values in thousandths too), never binary floating point; decimal strings on the wire.
+--
+-- Not yet (issue 32, to come): at-most targets, weekly targets and the day's start. The
+-- columns take their final domains now; habit_templates_target_supported refuses what is not
+-- built, and the migration that builds it drops that constraint.
+
+ALTER TABLE public.habit_templates
+    ADD COLUMN kind text NOT NULL DEFAULT 'boolean'
+        CONSTRAINT habit_templates_kind_check CHECK (kind IN ('boolean', 'measurable')),
+    ADD COLUMN unit text
+        CONSTRAINT habit_templates_unit_check
+        CHECK (char_length(unit) BETWEEN 1 AND 30 AND unit !~ '^[[:space:]]' AND unit !~ '[[:space:]]$'
+               AND unit !~ '[[:cntrl:]]' AND habit.has_no_bidi_controls(unit)),
+    ADD COLUMN target numeric NOT NULL DEFAULT 1
+        CONSTRAINT habit_templates_target_check CHECK (target > 0 AND target <= 999999999.999 AND scale(target) <= 3),
+    ADD COLUMN target_type text NOT NULL DEFAULT 'at_least'
+        CONSTRAINT habit_templates_target_type_check CHECK (target_type IN ('at_least', 'at_most')),
+    ADD COLUMN target_period text NOT NULL DEFAULT 'day'
+        CONSTRAINT habit_templates_target_period_check CHECK (target_period IN ('day', 'week')),
+    -- A boolean habit counts times: a whole target (check-ins a day, "8 times"), no unit of its own.
+    ADD CONSTRAINT habit_templates_boolean_target_check
+        CHECK (kind = 'measurable' OR (unit IS NULL AND target = trunc(target) AND target <= 1000)),
+    ADD CONSTRAINT habit_templates_target_supported
+        CHECK (target_type = 'at_least' AND target_period = 'day');
+COMMENT ON COLUMN public.habit_templates.kind IS
+    'boolean (done or not; the default) or measurable (a value a day against target). Fixed when the habit is created.';
+COMMENT ON COLUMN public.habit_templates.unit IS
+    'A measurable habit''s unit (e.g. km, pages), 1-30 characters; NULL for a boolean habit, which counts times.';
+COMMENT ON COLUMN public.habit_templates.target IS
+    'The value a day must reach (at_least) to be done: > 0, at most 999999999.999, three decimals; a boolean habit''s is a whole number of check-ins (default 1).';
+COMMENT ON COLUMN public.habit_templates.target_type IS
+    'at_least: done when the day''s value is >= target. (at_most is not built yet: habit_templates_target_supported.)';
+COMMENT ON COLUMN public.habit_templates.target_period IS
+    'day: the target is per day. (week is not built yet: habit_templates_target_supported.)';
+
+-- The events of a day's value: one row per check-in.
+CREATE TABLE public.habit_checkins (
+    id           uuid NOT NULL DEFAULT gen_random_uuid(),
+    user_id      uuid NOT NULL,
+    template_id  uuid NOT NULL,
+    checkin_date date NOT NULL
+                 CONSTRAINT habit_checkins_date_range CHECK (checkin_date >= '1970-01-01'),
+    value        numeric NOT NULL DEFAULT 1
+                 CONSTRAINT habit_checkins_value_check CHECK (value > 0 AND value <= 999999999.999 AND scale(value) <= 3),
+    at_time      time
+                 CONSTRAINT habit_checkins_at_time_check CHECK (at_time < '24:00'),
+    client_id    text
+                 CONSTRAINT habit_checkins_client_id_check
+                 CHECK (char_length(client_id) BETWEEN 1 AND 100 AND client_id !~ '[[:cntrl:][:space:]]'),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    change_seq   bigint NOT NULL DEFAULT 0,
+    CONSTRAINT habit_checkins_pkey PRIMARY KEY (id, user_id),
+    -- A retried add names the same client id and finds its row (NULLs are distinct: no id, no key).
+    CONSTRAINT habit_checkins_user_client_id_key UNIQUE (user_id, client_id),
+    CONSTRAINT habit_checkins_template_fkey FOREIGN KEY (template_id, user_id)
+        REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE
+);
+COMMENT ON TABLE public.habit_checkins IS
+    'Check-ins: the events a day''s value sums (a boolean habit''s each count 1 time). The day''s habit_completions row follows them (done when the sum meets the target; trigger habit_checkins_after).';
+COMMENT ON COLUMN public.habit_checkins.id IS 'Check-in id (unique per user).';
+COMMENT ON COLUMN public.habit_checkins.user_id IS 'Owner; must be the owner of the habit (composite foreign key).';
+COMMENT ON COLUMN public.habit_checkins.template_id IS 'The habit.';
+COMMENT ON COLUMN public.habit_checkins.checkin_date IS 'The calendar date the value counts for, in the user''s time zone.';
+COMMENT ON COLUMN public.habit_checkins.value IS 'How much: > 0, at most 999999999.999, three decimals (1 for a boolean habit''s check-in).';
+COMMENT ON COLUMN public.habit_checkins.at_time IS 'The local time of day of the check-in, when the client gave one.';
+COMMENT ON COLUMN public.habit_checkins.client_id IS
+    'The client''s key for the add (1-100 characters, no white space): a retried add with the same key is applied once.';
+COMMENT ON COLUMN public.habit_checkins.created_at IS 'When the check-in was recorded.';
+COMMENT ON COLUMN public.habit_checkins.change_seq IS
+    'The change number (habit.sync_clocks) of the write that last changed the row. Set by trigger.';
+-- A day's check-ins (the sum, the list, the per-day limit).
+CREATE INDEX habit_checkins_user_template_date_idx ON public.habit_checkins (user_id, template_id, checkin_date) INCLUDE (value);
+-- A user's check-ins on a date (day.get).
+CREATE INDEX habit_checkins_user_date_idx ON public.habit_checkins (user_id, checkin_date) INCLUDE (template_id, value);
+CREATE INDEX habit_checkins_user_change_seq_idx ON public.habit_checkins (user_id, change_seq, id);
+
+-- A note on a habit's day: independent of whether the day is done, so it survives toggling.
+CREATE TABLE public.habit_day_notes (
+    user_id     uuid NOT NULL,
+    template_id uuid NOT NULL,
+    note_date   date NOT NULL
+                CONSTRAINT habit_day_notes_date_range CHECK (note_date >= '1970-01-01'),
+    note        text NOT NULL
+                CONSTRAINT habit_day_notes_note_check
+                CHECK (char_length(note) BETWEEN 1 AND 1000 AND habit.has_no_bidi_controls(note)),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    change_seq  bigint NOT NULL DEFAULT 0,
+    CONSTRAINT habit_day_notes_pkey PRIMARY KEY (user_id, template_id, note_date),
+    CONSTRAINT habit_day_notes_template_fkey FOREIGN KEY (template_id, user_id)
+        REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE
+);
+COMMENT ON TABLE public.habit_day_notes IS
+    'A note per habit and day ("knee hurt, walked instead"), whatever the day''s state; deleting the row clears it.';
+COMMENT ON COLUMN public.habit_day_notes.user_id IS 'Owner; must be the owner of the habit (composite foreign key).';
+COMMENT ON COLUMN public.habit_day_notes.template_id IS 'The habit.';
+COMMENT ON COLUMN public.habit_day_notes.note_date IS 'The calendar date, in the user''s time zone.';
+COMMENT ON COLUMN public.habit_day_notes.note IS
+    'The note: 1-1000 characters, no bidirectional control characters (an empty note is no row).';
+COMMENT ON COLUMN public.habit_day_notes.created_at IS 'When the note was first written.';
+COMMENT ON COLUMN public.habit_day_notes.updated_at IS 'When the note last changed. Set by trigger.';
+COMMENT ON COLUMN public.habit_day_notes.change_seq IS
+    'The change number (habit.sync_clocks) of the write that last changed the row. Set by trigger.';
+CREATE INDEX habit_day_notes_user_date_idx ON public.habit_day_notes (user_id, note_date) INCLUDE (template_id);
+CREATE INDEX habit_day_notes_user_change_seq_idx ON public.habit_day_notes (user_id, change_seq, template_id, note_date);
+
+-- Deleted check-ins and notes leave tombstones like every synced row.
+ALTER TABLE habit.sync_tombstones DROP CONSTRAINT sync_tombstones_kind_check,
+    ADD CONSTRAINT sync_tombstones_kind_check
+        CHECK (kind IN ('profile', 'habits', 'periods', 'completions', 'skips', 'lists', 'tasks', 'checkins', 'notes'));
+COMMENT ON COLUMN habit.sync_tombstones.kind IS
+    'What was deleted: profile, habits, periods, completions, skips, lists, tasks, checkins or notes.';
+COMMENT ON COLUMN habit.sync_tombstones.key IS
+    'The row''s key: its id (lowercase; a check-in''s too), ''<template_id>/<YYYY-MM-DD>'' for completions, skips and notes, '''' for the profile.';
+
+-- habit.check_day (functions/history.sql) also answers the habit's target and whether its days
+-- are counted from check-ins: a new result type, so the old definition goes first.
+DROP FUNCTION IF EXISTS habit.check_day(uuid, uuid, date, text, boolean, uuid);
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -5759,6 +6149,36 @@ CREATE POLICY habit_skips_delete_own ON public.habit_skips FOR DELETE TO authent
 DROP POLICY IF EXISTS habit_skips_read_all ON public.habit_skips;
 CREATE POLICY habit_skips_read_all ON public.habit_skips FOR SELECT TO habit_batch, habit_admin USING (true);
 
+-- public.habit_checkins
+ALTER TABLE public.habit_checkins ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_checkins FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_checkins_select_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_select_own ON public.habit_checkins FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_insert_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_insert_own ON public.habit_checkins FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_update_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_update_own ON public.habit_checkins FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_delete_own ON public.habit_checkins;
+CREATE POLICY habit_checkins_delete_own ON public.habit_checkins FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_checkins_read_all ON public.habit_checkins;
+CREATE POLICY habit_checkins_read_all ON public.habit_checkins FOR SELECT TO habit_batch, habit_admin USING (true);
+
+-- public.habit_day_notes
+ALTER TABLE public.habit_day_notes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_day_notes FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_day_notes_select_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_select_own ON public.habit_day_notes FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_insert_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_insert_own ON public.habit_day_notes FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_update_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_update_own ON public.habit_day_notes FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_delete_own ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_delete_own ON public.habit_day_notes FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_day_notes_read_all ON public.habit_day_notes;
+CREATE POLICY habit_day_notes_read_all ON public.habit_day_notes FOR SELECT TO habit_batch, habit_admin USING (true);
+
 -- public.habit_streak_runs, public.habit_streak_state: the streak ledger, written only by
 -- its maintenance (SECURITY DEFINER); the users' roles only read.
 ALTER TABLE public.habit_streak_runs ENABLE ROW LEVEL SECURITY;
@@ -5840,6 +6260,115 @@ DROP POLICY IF EXISTS sync_mutations_read_all ON habit.sync_mutations;
 CREATE POLICY sync_mutations_read_all ON habit.sync_mutations FOR SELECT TO habit_admin USING (true);
 
 """#),
+        SQLFile(path: "triggers/habit_checkins.sql", text: #"""
+-- The triggers of public.habit_checkins (sql/migrations/0029): one BEFORE and one AFTER row
+-- trigger, each writing only rows of the user_id of the row that fired it; nothing fires for
+-- a statement that touches no row, and an UPDATE that changes nothing does nothing.
+--
+-- Current-state file: the table's trigger functions and triggers as they are now, applied
+-- again by `habit migrate` whenever this file changes (docs/schema.md, "Migrations").
+-- Removing a trigger needs a DROP TRIGGER in a versioned migration.
+
+-- BEFORE: the rules of a day, as for a completion (habit.check_day with kind 'checkin': the
+-- habit locked, 23514 before 1970, HB003 after the user's today, HB004 not on the day, HB005 on
+-- a skipped day); a boolean habit's check-in counts whole times (23514,
+-- habit_checkins_boolean_value); at most 100 check-ins per habit and day (HB001); the change
+-- number, and the tombstone of a deleted check-in (key: its id).
+CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        day record;
+        kind text;
+        taken integer;
+    BEGIN
+        -- Another user's row: row-level security refuses it; nothing here runs first (the rule
+        -- and the reason in triggers/habit_completions.sql).
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
+        END IF;
+        IF TG_OP = 'DELETE' THEN
+            PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
+            PERFORM habit.sync_tombstone(OLD.user_id, 'checkins', OLD.id::text);
+            RETURN OLD;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            IF (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN
+                PERFORM habit.sync_tombstone(OLD.user_id, 'checkins', OLD.id::text);
+            END IF;
+        END IF;
+        IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
+                                 IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
+            day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
+            IF day.target IS NOT NULL THEN
+                SELECT t.kind INTO kind FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id;
+                IF kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
+                    RAISE EXCEPTION 'a check-in of a boolean habit counts whole times, not %: violates check constraint "habit_checkins_boolean_value"', NEW.value
+                        USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_checkins_boolean_value',
+                              TABLE = 'habit_checkins', COLUMN = 'value', SCHEMA = 'public';
+                END IF;
+                IF TG_OP = 'INSERT' OR (NEW.template_id, NEW.checkin_date) IS DISTINCT FROM (OLD.template_id, OLD.checkin_date) THEN
+                    SELECT count(*) INTO taken FROM public.habit_checkins i
+                    WHERE i.user_id = NEW.user_id AND i.template_id = NEW.template_id AND i.checkin_date = NEW.checkin_date;
+                    IF taken >= 100 THEN
+                        RAISE EXCEPTION 'user % would hold % rows in habit_checkins; the limit is 100 per habit and day', NEW.user_id, taken + 1
+                            USING ERRCODE = 'HB001', TABLE = 'habit_checkins', SCHEMA = 'public';
+                    END IF;
+                END IF;
+            END IF;
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'checkins', CASE WHEN TG_OP = 'INSERT' THEN NEW.id::text END);
+        RETURN NEW;
+    END
+    $fn$;
+
+-- AFTER: the day's habit_completions row follows the day's value (sql/0029). A new or larger
+-- check-in can only make the day done: the row is added when the sum meets the target. A
+-- removed or smaller one can only undo it: the row goes when the sum falls below the target
+-- (to 0, when the last check-in goes: a plain toggle's row too). Not when this runs inside
+-- another trigger (pg_trigger_depth() > 1): that trigger keeps the row itself (a completion's
+-- trigger adding the rest of a target, or clearing a day it un-does; a habit's cascade).
+CREATE OR REPLACE FUNCTION habit.habit_checkins_after() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF pg_trigger_depth() > 1 THEN
+            RETURN NULL;
+        END IF;
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NULL;
+            END IF;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN
+            IF (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
+               IS NOT DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
+                RETURN NULL;
+            END IF;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            PERFORM habit.checkin_day_follow(OLD.user_id, OLD.template_id, OLD.checkin_date, false);
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            PERFORM habit.checkin_day_follow(NEW.user_id, NEW.template_id, NEW.checkin_date, true);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+CREATE OR REPLACE TRIGGER habit_checkins_before BEFORE INSERT OR UPDATE OR DELETE ON public.habit_checkins
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_checkins_before();
+CREATE OR REPLACE TRIGGER habit_checkins_after AFTER INSERT OR UPDATE OR DELETE ON public.habit_checkins
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_checkins_after();
+
+"""#),
         SQLFile(path: "triggers/habit_completions.sql", text: #"""
 -- The triggers of public.habit_completions: one BEFORE and one AFTER row trigger at most (issue
 -- 29), each doing all of the table's bookkeeping for its timing and writing only rows of the
@@ -5868,6 +6397,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
     AS $fn$
     DECLARE
         day record;
+        total numeric;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
         -- here may run first (its checks would tell that user something about the other's habit,
@@ -5884,6 +6414,15 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
+            END IF;
+            -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
+            -- un-toggle wins and the day's value becomes 0 (sql/0029). Their trigger, running
+            -- inside this one, leaves this row to this delete.
+            IF day.target IS NOT NULL
+               AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date) >= day.target THEN
+                DELETE FROM public.habit_checkins i
+                WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
             IF day.tracking THEN
@@ -5908,6 +6447,19 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
             END IF;
+            -- A day counted from check-ins (a measurable habit, or a target other than 1) is done
+            -- when they meet the target. Marked done while they do not (a toggle, completions.set
+            -- "done"): the toggle wins, and a check-in of the rest makes the value the target.
+            IF day.counted AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                           WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
+                                             AND c.completed_date = NEW.completed_date) THEN
+                SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i
+                WHERE i.user_id = NEW.user_id AND i.template_id = NEW.template_id AND i.checkin_date = NEW.completed_date;
+                IF total < day.target THEN
+                    INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+                    VALUES (NEW.user_id, NEW.template_id, NEW.completed_date, day.target - total);
+                END IF;
+            END IF;
         END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
@@ -5919,6 +6471,53 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
 
 CREATE OR REPLACE TRIGGER habit_completions_before BEFORE INSERT OR UPDATE OR DELETE ON public.habit_completions
     FOR EACH ROW EXECUTE FUNCTION habit.habit_completions_before();
+
+"""#),
+        SQLFile(path: "triggers/habit_day_notes.sql", text: #"""
+-- The trigger of public.habit_day_notes (sql/migrations/0029): one BEFORE row trigger, writing
+-- only rows of the user_id of the row that fired it; an UPDATE that changes nothing does
+-- nothing.
+--
+-- Current-state file: applied again by `habit migrate` whenever this file changes (docs/schema.md,
+-- "Migrations"). Removing a trigger needs a DROP TRIGGER in a versioned migration.
+
+-- BEFORE: the change number (key '<template_id>/<YYYY-MM-DD>'), updated_at, and the tombstone of
+-- a deleted or moved note. A note has no rule of the day beyond its constraints: it may be written
+-- on any day of a habit of the user's (the composite foreign key), done or not.
+CREATE OR REPLACE FUNCTION habit.habit_day_notes_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        -- Another user's row: row-level security refuses it; nothing here runs first (the rule
+        -- and the reason in triggers/habit_completions.sql).
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
+        END IF;
+        IF TG_OP = 'DELETE' THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'notes', OLD.template_id::text || '/' || to_char(OLD.note_date, 'YYYY-MM-DD'));
+            RETURN OLD;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            NEW.updated_at := now();
+            IF (NEW.user_id, NEW.template_id, NEW.note_date) IS NOT DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.note_date) THEN
+                NEW.change_seq := habit.sync_stamp(NEW.user_id, 'notes', NULL);
+                RETURN NEW;
+            END IF;
+            PERFORM habit.sync_tombstone(OLD.user_id, 'notes', OLD.template_id::text || '/' || to_char(OLD.note_date, 'YYYY-MM-DD'));
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'notes', NEW.template_id::text || '/' || to_char(NEW.note_date, 'YYYY-MM-DD'));
+        RETURN NEW;
+    END
+    $fn$;
+
+CREATE OR REPLACE TRIGGER habit_day_notes_before BEFORE INSERT OR UPDATE OR DELETE ON public.habit_day_notes
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_day_notes_before();
 
 """#),
         SQLFile(path: "triggers/habit_periods.sql", text: #"""
@@ -6115,6 +6714,13 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
             END IF;
+            -- A habit's kind is fixed at creation (sql/0029): its recorded days mean times or a
+            -- unit, and one cannot become the other.
+            IF NEW.kind IS DISTINCT FROM OLD.kind THEN
+                RAISE EXCEPTION 'a habit''s kind is fixed when it is created (% to %): violates check constraint "habit_templates_kind_fixed"', OLD.kind, NEW.kind
+                    USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_kind_fixed',
+                          TABLE = 'habit_templates', COLUMN = 'kind', SCHEMA = 'public';
+            END IF;
             IF OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule THEN
                 SELECT p.* INTO open_period FROM public.habit_periods p
                 WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
@@ -6165,7 +6771,8 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: a new habit gets its first period [activated_at, deactivated_at) (open when active;
+-- AFTER: a new target re-decides the days that have check-ins (habit.checkins_retarget); a
+-- new habit gets its first period [activated_at, deactivated_at) (open when active;
 -- none when deactivated at or before its activation) and its streak state (no events yet:
 -- nothing to count, whatever activated_at), and counts against the row limit; a deleted or
 -- moved habit leaves a tombstone and its count; a schedule change of an inactive habit can
@@ -6203,6 +6810,9 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_after() RETURNS trigger
             END IF;
             IF habit.streak_unit(NEW.schedule) IS DISTINCT FROM habit.streak_unit(OLD.schedule) THEN
                 PERFORM habit.streak_invalidate(NEW.user_id, NEW.id);
+            END IF;
+            IF NEW.target IS DISTINCT FROM OLD.target THEN
+                PERFORM habit.checkins_retarget(NEW.user_id, NEW.id, NEW.target);
             END IF;
         END IF;
         RETURN NULL;

@@ -342,7 +342,7 @@ CREATE OR REPLACE FUNCTION habit.backfilling() RETURNS boolean
 COMMENT ON FUNCTION habit.backfilling() IS
     'True when habit.backfill is on and the current role is habit_admin (or a member); raises HB006 when it is on for another role.';
 
--- For a completion or skip (p_kind) of p_day becoming present (an insert: the rules apply)
+-- For a completion, check-in or skip (p_kind) of p_day becoming present (an insert: the rules apply)
 -- or absent (a delete): locks the habit (FOR NO KEY UPDATE: every writer of its days takes it,
 -- so its runs are kept in turn and "never both done and skipped" is exact), then reads the
 -- zone, the habit's streak state and whether weekly counts are tracked, and checks the day, in
@@ -355,13 +355,14 @@ COMMENT ON FUNCTION habit.backfilling() IS
 -- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
 -- these rules.
 CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
-                                OUT st public.habit_streak_state, OUT tracking boolean)
+                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT counted boolean)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         rule record;
         skipping boolean := p_kind = 'skip';
+        checkin boolean := p_kind = 'checkin';
         request_zone text;
         backfill boolean;
         on_day boolean := false;
@@ -370,12 +371,12 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         -- The range (sql/migrations/0021), before anything else and for every writer, backfill
         -- or not: a day before habit.earliest_day() is never written.
         IF p_present AND p_day < habit.earliest_day() THEN
-            RAISE EXCEPTION '% on % is before %: violates check constraint "%"', CASE WHEN skipping THEN 'skipping' ELSE 'completing' END, p_day, habit.earliest_day(),
-                  CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END
+            RAISE EXCEPTION '% on % is before %: violates check constraint "%"', CASE WHEN skipping THEN 'skipping' WHEN checkin THEN 'checking in' ELSE 'completing' END, p_day, habit.earliest_day(),
+                  CASE WHEN skipping THEN 'habit_skips_date_range' WHEN checkin THEN 'habit_checkins_date_range' ELSE 'habit_completions_date_range' END
                 USING ERRCODE = 'check_violation',
-                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' ELSE 'habit_completions_date_range' END,
-                      TABLE = CASE WHEN skipping THEN 'habit_skips' ELSE 'habit_completions' END,
-                      COLUMN = CASE WHEN skipping THEN 'skipped_date' ELSE 'completed_date' END, SCHEMA = 'public';
+                      CONSTRAINT = CASE WHEN skipping THEN 'habit_skips_date_range' WHEN checkin THEN 'habit_checkins_date_range' ELSE 'habit_completions_date_range' END,
+                      TABLE = CASE WHEN skipping THEN 'habit_skips' WHEN checkin THEN 'habit_checkins' ELSE 'habit_completions' END,
+                      COLUMN = CASE WHEN skipping THEN 'skipped_date' WHEN checkin THEN 'checkin_date' ELSE 'completed_date' END, SCHEMA = 'public';
         END IF;
         -- The lock first, in a statement of its own: a writer that waited for it reads, in the
         -- next statement (a new snapshot), what the writer it waited for committed.
@@ -384,17 +385,21 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             RETURN;
         END IF;
         SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
-               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target,
+               (t.kind = 'measurable' OR t.target <> 1) AS counted,
+               -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_completions c
                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+                         OR EXISTS (SELECT 1 FROM public.habit_checkins i
+                                    WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day)
                     ELSE EXISTS (SELECT 1 FROM public.habit_skips k
                                  WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day) END AS other_state,
                -- Whether the row is already there (the write will change nothing): only asked
                -- while the runs are kept row by row. Once the habit is pending (a bulk load),
                -- the table being written is not probed for every row: a plan cached while it was
                -- small (a fresh database) would scan it.
-               CASE WHEN NOT p_present OR x.pending THEN false
+               CASE WHEN NOT p_present OR x.pending OR checkin THEN false
                     WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_skips k
                                  WHERE k.user_id = p_user AND k.template_id = p_template AND k.skipped_date = p_day)
@@ -407,6 +412,8 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         LEFT JOIN public.habit_streak_state x ON x.user_id = p_user AND x.template_id = p_template
         WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
+        target := rule.target;
+        counted := rule.counted;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
             request_zone := nullif(current_setting('habit.request_time_zone', true), '');
@@ -444,10 +451,10 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                 END IF;
             END IF;
             IF rule.other_state THEN
-                RAISE EXCEPTION 'habit % is % on %; it cannot also be %', p_template, CASE WHEN skipping THEN 'done' ELSE 'skipped' END,
-                    p_day, CASE WHEN skipping THEN 'skipped' ELSE 'done' END USING ERRCODE = 'HB005';
+                RAISE EXCEPTION 'habit % is % on %; it cannot also be %', p_template, CASE WHEN skipping THEN 'done or checked in' ELSE 'skipped' END,
+                    p_day, CASE WHEN skipping THEN 'skipped' WHEN checkin THEN 'checked in' ELSE 'done' END USING ERRCODE = 'HB005';
             END IF;
-            IF rule.taken THEN
+            IF rule.taken OR checkin THEN
                 RETURN;
             END IF;
         END IF;
@@ -461,7 +468,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change, and whether weekly counts are tracked.';
+    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, the habit''s target and whether its days are counted from check-ins.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -528,6 +535,11 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
             END IF;
         END IF;
         IF p_state <> 'done' THEN
+            -- The day's value goes with its state (sql/0029): a day that is not done has no
+            -- check-ins left, whether they met the target or not.
+            DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            v_changed := v_changed + v_count;
             DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
             GET DIAGNOSTICS v_count = ROW_COUNT;
             v_changed := v_changed + v_count;
@@ -590,7 +602,7 @@ COMMENT ON FUNCTION habit.toggle_day(uuid, uuid, date, text) IS
 
 -- Skips (p_skipped) or unskips every habit of p_user (or only p_template) on each day of
 -- [p_from, p_to] (at most 366 days). Skipping writes a skip on each day the habit is on
--- (habit.habit_days_at with p_zone) that is neither done nor already skipped: done days
+-- (habit.habit_days_at with p_zone) that is neither done, checked in (sql/0029) nor already skipped: done days
 -- stay done, days the habit is not on are passed over. Unskipping removes the skips of the
 -- range (any day). Returns one row: found (false when p_template is given and is not the
 -- user's habit; nothing is written), today in the zone used, the number of habit-days
@@ -633,6 +645,9 @@ CREATE OR REPLACE FUNCTION habit.set_skips(p_user uuid, p_template uuid, p_from 
                                   WHERE c.user_id = p_user AND c.template_id = h.template_id AND c.completed_date = h.day)
                   AND NOT EXISTS (SELECT 1 FROM public.habit_skips s
                                   WHERE s.user_id = p_user AND s.template_id = h.template_id AND s.skipped_date = h.day)
+                  -- A day with check-ins has a value (sql/0029): not skipped, like a done day.
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
+                                  WHERE i.user_id = p_user AND i.template_id = h.template_id AND i.checkin_date = h.day)
                 ON CONFLICT (user_id, template_id, skipped_date) DO NOTHING
                 RETURNING skipped_date
             )

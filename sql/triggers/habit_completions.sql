@@ -25,6 +25,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
     AS $fn$
     DECLARE
         day record;
+        total numeric;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
         -- here may run first (its checks would tell that user something about the other's habit,
@@ -41,6 +42,15 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
+            END IF;
+            -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
+            -- un-toggle wins and the day's value becomes 0 (sql/0029). Their trigger, running
+            -- inside this one, leaves this row to this delete.
+            IF day.target IS NOT NULL
+               AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date) >= day.target THEN
+                DELETE FROM public.habit_checkins i
+                WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
             IF day.tracking THEN
@@ -64,6 +74,19 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
+            END IF;
+            -- A day counted from check-ins (a measurable habit, or a target other than 1) is done
+            -- when they meet the target. Marked done while they do not (a toggle, completions.set
+            -- "done"): the toggle wins, and a check-in of the rest makes the value the target.
+            IF day.counted AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                           WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
+                                             AND c.completed_date = NEW.completed_date) THEN
+                SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i
+                WHERE i.user_id = NEW.user_id AND i.template_id = NEW.template_id AND i.checkin_date = NEW.completed_date;
+                IF total < day.target THEN
+                    INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+                    VALUES (NEW.user_id, NEW.template_id, NEW.completed_date, day.target - total);
+                END IF;
             END IF;
         END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));

@@ -40,6 +40,13 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
             IF NEW IS NOT DISTINCT FROM OLD THEN
                 RETURN NEW;
             END IF;
+            -- A habit's kind is fixed at creation (sql/0029): its recorded days mean times or a
+            -- unit, and one cannot become the other.
+            IF NEW.kind IS DISTINCT FROM OLD.kind THEN
+                RAISE EXCEPTION 'a habit''s kind is fixed when it is created (% to %): violates check constraint "habit_templates_kind_fixed"', OLD.kind, NEW.kind
+                    USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_kind_fixed',
+                          TABLE = 'habit_templates', COLUMN = 'kind', SCHEMA = 'public';
+            END IF;
             IF OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule THEN
                 SELECT p.* INTO open_period FROM public.habit_periods p
                 WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
@@ -90,7 +97,8 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: a new habit gets its first period [activated_at, deactivated_at) (open when active;
+-- AFTER: a new target re-decides the days that have check-ins (habit.checkins_retarget); a
+-- new habit gets its first period [activated_at, deactivated_at) (open when active;
 -- none when deactivated at or before its activation) and its streak state (no events yet:
 -- nothing to count, whatever activated_at), and counts against the row limit; a deleted or
 -- moved habit leaves a tombstone and its count; a schedule change of an inactive habit can
@@ -128,6 +136,9 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_after() RETURNS trigger
             END IF;
             IF habit.streak_unit(NEW.schedule) IS DISTINCT FROM habit.streak_unit(OLD.schedule) THEN
                 PERFORM habit.streak_invalidate(NEW.user_id, NEW.id);
+            END IF;
+            IF NEW.target IS DISTINCT FROM OLD.target THEN
+                PERFORM habit.checkins_retarget(NEW.user_id, NEW.id, NEW.target);
             END IF;
         END IF;
         RETURN NULL;

@@ -1,0 +1,235 @@
+-- Check-ins, a day's value and notes (sql/migrations/0029; docs/schema.md, "Check-ins").
+--
+-- Current-state file: applied again by `habit migrate` whenever this file changes (docs/schema.md,
+-- "Migrations"). A changed signature or return type needs a DROP in a versioned migration first.
+--
+-- A day's value is the sum of its check-ins. A day with check-ins is done exactly when the value
+-- meets the habit's target: its habit_completions row follows them (habit.checkin_day_follow,
+-- called by habit_checkins' AFTER trigger), and a completion written while they do not meet it
+-- (a toggle) adds a check-in of the rest (habit_completions' trigger). A day without check-ins is
+-- done when it has a completion (a boolean habit's plain toggle: its value is then the target).
+-- The worker's writers below are SECURITY INVOKER: row-level security and the triggers apply as
+-- to any writer, and the triggers are the one place of the rules.
+
+SET LOCAL check_function_bodies = off;
+
+-- The day's completion row after a check-in of (p_user, p_template, p_day) was added or grew
+-- (p_added: the row may only appear) or was removed or shrank (the row may only go).
+CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid, p_day date, p_added boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_target numeric;
+        v_total numeric;
+        v_done boolean;
+    BEGIN
+        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        SELECT coalesce(sum(i.value), 0),
+               EXISTS (SELECT 1 FROM public.habit_completions c
+                       WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
+        INTO v_total, v_done
+        FROM public.habit_checkins i
+        WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+        IF p_added AND v_total >= v_target AND NOT v_done THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day)
+            ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+        ELSIF NOT p_added AND v_total < v_target AND v_done THEN
+            DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
+    'Keeps a day''s habit_completions row to its check-ins: added when their sum meets the target (p_added), removed when it falls below (not p_added). Called by trigger habit_checkins_after.';
+
+-- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
+-- check-ins counts the target), how many check-ins, and its state.
+CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day date,
+                                           OUT value numeric, OUT checkins integer, OUT state text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT CASE WHEN i.n = 0 AND c.done THEN t.target ELSE i.total END, i.n::integer,
+           CASE WHEN c.done THEN 'done' WHEN s.skipped THEN 'skipped' ELSE 'none' END
+    FROM public.habit_templates t
+    CROSS JOIN LATERAL (SELECT coalesce(sum(x.value), 0) AS total, count(*) AS n FROM public.habit_checkins x
+                        WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = p_day) i
+    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM public.habit_completions y
+                                       WHERE y.user_id = p_user AND y.template_id = p_template AND y.completed_date = p_day) AS done) c
+    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM public.habit_skips y
+                                       WHERE y.user_id = p_user AND y.template_id = p_template AND y.skipped_date = p_day) AS skipped) s
+    WHERE t.id = p_template AND t.user_id = p_user
+    $fn$;
+COMMENT ON FUNCTION habit.day_value(uuid, uuid, date) IS
+    'A habit''s day: value (the check-ins'' sum; the target for a completion without check-ins), the number of check-ins, and state (done, skipped or none).';
+
+-- checkins.add: a check-in of p_value on p_day, replacing a skip of that day (checking in means
+-- it was done, as completions.set "done" replaces a skip). With p_client_id, a retried add finds
+-- its row and changes nothing (created false); the same client id on another habit, day or value
+-- is HB002. No row when the habit is not p_user's. The rules are the triggers' (HB003-HB005,
+-- HB001 past 100 a day); p_zone, a request's override, can only make them stricter.
+CREATE OR REPLACE FUNCTION habit.add_checkin(p_user uuid, p_template uuid, p_day date, p_value numeric, p_at time,
+                                             p_client_id text, p_zone text DEFAULT NULL)
+    RETURNS TABLE (id uuid, created boolean, value numeric, checkins integer, state text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_row public.habit_checkins;
+        v_created boolean := false;
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF p_zone IS NOT NULL OR coalesce(current_setting('habit.request_time_zone', true), '') <> '' THEN
+            PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        END IF;
+        IF p_client_id IS NOT NULL THEN
+            SELECT i.* INTO v_row FROM public.habit_checkins i WHERE i.user_id = p_user AND i.client_id = p_client_id;
+        END IF;
+        IF v_row.id IS NULL THEN
+            DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+            INSERT INTO public.habit_checkins AS i (user_id, template_id, checkin_date, value, at_time, client_id)
+            VALUES (p_user, p_template, p_day, p_value, p_at, p_client_id)
+            ON CONFLICT (user_id, client_id) DO NOTHING
+            RETURNING i.* INTO v_row;
+            v_created := v_row.id IS NOT NULL;
+            IF NOT v_created THEN
+                -- A concurrent add with the same client id committed first.
+                SELECT i.* INTO v_row FROM public.habit_checkins i WHERE i.user_id = p_user AND i.client_id = p_client_id;
+            END IF;
+        END IF;
+        IF NOT v_created AND (v_row.template_id, v_row.checkin_date, v_row.value, v_row.at_time)
+                             IS DISTINCT FROM (p_template, p_day, p_value, p_at) THEN
+            RAISE EXCEPTION 'client id % is another check-in''s', p_client_id USING ERRCODE = 'HB002';
+        END IF;
+        RETURN QUERY SELECT v_row.id, v_created, d.value, d.checkins, d.state FROM habit.day_value(p_user, p_template, v_row.checkin_date) d;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.add_checkin(uuid, uuid, date, numeric, time, text, text) IS
+    'checkins.add: a check-in (replacing the day''s skip); a retried client id changes nothing; returns the id and the day''s value, check-ins and state. No row when the habit is not the user''s.';
+
+-- checkins.remove: the check-in's day afterwards; no row when it is not p_user's.
+CREATE OR REPLACE FUNCTION habit.remove_checkin(p_user uuid, p_checkin uuid)
+    RETURNS TABLE (template_id uuid, checkin_date date, value numeric, checkins integer, state text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_template uuid;
+        v_day date;
+    BEGIN
+        SELECT i.template_id, i.checkin_date INTO v_template, v_day FROM public.habit_checkins i
+        WHERE i.user_id = p_user AND i.id = p_checkin;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        -- The habit first, as every writer of its days locks it (then the row, found again).
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = v_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.id = p_checkin;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT v_template, v_day, d.value, d.checkins, d.state FROM habit.day_value(p_user, v_template, v_day) d;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.remove_checkin(uuid, uuid) IS
+    'checkins.remove: deletes the user''s check-in; returns its habit, day and the day''s value, check-ins and state; no row when it is not the user''s.';
+
+-- completions.set with a value: the day's total becomes p_value (its check-ins replaced by one,
+-- none for 0; a skip goes). No row when the habit is not p_user's.
+CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_day date, p_value numeric, p_zone text DEFAULT NULL)
+    RETURNS TABLE (value numeric, checkins integer, state text, changed boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_before record;
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF p_zone IS NOT NULL OR coalesce(current_setting('habit.request_time_zone', true), '') <> '' THEN
+            PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
+        END IF;
+        SELECT d.* INTO v_before FROM habit.day_value(p_user, p_template, p_day) d;
+        IF v_before.value = p_value AND v_before.checkins = 1 AND v_before.state <> 'skipped' THEN
+            RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
+            RETURN;
+        END IF;
+        IF p_value = 0 AND v_before.checkins = 0 AND v_before.state = 'none' THEN
+            RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
+            RETURN;
+        END IF;
+        DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
+        DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+        -- A plain toggle's row (no check-ins) is not theirs to remove.
+        DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+        IF p_value > 0 THEN
+            INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
+        END IF;
+        RETURN QUERY SELECT d.value, d.checkins, d.state, true FROM habit.day_value(p_user, p_template, p_day) d;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_day_value(uuid, uuid, date, numeric, text) IS
+    'completions.set with a value: the day''s check-ins become one of p_value (none for 0), a skip goes; returns the day''s value, check-ins, state and whether anything changed. No row when the habit is not the user''s.';
+
+-- notes.set: p_note on the habit's day, or none (NULL or empty). No row when the habit is not
+-- p_user's; else whether anything changed.
+CREATE OR REPLACE FUNCTION habit.set_day_note(p_user uuid, p_template uuid, p_day date, p_note text)
+    RETURNS TABLE (changed boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_count bigint;
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        IF coalesce(p_note, '') = '' THEN
+            DELETE FROM public.habit_day_notes n WHERE n.user_id = p_user AND n.template_id = p_template AND n.note_date = p_day;
+        ELSE
+            INSERT INTO public.habit_day_notes AS n (user_id, template_id, note_date, note) VALUES (p_user, p_template, p_day, p_note)
+            ON CONFLICT (user_id, template_id, note_date) DO UPDATE SET note = excluded.note
+            WHERE n.note IS DISTINCT FROM excluded.note;
+        END IF;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        RETURN QUERY SELECT v_count > 0;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_day_note(uuid, uuid, date, text) IS
+    'notes.set: writes (or, for NULL or '''', deletes) the note of a habit''s day; whether anything changed. No row when the habit is not the user''s.';
+
+-- A habit's target changed: each day with check-ins is done exactly when they meet the new one
+-- (two set-based statements over the habit's check-ins: events, not days). A day without
+-- check-ins keeps its state: a plain toggle stays done. Called by trigger habit_templates_after.
+CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        DELETE FROM public.habit_completions c
+        USING (SELECT i.checkin_date FROM public.habit_checkins i
+               WHERE i.user_id = p_user AND i.template_id = p_template
+               GROUP BY i.checkin_date HAVING sum(i.value) < p_target) d
+        WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date;
+        INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+        SELECT p_user, p_template, d.checkin_date
+        FROM (SELECT i.checkin_date FROM public.habit_checkins i
+              WHERE i.user_id = p_user AND i.template_id = p_template
+              GROUP BY i.checkin_date HAVING sum(i.value) >= p_target) d
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                          WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date)
+        ORDER BY d.checkin_date
+        ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.checkins_retarget(uuid, uuid, numeric) IS
+    'After a habit''s target changed: its days with check-ins get a completion exactly when their sum meets p_target. Called by trigger habit_templates_after.';
