@@ -1093,8 +1093,14 @@ COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
 -- The schedule (NULL: daily) is among the fields that must be equal. The INSERT's AFTER
 -- INSERT trigger (habit.open_first_period) opens the first period with NEW.schedule. A bad
 -- schedule is refused by habit_templates_schedule_check (23514), as for any writer.
+-- new_measure (sql/0029): the habit's kind and target as one JSON object, its members optional
+-- ({"kind", "unit", "target" (a decimal string), "target_type", "target_period"}); NULL or a
+-- missing member: the column's default (a boolean habit, target 1, at least, per day). Bad values
+-- are refused by the table's CHECK constraints (23514), as for any writer; a target that is not a
+-- number is 22P02.
 CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
-                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb)
+                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb,
+                                   new_measure jsonb)
     RETURNS public.habit_templates
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -1102,11 +1108,18 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
     DECLARE
         result public.habit_templates;
         wanted jsonb := coalesce(new_schedule, '{"type":"daily"}');
+        m jsonb := coalesce(new_measure, '{}');
+        wanted_kind text := coalesce(m ->> 'kind', 'boolean');
+        wanted_target numeric := coalesce((m ->> 'target')::numeric, 1);
+        wanted_type text := coalesce(m ->> 'target_type', 'at_least');
+        wanted_period text := coalesce(m ->> 'target_period', 'day');
     BEGIN
-        INSERT INTO public.habit_templates AS h (id, user_id, name, icon, color, activated_at, sort_order, schedule)
+        INSERT INTO public.habit_templates AS h (id, user_id, name, icon, color, activated_at, sort_order, schedule,
+                                                 kind, unit, target, target_type, target_period)
         VALUES (coalesce(new_id, gen_random_uuid()), acting_user, new_name, new_icon, new_color,
                 coalesce(new_activated_at, now()),
-                coalesce(new_sort_order, habit.next_habit_sort_order(acting_user)), wanted)
+                coalesce(new_sort_order, habit.next_habit_sort_order(acting_user)), wanted,
+                wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period)
         ON CONFLICT DO NOTHING
         RETURNING h.* INTO result;
         IF FOUND THEN
@@ -1117,6 +1130,8 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
                AND result.icon IS NOT DISTINCT FROM new_icon
                AND result.color IS NOT DISTINCT FROM new_color
                AND result.schedule = wanted
+               AND (result.kind, result.unit, result.target, result.target_type, result.target_period)
+                   IS NOT DISTINCT FROM (wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period)
                AND (new_activated_at IS NULL OR result.activated_at = new_activated_at)
                AND (new_sort_order IS NULL OR result.sort_order IS NOT DISTINCT FROM new_sort_order) THEN
             RETURN result;
@@ -1125,8 +1140,20 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
             USING ERRCODE = 'HB002', TABLE = 'habit_templates', SCHEMA = 'public';
     END
     $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb) IS
+    'Creates a habit of acting_user with a schedule (NULL: daily) and a kind and target (new_measure; NULL: boolean, 1 a day), or returns the caller''s habit with new_id when its fields, schedule and target included, equal the given ones; else SQLSTATE HB002 (sql/0010, sql/0029).';
+
+-- Without a kind and target: a boolean habit, by the one body above.
+CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb)
+    RETURNS public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT habit.create_habit(acting_user, new_id, new_name, new_icon, new_color, new_activated_at, new_sort_order, new_schedule, NULL)
+    $fn$;
 COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb) IS
-    'Creates a habit of acting_user with a schedule (NULL: daily; new_id NULL: a generated id), or returns the caller''s habit with new_id when its fields, schedule included, equal the given ones; else SQLSTATE HB002 (sql/0010).';
+    'Creates a habit of acting_user with a schedule (NULL: daily; new_id NULL: a generated id), or returns the caller''s habit with new_id when its fields, schedule included, equal the given ones; else SQLSTATE HB002 (sql/0010). A call of the overload with new_measure NULL (sql/0029).';
 
 -- For callers that know no schedules: a daily habit, by the one body above (a retry of a
 -- habit whose schedule was changed since is HB002, like one whose name was).
@@ -4558,6 +4585,7 @@ GRANT EXECUTE ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text),
 GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_position(uuid, date),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb),
+    habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb),
     habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
     habit.set_schedule(uuid, jsonb),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
@@ -5962,7 +5990,8 @@ ALTER TABLE public.habit_templates
         CONSTRAINT habit_templates_target_period_check CHECK (target_period IN ('day', 'week')),
     -- A boolean habit counts times: a whole target (check-ins a day, "8 times"), no unit of its own.
     ADD CONSTRAINT habit_templates_boolean_target_check
-        CHECK (kind = 'measurable' OR (unit IS NULL AND target = trunc(target) AND target <= 1000)),
+        CHECK (kind = 'measurable' OR (target = trunc(target) AND target <= 1000)),
+    ADD CONSTRAINT habit_templates_boolean_unit_check CHECK (kind = 'measurable' OR unit IS NULL),
     ADD CONSTRAINT habit_templates_target_supported
         CHECK (target_type = 'at_least' AND target_period = 'day');
 COMMENT ON COLUMN public.habit_templates.kind IS

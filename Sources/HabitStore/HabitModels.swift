@@ -27,9 +27,11 @@ public struct Habit: Sendable, Equatable {
     public var updatedAt: PostgresTimestamp
     /// The schedule in force now (the open period's), or from the next activation while inactive.
     public var schedule: HabitSchedule
+    /// Boolean or measurable, and the target (sql/0029).
+    public var measure: HabitMeasure
 
     /// The columns `init(row:at:)` reads, in this order, in a SELECT or RETURNING list.
-    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule"
+    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule, kind, unit, target, target_type, target_period"
 
     static let columnNames = columns.split(separator: ", ").map(String.init)
 
@@ -56,6 +58,15 @@ public struct Habit: Sendable, Equatable {
         createdAt = try row.decode(PostgresTimestamp.self, at: first + 8)
         updatedAt = try row.decode(PostgresTimestamp.self, at: first + 9)
         schedule = try HabitSchedule(storedJSON: row.decode(JSONB.self, at: first + 10).text)
+        // The columns' CHECK constraints hold the values to these sets.
+        guard let kind = HabitKind(rawValue: try row.decode(String.self, at: first + 11)),
+              let targetType = TargetType(rawValue: try row.decode(String.self, at: first + 14)),
+              let targetPeriod = TargetPeriod(rawValue: try row.decode(String.self, at: first + 15)) else {
+            throw PostgresError(kind: .decoding, message: "unknown habit kind or target in \(row.columnNames)")
+        }
+        measure = HabitMeasure(kind: kind, unit: try row.decode(String?.self, at: first + 12),
+                               target: try DecimalValue(row.decode(PostgresNumeric.self, at: first + 13)),
+                               targetType: targetType, targetPeriod: targetPeriod)
     }
 }
 
@@ -72,9 +83,13 @@ public struct HabitDraft: Sendable {
     public var sortOrder: Int?
     /// The schedule of the first period; default daily.
     public var schedule: HabitSchedule?
+    /// Kind and target; default a boolean habit, once a day.
+    public var measure: HabitMeasure
 
     public init(id: UUID? = nil, name: String, icon: String? = nil, color: String? = nil,
-                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil, schedule: HabitSchedule? = nil) {
+                activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil, schedule: HabitSchedule? = nil,
+                measure: HabitMeasure = .boolean) {
+        self.measure = measure
         self.id = id
         self.name = name
         self.icon = icon
@@ -94,9 +109,22 @@ public struct HabitChanges: Sendable {
     /// A new schedule: while active, the open period ends now and one starts with it
     /// (the history trigger, sql/triggers/habit_templates.sql); while inactive, the next activation uses it.
     public var schedule: HabitSchedule?
+    /// The kind is fixed at creation: a different one is refused (habit_templates_kind_fixed).
+    public var kind: HabitKind?
+    public var unit: String??
+    /// A new target re-decides the days that have check-ins (habit.checkins_retarget).
+    public var target: DecimalValue?
+    public var targetType: TargetType?
+    public var targetPeriod: TargetPeriod?
 
     public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil,
-                schedule: HabitSchedule? = nil) {
+                schedule: HabitSchedule? = nil, kind: HabitKind? = nil, unit: String?? = nil, target: DecimalValue? = nil,
+                targetType: TargetType? = nil, targetPeriod: TargetPeriod? = nil) {
+        self.kind = kind
+        self.unit = unit
+        self.target = target
+        self.targetType = targetType
+        self.targetPeriod = targetPeriod
         self.name = name
         self.icon = icon
         self.color = color
@@ -143,6 +171,17 @@ public struct DayView: Sendable, Equatable {
     /// Only when asked for (day.get's `include: ["streaks"]`): each listed habit's current
     /// streak at `date` (`habit.current_streaks`, sql/functions/streaks.sql); nil otherwise.
     public var currentStreaks: [UUID: CurrentStreak]? = nil
+    /// Each listed habit's value, check-ins and note on `date` (sql/0029).
+    public var details: [UUID: DayDetail] = [:]
+}
+
+/// A habit's day as day.get shows it: its value (a counted habit's check-ins' sum, or the
+/// target when done without check-ins; a boolean habit of target 1: 1 when done), the number of
+/// check-ins (counted habits only: nil otherwise), and its note.
+public struct DayDetail: Sendable, Equatable {
+    public var value: DecimalValue
+    public var checkins: Int?
+    public var note: String?
 }
 
 /// A habit's state on a day: done (a completion), skipped (a skip) or none. A day is at most
@@ -155,10 +194,13 @@ public struct CompletionChange: Sendable, Equatable {
     /// The day's state after the change; `completed` is `state == .done`.
     public var state: DayState
     public var changed: Bool
+    /// With a value (completions.set's `value`, sql/0029): the day's value and check-ins.
+    public var day: DayValue? = nil
     public var completed: Bool { state == .done }
-    public init(state: DayState, changed: Bool) {
+    public init(state: DayState, changed: Bool, day: DayValue? = nil) {
         self.state = state
         self.changed = changed
+        self.day = day
     }
     /// `completed: true` is done, `false` is none.
     public init(completed: Bool, changed: Bool) {

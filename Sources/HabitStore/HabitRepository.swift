@@ -76,10 +76,14 @@ public final class HabitRepository {
         let color = try draft.color.map(Validation.color)
         let sortOrder = try draft.sortOrder.map { Int32(try Validation.sortOrder($0)) }
         let schedule = try (draft.schedule ?? .daily).validated()
+        let measure = try Validation.measure(draft.measure)
         return try Habit(row: scope.query(as: user, """
             SELECT \(unsafeSQL: Habit.columns)
             FROM habit.create_habit(\(user), \(draft.id), \(name), \(icon), \(color), \(draft.activatedAt), \(sortOrder),
-                                    \(schedule.jsonb))
+                                    \(schedule.jsonb),
+                                    jsonb_strip_nulls(jsonb_build_object('kind', \(measure.kind.rawValue)::text, 'unit', \(measure.unit)::text,
+                                        'target', \(measure.target.text)::text, 'target_type', \(measure.targetType.rawValue)::text,
+                                        'target_period', \(measure.targetPeriod.rawValue)::text)))
             """).single())
     }
 
@@ -89,6 +93,7 @@ public final class HabitRepository {
         let color = try changes.color.map { try $0.map(Validation.color) }
         let sortOrder = try changes.sortOrder.map { try $0.map { try Validation.sortOrder($0) } }
         let schedule = try changes.schedule.map { schedule throws(StoreError) in try schedule.validated() }
+        let unit = try changes.unit.map { try $0.map(Validation.unit) }
         // One statement for any combination of fields: a flag per optional field says
         // whether to replace it (possibly with NULL). A new schedule fires the history
         // trigger (the open period ends now, one starts with it); the same schedule does not.
@@ -98,7 +103,12 @@ public final class HabitRepository {
                 icon = CASE WHEN \(icon != nil) THEN \(icon ?? nil) ELSE icon END,
                 color = CASE WHEN \(color != nil) THEN \(color ?? nil) ELSE color END,
                 sort_order = CASE WHEN \(sortOrder != nil) THEN \(sortOrder.flatMap { $0 }.map(Int32.init)) ELSE sort_order END,
-                schedule = coalesce(\(schedule?.jsonb), schedule)
+                schedule = coalesce(\(schedule?.jsonb), schedule),
+                kind = coalesce(\(changes.kind?.rawValue)::text, kind),
+                unit = CASE WHEN \(unit != nil) THEN \(unit ?? nil)::text ELSE unit END,
+                target = coalesce(\(changes.target?.text)::numeric, target),
+                target_type = coalesce(\(changes.targetType?.rawValue)::text, target_type),
+                target_period = coalesce(\(changes.targetPeriod?.rawValue)::text, target_period)
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
@@ -222,9 +232,11 @@ public final class HabitRepository {
         return UserStatement(user: user, statement: statement) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
             // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
-            // matched), then with streaks current_length, current_start.
+            // matched), then the check-ins' sum and count (NULL: not counted) and the note, then
+            // with streaks current_length, current_start.
             var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
-            let streakColumn = 4 + Habit.columnNames.count
+            let detailColumn = 4 + Habit.columnNames.count
+            let streakColumn = detailColumn + 3
             if includeStreaks { view.currentStreaks = [:] }
             for row in rows where !row.isNull(at: 4) {
                 let habit = try Habit(row: row, at: 4)
@@ -232,6 +244,13 @@ public final class HabitRepository {
                 if try row.decode(Bool.self, at: 1) { view.due.insert(habit.id) }
                 if try row.decode(Bool.self, at: 2) { view.completed.insert(habit.id) }
                 if try row.decode(Bool.self, at: 3) { view.skipped.insert(habit.id) }
+                let done = view.completed.contains(habit.id)
+                let count = try row.decode(Int64?.self, at: detailColumn + 1).map(Int.init)
+                let sum = try row.decode(PostgresNumeric?.self, at: detailColumn).map(DecimalValue.init) ?? .zero
+                // A completion without check-ins (a plain toggle) counts the whole target.
+                let value = done && (count ?? 0) == 0 ? habit.measure.target : (count == nil ? .zero : sum)
+                view.details[habit.id] = DayDetail(value: value, checkins: count,
+                                                   note: try row.decode(String?.self, at: detailColumn + 2))
                 if includeStreaks {
                     view.currentStreaks?[habit.id] = CurrentStreak(
                         length: try row.decode(Int?.self, at: streakColumn) ?? 0,
@@ -255,13 +274,19 @@ public final class HabitRepository {
                    CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, $3::date AS day
             FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = $1
         )
-        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t."))\(includeStreaks ? ", t.current_length, t.current_start" : "")
+        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.checkin_sum, t.checkin_count, t.note\(includeStreaks ? ", t.current_length, t.current_start" : "")
         FROM header LEFT JOIN LATERAL (
             -- The schedule in force on that day, not the habit's current one.
             SELECT d.due, d.done, d.skipped,
-                   \(Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"]))\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
+                   \(Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"])), ci.checkin_sum, ci.checkin_count, n.note\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
             FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk) d
             JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
+            -- The day's check-ins, only for a habit counted from them (sql/0029): for the others
+            -- a one-time filter, no probe.
+            LEFT JOIN LATERAL (SELECT sum(x.value) AS checkin_sum, count(*) AS checkin_count FROM public.habit_checkins x
+                               WHERE x.user_id = $1 AND x.template_id = h.id AND x.checkin_date = header.day
+                               HAVING h.kind = 'measurable' OR h.target <> 1) ci ON true
+            LEFT JOIN public.habit_day_notes n ON n.user_id = $1 AND n.template_id = h.id AND n.note_date = header.day
             \(includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
         ) t ON true
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id

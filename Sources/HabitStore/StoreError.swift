@@ -100,6 +100,16 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case invalidOrder = "invalid_order"
     /// An account document with more rows of a kind than one import takes (docs/protocol.md "Accounts").
     case tooMany = "too_many"
+    /// Not a decimal string of this service: digits, an optional point and at most 3 fraction
+    /// digits, at most 999999999.999 ("2.5"; not 2.5 as a JSON number, "1e3", "-1" or ".5").
+    case invalidDecimal = "invalid_decimal"
+    /// Not a local time of day "HH:MM" (or "HH:MM:SS").
+    case invalidTime = "invalid_time"
+    /// A value this version does not build yet (an at-most or weekly target, sql/0029's
+    /// habit_templates_target_supported), or one a habit cannot change (its kind).
+    case notSupported = "not_supported"
+    /// A boolean habit's value or target that is not a whole number of times.
+    case notWhole = "not_whole"
 }
 
 /// One of the user's completions or skips that an `account.import` `merge` keeps (the document
@@ -194,6 +204,19 @@ extension StoreError {
         "habit_skips_date_range": ("date", .outOfRange),
         "habit_templates_activated_at_range": ("activated_at", .outOfRange),
         "habit_periods_started_at_range": ("activated_at", .outOfRange),
+        // Measurable habits, check-ins and notes (sql/migrations/0029).
+        "habit_templates_unit_check": ("unit", .invalidText),
+        "habit_templates_target_check": ("target", .outOfRange),
+        "habit_templates_boolean_target_check": ("target", .notWhole),
+        "habit_templates_boolean_unit_check": ("unit", .notAllowed),
+        "habit_templates_target_supported": ("target_type", .notSupported),
+        "habit_templates_kind_fixed": ("kind", .notSupported),
+        "habit_checkins_date_range": ("date", .outOfRange),
+        "habit_checkins_value_check": ("value", .outOfRange),
+        "habit_checkins_boolean_value": ("value", .notWhole),
+        "habit_checkins_client_id_check": ("client_id", .invalidText),
+        "habit_day_notes_date_range": ("date", .outOfRange),
+        "habit_day_notes_note_check": ("note", .invalidText),
     ]
 
     /// The prose of the constraints no validation in Swift answers first (the others say
@@ -207,6 +230,14 @@ extension StoreError {
         "habit_skips_date_range": "must be on or after 1970-01-01",
         "habit_templates_activated_at_range": "must be at or after 1970-01-01T00:00:00Z",
         "habit_periods_started_at_range": "must be at or after 1970-01-01T00:00:00Z",
+        "habit_templates_target_supported": "at_most and weekly targets are not supported yet",
+        "habit_templates_kind_fixed": "a habit's kind is fixed when it is created",
+        "habit_templates_boolean_target_check": "a boolean habit's target is a whole number of times, at most 1000",
+        "habit_templates_boolean_unit_check": "a boolean habit counts times and has no unit",
+        "habit_checkins_boolean_value": "a boolean habit's check-in counts whole times",
+        "habit_checkins_date_range": "must be on or after 1970-01-01",
+        "habit_day_notes_date_range": "must be on or after 1970-01-01",
+        "habit_day_notes_note_check": "must be 1-1000 characters without bidirectional control characters",
     ]
 }
 

@@ -88,3 +88,57 @@ extension Validation {
         Int32(try sortOrder(value, field: "position"))
     }
 }
+
+// MARK: - Measurable habits, check-ins and notes (sql/0029)
+
+extension Validation {
+    /// A measurable habit's unit: trimmed, 1–30 characters, no control characters.
+    static func unit(_ raw: String) throws -> String {
+        try trimmedText(raw, field: "unit", maxLength: 30)
+    }
+
+    /// A kind and target the database takes: a boolean habit's target whole (at most 1000) and
+    /// without a unit; the target above 0; at_most and weekly targets refused until built.
+    static func measure(_ measure: HabitMeasure) throws -> HabitMeasure {
+        var measure = measure
+        measure.unit = try measure.unit.map(unit)
+        if measure.kind == .boolean {
+            if measure.unit != nil {
+                throw StoreError.invalidInput(field: "unit", reason: .notAllowed, message: "a boolean habit counts times and has no unit")
+            }
+            guard measure.target.isWhole, measure.target.thousandths <= 1_000_000 else {
+                throw StoreError.invalidInput(field: "target", reason: .notWhole, message: "a boolean habit's target is a whole number of times, 1 to 1000")
+            }
+        }
+        guard measure.target > .zero else {
+            throw StoreError.invalidInput(field: "target", reason: .outOfRange, message: "must be above 0")
+        }
+        if measure.targetType != .atLeast {
+            throw StoreError.invalidInput(field: "target_type", reason: .notSupported, message: "at_most targets are not supported yet")
+        }
+        if measure.targetPeriod != .day {
+            throw StoreError.invalidInput(field: "target_period", reason: .notSupported, message: "weekly targets are not supported yet")
+        }
+        return measure
+    }
+
+    /// A day's note: kept as written, at most 1000 code points (habit_day_notes_note_check).
+    static func dayNote(_ raw: String) throws -> String {
+        guard raw.unicodeScalars.count <= 1000 else {
+            throw StoreError.invalidInput(field: "note", reason: .tooLong, message: "must be at most 1000 characters")
+        }
+        guard !raw.unicodeScalars.contains("\u{0}") else {
+            throw StoreError.invalidInput(field: "note", reason: .invalidCharacters, message: "must not contain NUL characters")
+        }
+        return raw
+    }
+
+    /// A check-in's client id: 1–100 characters, no white space or control characters.
+    static func checkinClientID(_ raw: String) throws -> String {
+        guard !raw.isEmpty, raw.unicodeScalars.count <= 100,
+              !raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw StoreError.invalidInput(field: "client_id", reason: .invalidText, message: "must be 1-100 characters without white space")
+        }
+        return raw
+    }
+}

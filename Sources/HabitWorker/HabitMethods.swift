@@ -91,8 +91,15 @@ enum HabitsCreate: DatabaseMethod {
             color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),
             activatedAt: try params.activationInstant(),
             sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest."),
-            schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily.")
+            schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily."),
+            measure: try measure(params)
         ))
+    }
+    /// kind (default boolean), unit, target (default "1"), target_type, target_period.
+    static func measure(_ params: ParamsReader) throws(RPCError) -> HabitMeasure {
+        let given = try params.measureParams()
+        return HabitMeasure(kind: given.kind ?? .boolean, unit: given.unit ?? nil, target: given.target ?? .one,
+                            targetType: given.type ?? .atLeast, targetPeriod: given.period ?? .day)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
         try context.habits.createHabit(user: params.user, params.draft)
@@ -102,17 +109,22 @@ enum HabitsCreate: DatabaseMethod {
 enum HabitsUpdate: DatabaseMethod {
     static let name = "habits.update"
     static let retry = RetrySafety.always
-    static let summary = "Changes a habit's name, icon, color, sort order or schedule."
+    static let summary = "Changes a habit's name, icon, color, sort order, schedule, unit or target."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: HabitChanges }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), id: try params.uuid("id"), changes: HabitChanges(
+        let user = try params.userID(), id = try params.uuid("id")
+        var changes = HabitChanges(
             name: try params.optionalString("name", description: "Absent or null: keep."),
             icon: try params.clearableString("icon"),
             color: try params.clearableString("color"),
             sortOrder: try params.clearableInt("sort_order", range: sortOrderRange),
             schedule: try params.optionalSchedule(description: "A new schedule: while active, the open period ends now and one starts with it (habits.history). Absent or null: keep.")
-        ))
+        )
+        let measure = try params.measureParams()
+        (changes.kind, changes.unit, changes.target, changes.targetType, changes.targetPeriod) =
+            (measure.kind, measure.unit, measure.target, measure.type, measure.period)
+        return Params(user: user, id: id, changes: changes)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
         try context.habits.updateHabit(user: params.user, id: params.id, params.changes)
@@ -207,7 +219,10 @@ extension DayView: MethodResult {
                                      "The schedule in force that day asks for the habit (times_per_week: the week's target was not met before that day).")),
         ("current_streak", JSONSchema.described(StatsSchema.currentStreak,
                                                 "Only with include [\"streaks\"]: the current streak at date (habits.stats' current_streak).")),
-    ], optional: ["current_streak"])
+        ("value", JSONSchema.described(ValueSchema.decimal, "A measurable habit, or a target other than 1: the day's value (its check-ins' sum; the target when done without check-ins).")),
+        ("checkins", JSONSchema.described(JSONSchema.integer(0...100), "With value: how many check-ins the day has.")),
+        ("note", JSONSchema.described(JSONSchema.string(), "Only when the day has a note: the note (notes.set).")),
+    ], optional: ["current_streak", "value", "checkins", "note"])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -215,7 +230,10 @@ extension DayView: MethodResult {
         json.key("today"); json.date(today)
         json.key("is_future"); json.bool(isFuture)
         json.key("habits"); json.beginArray()
-        for habit in habits { json.habit(habit, due: due.contains(habit.id), currentStreak: currentStreaks.map { $0[habit.id] ?? CurrentStreak.zero }) }
+        for habit in habits {
+            json.habit(habit, due: due.contains(habit.id), currentStreak: currentStreaks.map { $0[habit.id] ?? CurrentStreak.zero },
+                       detail: details[habit.id])
+        }
         json.endArray()
         // Sorted as their text: UUID bytes compare in the same order as lowercase hex.
         json.key("completed"); json.beginArray()
@@ -227,7 +245,7 @@ extension DayView: MethodResult {
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 256 + (currentStreaks == nil ? 380 : 430) * habits.count + 40 * (completed.count + skipped.count) }
+    public var estimatedJSONBytes: Int { 256 + (currentStreaks == nil ? 460 : 510) * habits.count + 40 * (completed.count + skipped.count) }
 }
 
 enum DayGet: SingleStatementMethod {
@@ -253,16 +271,26 @@ enum CompletionsSet: DatabaseMethod {
     static let retry = RetrySafety.always
     static let summary = "Sets a habit's state on a date: done, skipped or none (idempotent)."
     static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive]
-    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let state: DayState; let legacy: Bool; let timeZone: String? }
+    struct Params: Sendable {
+        let user: UUID; let template: UUID; let date: CalendarDate; let state: DayState; let legacy: Bool; let timeZone: String?
+        var value: DecimalValue? = nil
+    }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID(), template = try params.uuid("template_id", description: "The habit.")
         let date = try params.writtenDate("date", description: "done: on or before today in the zone used; skipped (and none): up to today + 366 days.")
-        let completed = try params.optionalBool("completed", description: "true = state done, false = state none (but, as always, not after today). Exactly one of completed and state.")
+        let completed = try params.optionalBool("completed", description: "true = state done, false = state none (but, as always, not after today). Exactly one of completed, state and value.")
         let state = try params.optionalString("state", oneOf: DayState.allCases.map(\.rawValue),
-                                              description: "done, skipped or none; replaces the day's other state. Exactly one of completed and state.")
+                                              description: "done, skipped or none; replaces the day's other state. Exactly one of completed, state and value.")
+        let value = try params.optionalDecimal("value", description: "The day's total becomes this value (\"0\": none): its check-ins are replaced by one. Exactly one of completed, state and value.")
         let timeZone = try params.timeZone()
-        // Both read before their combination is checked (a describing reader returns nil for both).
+        // All read before their combination is checked (a describing reader returns nil for each).
         if params.isDescribing { return Params(user: user, template: template, date: date, state: .done, legacy: true, timeZone: timeZone) }
+        if let value {
+            guard completed == nil, state == nil else {
+                throw .invalidParams(field: "value", reason: InputFailure.notAllowed, message: "give one of completed, state and value")
+            }
+            return Params(user: user, template: template, date: date, state: .done, legacy: false, timeZone: timeZone, value: value)
+        }
         switch (completed, state) {
         case (let completed?, nil):
             return Params(user: user, template: template, date: date, state: completed ? .done : .none, legacy: true, timeZone: timeZone)
@@ -276,7 +304,12 @@ enum CompletionsSet: DatabaseMethod {
         }
     }
     static func run(_ params: Params, in context: MethodContext) throws -> CompletionChange {
-        params.legacy
+        if let value = params.value {
+            let change = try context.habits.setDayValue(user: params.user, template: params.template, date: params.date,
+                                                        value: value, timeZone: params.timeZone)
+            return CompletionChange(state: change.day.state, changed: change.changed, day: change.day)
+        }
+        return params.legacy
             ? try context.habits.setCompletion(user: params.user, template: params.template, date: params.date,
                                                completed: params.state == .done, timeZone: params.timeZone)
             : try context.habits.setDayState(user: params.user, template: params.template, date: params.date,
@@ -288,14 +321,20 @@ extension CompletionChange: MethodResult {
     static let schema = JSONSchema.object([
         ("completed", JSONSchema.described(JSONSchema.boolean, "Whether the day is done now (state = done).")),
         ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state now.")),
-        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the day already was in that state.")),
-    ])
+        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the day already was in that state (with value: had that value in one check-in).")),
+        ("value", JSONSchema.described(ValueSchema.decimal, "Only with the value param: the day's value now.")),
+        ("checkins", JSONSchema.described(JSONSchema.integer(0...100), "Only with the value param: the day's check-ins now.")),
+    ], optional: ["value", "checkins"])
 
     public func write(to json: inout JSONWriter) {
         json.object { json in
             json.member("completed", completed)
             json.member("state", state.rawValue)
             json.member("changed", changed)
+            if let day {
+                json.member("value", day.value.text)
+                json.member("checkins", day.checkins)
+            }
         }
     }
 }

@@ -40,7 +40,7 @@ extension JSONWriter {
     /// `{id, name, icon, color, is_active, activated_at, deactivated_at, sort_order,
     /// created_at, updated_at, schedule}` (docs/protocol.md, "Habit"), and `due` and
     /// `current_streak` where given (day.get).
-    mutating func habit(_ habit: Habit, due: Bool? = nil, currentStreak: CurrentStreak? = nil) {
+    mutating func habit(_ habit: Habit, due: Bool? = nil, currentStreak: CurrentStreak? = nil, detail: DayDetail? = nil) {
         beginObject()
         key("id"); uuid(habit.id)
         key("name"); string(habit.name)
@@ -53,7 +53,21 @@ extension JSONWriter {
         key("created_at"); timestamp(habit.createdAt)
         key("updated_at"); timestamp(habit.updatedAt)
         key("schedule"); schedule(habit.schedule)
+        key("kind"); string(habit.measure.kind.rawValue)
+        key("unit"); string(habit.measure.unit)
+        key("target"); string(habit.measure.target.text)
+        key("target_type"); string(habit.measure.targetType.rawValue)
+        key("target_period"); string(habit.measure.targetPeriod.rawValue)
         if let due { key("due"); bool(due) }
+        if let detail {
+            // Where they apply (docs/protocol.md, "day.get"): the value and check-ins of a habit
+            // counted from them, the note of a day that has one.
+            if habit.measure.isCounted, let checkins = detail.checkins {
+                key("value"); string(detail.value.text)
+                key("checkins"); int(checkins)
+            }
+            if let note = detail.note { key("note"); string(note) }
+        }
         if let currentStreak { key("current_streak"); self.currentStreak(currentStreak) }
         endObject()
     }
@@ -99,10 +113,15 @@ extension Habit: SchemaComponent {
         ("created_at", ValueSchema.timestamp),
         ("updated_at", ValueSchema.timestamp),
         ("schedule", JSONSchema.described(HabitSchedule.schema, "The schedule in force now (the open period's), or from the next activation while inactive.")),
+        ("kind", JSONSchema.described(JSONSchema.string(oneOf: HabitKind.allCases.map(\.rawValue)), "boolean (done or not) or measurable (a value a day); fixed at creation.")),
+        ("unit", JSONSchema.described(JSONSchema.nullable(JSONSchema.string()), "A measurable habit's unit; null for a boolean habit, which counts times.")),
+        ("target", JSONSchema.described(ValueSchema.decimal, "The value a day must reach to be done (a boolean habit: check-ins a day, default \"1\").")),
+        ("target_type", JSONSchema.string(oneOf: TargetType.allCases.map(\.rawValue))),
+        ("target_period", JSONSchema.string(oneOf: TargetPeriod.allCases.map(\.rawValue))),
     ])
 
     public func write(to json: inout JSONWriter) { json.habit(self) }
-    public var estimatedJSONBytes: Int { 360 }
+    public var estimatedJSONBytes: Int { 440 }
 }
 
 extension TaskItem: SchemaComponent {

@@ -31,7 +31,8 @@ ALTER TABLE public.habit_templates
         CONSTRAINT habit_templates_target_period_check CHECK (target_period IN ('day', 'week')),
     -- A boolean habit counts times: a whole target (check-ins a day, "8 times"), no unit of its own.
     ADD CONSTRAINT habit_templates_boolean_target_check
-        CHECK (kind = 'measurable' OR (unit IS NULL AND target = trunc(target) AND target <= 1000)),
+        CHECK (kind = 'measurable' OR (target = trunc(target) AND target <= 1000)),
+    ADD CONSTRAINT habit_templates_boolean_unit_check CHECK (kind = 'measurable' OR unit IS NULL),
     ADD CONSTRAINT habit_templates_target_supported
         CHECK (target_type = 'at_least' AND target_period = 'day');
 COMMENT ON COLUMN public.habit_templates.kind IS

@@ -1,0 +1,232 @@
+import Foundation
+import HabitStore
+import JSONRPC
+import PostgresClient
+
+// Measurable habits, check-ins and notes (docs/protocol.md, "checkins.add" … "notes.set").
+
+extension ValueSchema {
+    /// A decimal string such as "2.5" (DecimalValue): never a JSON number, whose binary
+    /// floating-point reading would not be exact.
+    static let decimal = JSONSchema.described(JSONSchema.string(minLength: 1),
+                                              "A decimal string: digits, an optional point and at most 3 fraction digits, at most 999999999.999 (\"2.5\").")
+    static let localTime = JSONSchema.described(JSONSchema.string(minLength: 5), "A local time of day, \"HH:MM\" or \"HH:MM:SS\".")
+}
+
+extension ParamsReader {
+    /// A decimal string (`DecimalValue`); absent or null → nil. A JSON number is `wrong_type`
+    /// (exactness: "2.5", not 2.5); anything else that is not such a decimal is `invalid_decimal`.
+    func optionalDecimal(_ key: String, description: String) throws(RPCError) -> DecimalValue? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.decimal), required: false, description: description) { return nil }
+        switch optionalValue(key) {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard let value = DecimalValue(normalizing: text) else {
+                throw .invalidParams(field: key, reason: InputFailure.invalidDecimal,
+                                     message: "expected a decimal string such as \"2.5\" (at most 3 decimals, at most 999999999.999)")
+            }
+            return value
+        default:
+            throw .invalidParams(field: key, reason: RPCReason.wrongType, message: "expected a decimal string such as \"2.5\", not a JSON number")
+        }
+    }
+
+    /// "HH:MM" or "HH:MM:SS", 00:00 to 23:59:59; absent or null → nil.
+    func optionalLocalTime(_ key: String, description: String) throws(RPCError) -> String? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.localTime), required: false, description: description) { return nil }
+        guard let text = try optionalString(key) else { return nil }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        let numbers = parts.compactMap { $0.utf8.count == 2 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } ? Int($0) : nil }
+        guard (2...3).contains(parts.count), numbers.count == parts.count, numbers[0] < 24, numbers[1] < 60,
+              numbers.count == 2 || numbers[2] < 60 else {
+            throw .invalidParams(field: key, reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\" or \"HH:MM:SS\"")
+        }
+        return text
+    }
+
+    /// habits.create's and habits.update's kind and target (sql/0029). Absent fields: nil.
+    func measureParams() throws(RPCError) -> (kind: HabitKind?, unit: String??, target: DecimalValue?, type: TargetType?, period: TargetPeriod?) {
+        (kind: try optionalOneOf("kind", HabitKind.self),
+         unit: try clearableString("unit"),
+         target: try optionalDecimal("target", description: "Measurable: the value a day must reach, above 0. Boolean: check-ins a day, a whole number 1–1000 (default 1)."),
+         type: try optionalOneOf("target_type", TargetType.self),
+         period: try optionalOneOf("target_period", TargetPeriod.self))
+    }
+}
+
+extension DayValue {
+    static let schemaMembers: [(String, JSONValue)] = [
+        ("value", JSONSchema.described(ValueSchema.decimal, "The day's value: its check-ins' sum (the target for a day done without check-ins).")),
+        ("checkins", JSONSchema.described(JSONSchema.integer(0...100), "How many check-ins the day has.")),
+        ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state now: done when the value meets the target.")),
+    ]
+
+    func writeMembers(to json: inout JSONWriter) {
+        json.member("value", value.text)
+        json.member("checkins", checkins)
+        json.member("state", state.rawValue)
+    }
+}
+
+enum CheckinsAdd: DatabaseMethod {
+    static let name = "checkins.add"
+    static let retry = RetrySafety.withClientID
+    static let summary = "Adds a check-in (a value) to a habit's day; with a client id, safe to retry."
+    static let errors: [DomainErrorCode] = [.notFound, .futureDate, .habitNotActive, .limitExceeded, .idConflict]
+    struct Params: Sendable {
+        let user: UUID; let template: UUID; let date: CalendarDate; let value: DecimalValue
+        let time: String?; let clientID: String?; let timeZone: String?
+    }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
+               date: try params.writtenDate("date", description: "On or before today in the zone used, on a day the habit is on."),
+               value: try params.optionalDecimal("value", description: "Above 0; a boolean habit's a whole number of times. Absent or null: \"1\".") ?? .one,
+               time: try params.optionalLocalTime("time", description: "The local time of day of the check-in, kept with it."),
+               clientID: try params.optionalString("client_id", description: "1–100 characters, no white space: a retried add with the same client id is applied once."),
+               timeZone: try params.timeZone())
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> CheckinAdded {
+        try context.habits.addCheckin(user: params.user, template: params.template, date: params.date, value: params.value,
+                                      time: params.time, clientID: params.clientID, timeZone: params.timeZone)
+    }
+}
+
+extension CheckinAdded: MethodResult {
+    static let schema = JSONSchema.object([
+        ("id", JSONSchema.described(ValueSchema.uuid, "The check-in's id (checkins.remove takes it).")),
+        ("created", JSONSchema.described(JSONSchema.boolean, "False when a retried client id found its check-in: nothing was written.")),
+    ] + DayValue.schemaMembers)
+
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("id"); json.uuid(id)
+        json.member("created", created)
+        day.writeMembers(to: &json)
+        json.endObject()
+    }
+}
+
+enum CheckinsRemove: DatabaseMethod {
+    static let name = "checkins.remove"
+    static let retry = RetrySafety.always
+    static let summary = "Removes a check-in; the day's value and state follow."
+    static let errors: [DomainErrorCode] = [.notFound]
+    struct Params: Sendable { let user: UUID; let id: UUID }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        Params(user: try params.userID(), id: try params.uuid("checkin_id", description: "The check-in (checkins.add's id)."))
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> CheckinRemoved {
+        try context.habits.removeCheckin(user: params.user, id: params.id)
+    }
+}
+
+extension CheckinRemoved: MethodResult {
+    static let schema = JSONSchema.object([
+        ("template_id", ValueSchema.uuid),
+        ("date", ValueSchema.date),
+    ] + DayValue.schemaMembers)
+
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("template_id"); json.uuid(templateID)
+        json.key("date"); json.date(date)
+        day.writeMembers(to: &json)
+        json.endObject()
+    }
+}
+
+enum CheckinsList: DatabaseMethod {
+    static let name = "checkins.list"
+    static let retry = RetrySafety.always
+    static let summary = "A habit's check-ins on a day, oldest first, with the day's value and state."
+    static let errors: [DomainErrorCode] = [.notFound]
+    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        Params(user: try params.userID(), template: try params.uuid("template_id", description: "The habit."),
+               date: try params.referenceDate("date", description: "Any day."))
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> CheckinList {
+        let (checkins, day) = try context.habits.checkins(user: params.user, template: params.template, date: params.date)
+        return CheckinList(checkins: checkins, day: day)
+    }
+}
+
+struct CheckinList: MethodResult {
+    let checkins: [Checkin]
+    let day: DayValue
+
+    static let schema = JSONSchema.object([
+        ("checkins", JSONSchema.array(of: JSONSchema.object([
+            ("id", ValueSchema.uuid),
+            ("value", ValueSchema.decimal),
+            ("time", JSONSchema.nullable(ValueSchema.localTime)),
+            ("client_id", JSONSchema.nullable(JSONSchema.string())),
+            ("created_at", ValueSchema.timestamp),
+        ]))),
+    ] + DayValue.schemaMembers)
+
+    func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("checkins"); json.beginArray()
+        for checkin in checkins {
+            json.beginObject()
+            json.key("id"); json.uuid(checkin.id)
+            json.member("value", checkin.value.text)
+            json.key("time"); json.string(checkin.time)
+            json.key("client_id"); json.string(checkin.clientID)
+            json.key("created_at"); json.timestamp(checkin.createdAt)
+            json.endObject()
+        }
+        json.endArray()
+        day.writeMembers(to: &json)
+        json.endObject()
+    }
+
+    var estimatedJSONBytes: Int { 80 + 160 * checkins.count }
+}
+
+enum NotesSet: DatabaseMethod {
+    static let name = "notes.set"
+    static let retry = RetrySafety.always
+    static let summary = "Sets or clears the note of a habit's day."
+    static let errors: [DomainErrorCode] = [.notFound]
+    struct Params: Sendable { let user: UUID; let template: UUID; let date: CalendarDate; let note: String? }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        let user = try params.userID(), template = try params.uuid("template_id", description: "The habit.")
+        let date = try params.referenceDate("date", description: "Any day, done or not.")
+        if params.declares("note", schema: JSONSchema.nullable(JSONSchema.string()), required: true,
+                           description: "Kept as written, at most 1000 characters; null or \"\" clears the note.") {
+            return Params(user: user, template: template, date: date, note: nil)
+        }
+        let note: String?
+        switch try params.requiredValue("note") {
+        case .null: note = nil
+        case .string(let text): note = text.isEmpty ? nil : text
+        default: throw .invalidParams(field: "note", reason: RPCReason.wrongType, message: "expected a string or null")
+        }
+        return Params(user: user, template: template, date: date, note: note)
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> NoteChange {
+        NoteChange(note: params.note, changed: try context.habits.setNote(user: params.user, template: params.template,
+                                                                           date: params.date, note: params.note))
+    }
+}
+
+struct NoteChange: MethodResult {
+    let note: String?
+    let changed: Bool
+
+    static let schema = JSONSchema.object([
+        ("note", JSONSchema.described(JSONSchema.nullable(JSONSchema.string()), "The day's note now (null: none).")),
+        ("changed", JSONSchema.described(JSONSchema.boolean, "False when the day already had that note.")),
+    ])
+
+    func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("note"); json.string(note)
+        json.member("changed", changed)
+        json.endObject()
+    }
+
+    var estimatedJSONBytes: Int { 40 + 3 * (note?.utf8.count ?? 4) }
+}
