@@ -12,6 +12,7 @@ public enum HabitMethods {
         "profile.get", "profile.set",
         "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
         "day.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
+        "checkins.remove", "checkins.list", "notes.set",
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",
@@ -22,12 +23,14 @@ public enum HabitMethods {
     ]
 
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
-    /// row the first attempt created; other fields answer `id_conflict`).
-    public static let retrySafeWithID: Set<String> = ["habits.create", "lists.create", "tasks.create"]
+    /// row the first attempt created; other fields answer `id_conflict`); `checkins.add`'s is
+    /// `client_id`.
+    public static let retrySafeWithID: Set<String> = ["habits.create", "lists.create", "tasks.create", "checkins.add"]
 
     /// Never retry-safe: each call changes the state again (`completions.toggle`, `tasks.cycle`).
     public static func isRetrySafe(method: String, params: JSONObject?) -> Bool {
         if retrySafe.contains(method) { return true }
+        if method == "checkins.add" { return params?["client_id"]?.stringValue != nil }
         if retrySafeWithID.contains(method) { return params?["id"]?.stringValue != nil }
         return false
     }

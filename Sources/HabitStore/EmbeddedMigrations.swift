@@ -622,7 +622,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     DECLARE
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
-        n_counters bigint; n_mutations bigint;
+        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint;
         relocking boolean;
     BEGIN
         IF p_user IS NULL THEN
@@ -656,6 +656,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_skips FROM public.habit_skips WHERE user_id = p_user;
         SELECT count(*) INTO n_runs FROM public.habit_streak_runs WHERE user_id = p_user;
         SELECT count(*) INTO n_state FROM public.habit_streak_state WHERE user_id = p_user;
+        SELECT count(*) INTO n_checkins FROM public.habit_checkins WHERE user_id = p_user;
+        SELECT count(*) INTO n_notes FROM public.habit_day_notes WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
         DELETE FROM public.tasks WHERE user_id = p_user;
@@ -680,6 +682,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
             ('public.habit_periods', n_periods),
             ('public.habit_completions', n_completions),
             ('public.habit_skips', n_skips),
+            ('public.habit_checkins', n_checkins),
+            ('public.habit_day_notes', n_notes),
             ('public.habit_streak_runs', n_runs),
             ('public.habit_streak_state', n_state),
             ('public.task_lists', n_lists),
@@ -1225,7 +1229,7 @@ CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) R
         caller uuid := auth.uid();
     BEGIN
         -- At most one row: the key is (id, user_id).
-        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = caller
+        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = set_schedule.target AND t.user_id = caller
         RETURNING t.* INTO changed;
         IF FOUND THEN
             RETURN NEXT changed;

@@ -163,7 +163,9 @@ struct CheckinList: MethodResult {
             ("client_id", JSONSchema.nullable(JSONSchema.string())),
             ("created_at", ValueSchema.timestamp),
         ]))),
-    ] + DayValue.schemaMembers)
+        ("value", JSONSchema.described(ValueSchema.decimal, "The day's value: its check-ins' sum (the target for a day done without check-ins).")),
+        ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state.")),
+    ])
 
     func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -178,7 +180,8 @@ struct CheckinList: MethodResult {
             json.endObject()
         }
         json.endArray()
-        day.writeMembers(to: &json)
+        json.member("value", day.value.text)
+        json.member("state", day.state.rawValue)
         json.endObject()
     }
 

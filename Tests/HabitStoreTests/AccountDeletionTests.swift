@@ -101,6 +101,9 @@ import Testing
             """)
         try admin.execute("INSERT INTO habit_completions (user_id, template_id, completed_date) VALUES (\(user), \(read), current_date - 3)")
         try admin.execute("INSERT INTO habit_skips (user_id, template_id, skipped_date) VALUES (\(user), \(read), current_date - 5)")
+        // A check-in (its day's completion follows it) and a note (sql/0029).
+        try admin.execute("INSERT INTO habit_checkins (user_id, template_id, checkin_date, value) VALUES (\(user), \(run), current_date - 1, 1)")
+        try admin.execute("INSERT INTO habit_day_notes (user_id, template_id, note_date, note) VALUES (\(user), \(run), current_date - 1, 'felt good')")
         try admin.execute("DELETE FROM habit_templates WHERE id = \(gone)")
         try admin.execute("INSERT INTO task_lists (id, user_id, name) VALUES (\(list), \(user), 'Home')")
         try admin.execute("INSERT INTO tasks (user_id, title, list_id, position) VALUES (\(user), 'Buy milk', \(list), 1), (\(user), 'Call', NULL, 1)")

@@ -187,7 +187,8 @@ import Testing
                 SELECT grantee, relation, privilege
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
                      unnest(ARRAY['public.profiles', 'public.habit_templates', 'public.habit_completions',
-                                  'public.task_lists', 'public.tasks', 'public.habit_skips']) AS relation,
+                                  'public.task_lists', 'public.tasks', 'public.habit_skips',
+                                  'public.habit_checkins', 'public.habit_day_notes']) AS relation,
                      unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
                 UNION ALL
                 SELECT grantee, relation, 'SELECT'

@@ -113,7 +113,9 @@ struct OpenRPCTests {
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
             guard cells.count > 3 else { continue }
             let verdict = cells[2].hasPrefix("yes") ? "yes" : cells[2] == "**no**" ? "no" : "unreadable: \(cells[2])"
-            let qualifier = cells[1].contains("without `id`") ? " without id" : cells[1].contains("with `id`") ? " with id" : ""
+            // checkins.add's client id is `client_id` (a check-in's id is the server's).
+            let qualifier = cells[1].contains("without `id`") || cells[1].contains("without `client_id`") ? " without id"
+                : cells[1].contains("with `id`") || cells[1].contains("with `client_id`") ? " with id" : ""
             for match in cells[1].matches(of: /`([a-z_]+\.[a-z_]+)`/) {
                 verdicts[String(match.1), default: []].insert(verdict + qualifier)
             }

@@ -53,7 +53,7 @@ CREATE OR REPLACE FUNCTION habit.set_schedule(target uuid, new_schedule jsonb) R
         caller uuid := auth.uid();
     BEGIN
         -- At most one row: the key is (id, user_id).
-        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = target AND t.user_id = caller
+        UPDATE public.habit_templates t SET schedule = new_schedule WHERE t.id = set_schedule.target AND t.user_id = caller
         RETURNING t.* INTO changed;
         IF FOUND THEN
             RETURN NEXT changed;
