@@ -66,6 +66,13 @@
 #               (session_replication_role = replica) and triggers on, each into its own freshly
 #               migrated database with the same users and habits; statement_timeout BULK_TIMEOUT
 #               (30min), a timeout is reported as such.
+#   measurable  (last: it adds a habit to each bench user) a measurable habit per user with
+#               3 years of check-ins and notes (scripts/bench/setup-measurable.sql), then at each
+#               IN_FLIGHT, ROUNDS rounds of: bare write, completions.set today, checkins.add
+#               (the measurable habit, a day of the last 300 at random), completions.set with a
+#               value (alternating "6" and "0" today), bare read, day.get today (6 habits, one
+#               note). Ratios: checkins.add and the value / bare write (issue 29's write targets)
+#               and / completions.set today; day.get / bare read.
 #
 # Settings (environment): ROUNDS (3), SECONDS_PER_RUN (4), POOL_SIZE (4), IN_FLIGHT ("1 64"),
 # BARE_CLIENTS_64 (8; empty: none), USERS (8), DEEP_DAYS (2100), CREATES (20), IMPORTS (3),
@@ -84,7 +91,7 @@ BARE_CLIENTS_64=${BARE_CLIENTS_64-8} USERS=${USERS:-8} DEEP_DAYS=${DEEP_DAYS:-21
 CREATES=${CREATES:-20} IMPORTS=${IMPORTS:-3} WAL_REPS=${WAL_REPS:-3}
 BULK_ROWS=${BULK_ROWS:-1000000} BULK_TIMEOUT=${BULK_TIMEOUT:-30min} LOAD=${LOAD:-auto}
 REBUILD_FUNCTIONS=${REBUILD_FUNCTIONS:-habit.rebuild_all_streaks() habit.rebuild_all_derived() habit.rebuild_derived() habit.rebuild_all()}
-DERIVED_TABLES=${DERIVED_TABLES:-} SECTIONS=${SECTIONS:-throughput create import storage wal bulk} FSYNC=${FSYNC:-off}
+DERIVED_TABLES=${DERIVED_TABLES:-} SECTIONS=${SECTIONS:-throughput create import storage wal bulk measurable} FSYNC=${FSYNC:-off}
 HABITS=5 DAYS=1095 DEPTHS="3 30 365 700" WAL_DEPTHS="0 1 365 1000 2000" BULK_HABITS=1000
 
 bench_traps
@@ -167,6 +174,10 @@ run() {
         stats) out=$(habit_bench --users "$USERS" --in-flight "$inflight" --method habits.stats --date "$TODAY") ;;
         streaks) out=$(habit_bench --users "$USERS" --in-flight "$inflight" --method day.get --include streaks --date "$TODAY") ;;
         pull) out=$(habit_bench --users "$USERS" --in-flight "$inflight" --method sync.pull --date "$TODAY") ;;
+        checkin) out=$(habit_bench --users "$USERS" --habit-suffix=-m --in-flight "$inflight" --method checkins.add \
+                                   --value 1.5 --spread-days 300 --date "$TODAY") ;;
+        value) out=$(habit_bench --users "$USERS" --habit-suffix=-m --alternate --in-flight "$inflight" --method completions.set \
+                                 --value 6 --date "$TODAY") ;;
     esac
     RES[$name]=$out
 }
@@ -189,6 +200,7 @@ label() {
         set_*) echo "completions.set ${1#set_} days back" ;;
         day) echo "day.get (5 habits)" ;; stats) echo "habits.stats (all habits)" ;;
         streaks) echo "day.get include streaks" ;; pull) echo "sync.pull nothing new" ;;
+        checkin) echo "checkins.add (measurable, 300 days)" ;; value) echo "completions.set value (measurable)" ;;
     esac
 }
 # The ratios at IN_FLIGHT: "numerator denominator op limit" (no limit: for information).
@@ -205,12 +217,19 @@ ratio_defs() {
 }
 
 throughput() {
-    local inflight runs round name order num den op limit key line rate p50 e errors m c
+    local inflight runs c
     for inflight in $IN_FLIGHT; do
         c=$BARE_CLIENTS_64; [ "$inflight" = 1 ] && c=
         runs="bare_write${c:+ bare_write_c$c} set_0 set_1$(for d in $DEPTHS; do printf ' set_%s' "$d"; done) set_floor"
         runs+=" bare_read${c:+ bare_read_c$c} day stats streaks pull"
         section "throughput at $inflight in flight: requests/s (worker) or tps (pgbench), p50 ms in ()"
+        rounds_of "$inflight" "$runs" ratio_defs
+    done
+}
+# rounds_of IN_FLIGHT RUNS RATIO_FN: ROUNDS rounds of RUNS (every other one reversed), each
+# round's ratios (RATIO_FN IN_FLIGHT lists them), then their medians into the summary.
+rounds_of() {
+    local inflight=$1 runs=$2 ratio_fn=$3 round name order num den op limit key line rate p50 e errors m
         printf '%-6s' round; for name in $runs; do printf ' %15s' "$name"; done; echo
         for round in $(seq "$ROUNDS"); do
             order=$runs
@@ -230,7 +249,7 @@ throughput() {
                 key="$num/$den@$inflight"
                 RATIOS[$key]+=" $(ratio "$(cut -d' ' -f1 <<<"${RES[$num]}")" "$(cut -d' ' -f1 <<<"${RES[$den]}")")"
                 line+=" $num/$den ${RATIOS[$key]##* }x"
-            done < <(ratio_defs "$inflight")
+            done < <("$ratio_fn" "$inflight")
             echo "$line"
         done
         echo "medians at $inflight in flight (ratios of each round's neighbours; rates: median of the rounds):"
@@ -242,10 +261,34 @@ throughput() {
             # shellcheck disable=SC2086
             summary "$(label "$num") @$inflight / $(label "$den")" "$(median ${RATES[$num@$inflight]})/s" \
                     "$(median ${RATES[$den@$inflight]})/s" "$m" "$op" "$limit"
-        done < <(ratio_defs "$inflight")
-    done
+        done < <("$ratio_fn" "$inflight")
 }
 enabled throughput && throughput
+
+# ---- measurable habits, check-ins and notes (issue 32) -----------------------------------------
+# Each bench user gets a measurable habit (md5('bench-habit-n-m'), 5 km a day) with DAYS days of
+# check-ins (1–3 a day, ~80 % of days reaching the target) and a note on ~10 % of days
+# (scripts/bench/setup-measurable.sql); then the same rounds for checkins.add (spread over the
+# last 300 days, so no day reaches its 100), completions.set with a value (alternating "6" and
+# "0": every request rewrites the day) and day.get (now 5 boolean habits and the measurable one,
+# with today's note), against the same run's bare statements and completions.set today.
+measurable_ratio_defs() {
+    local f=$1 set_t=0.35 day_t=0.6
+    [ "$f" = 1 ] || { set_t=1.2; day_t=2.0; }
+    echo "checkin bare_write >= $set_t"; echo "value bare_write >= $set_t"; echo "set_0 bare_write"
+    echo "checkin set_0"; echo "value set_0"; echo "day bare_read >= $day_t"
+}
+measurable_section() {
+    local inflight
+    "${PSQL[@]}" -v users="$USERS" -v days="$DAYS" -f scripts/bench/setup-measurable.sql >"$PG_DIR/measurable.out" 2>&1 \
+        || { cat "$PG_DIR/measurable.out" >&2; exit 1; }
+    section "measurable habits: $(sql 'SELECT count(*) FROM public.habit_checkins') check-ins," \
+            "$(sql 'SELECT count(*) FROM public.habit_day_notes') notes on $USERS habits"
+    for inflight in $IN_FLIGHT; do
+        section "measurable habits at $inflight in flight: requests/s (worker) or tps (pgbench), p50 ms in ()"
+        rounds_of "$inflight" "bare_write set_0 checkin value bare_read day" measurable_ratio_defs
+    done
+}
 
 # Requests one at a time through a fresh worker: worker_latency FILE → "p50_ms errors requests".
 # The first POOL requests of FILE warm the pool's connections and are not counted.
@@ -546,6 +589,8 @@ bulk_section() {
     sql "DROP DATABASE bench_bulk_bare"; sql "DROP DATABASE bench_bulk_triggers"
 }
 enabled bulk && bulk_section
+# Last: it gives the bench users a sixth habit, which the sections above do not expect.
+enabled measurable && measurable_section
 
 # ---- summary -----------------------------------------------------------------------------------
 echo

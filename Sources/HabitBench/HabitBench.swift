@@ -57,6 +57,12 @@ struct HabitBench: ParsableCommand {
     @Option(help: ArgumentHelp("The date of every request.", valueName: "YYYY-MM-DD"))
     var date = "2026-11-02"
 
+    @Option(help: ArgumentHelp("completions.set: send this value (a decimal string) instead of completed (with --alternate: this, \"0\", this…); checkins.add: the value of each check-in (default \"1\").", valueName: "decimal"))
+    var value = ""
+
+    @Option(help: ArgumentHelp("checkins.add: each request's date is --date minus 0 … n-1 days, at random (a day takes at most 100 check-ins).", valueName: "n"))
+    var spreadDays = 1
+
     @Argument(parsing: .allUnrecognized, help: "Further worker arguments.")
     var workerArguments: [String] = []
 
@@ -64,6 +70,17 @@ struct HabitBench: ParsableCommand {
         guard inFlight >= 1 else { throw ValidationError("--in-flight must be at least 1") }
         guard users >= 1 else { throw ValidationError("--users must be at least 1") }
         guard seconds > 0 else { throw ValidationError("--seconds must be more than 0") }
+        guard spreadDays >= 1 else { throw ValidationError("--spread-days must be at least 1") }
+    }
+
+    /// `end` and the `count - 1` days before it, as YYYY-MM-DD.
+    static func dates(endingAt end: String, count: Int) throws -> [String] {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        guard let last = formatter.date(from: end) else { throw ValidationError("--date must be YYYY-MM-DD") }
+        return (0..<count).map { formatter.string(from: last.addingTimeInterval(-86_400 * Double($0))) }
     }
 
     func run() throws {
@@ -71,6 +88,8 @@ struct HabitBench: ParsableCommand {
                          "--max-in-flight", String(inFlight), "--log-level", "warning"] + workerArguments
         var requests = RequestMaker(method: method, date: date, users: users, habitSuffix: habitSuffix,
                                     include: include.split(separator: ",").map(String.init), alternate: alternate)
+        requests.value = value.isEmpty ? nil : value
+        requests.dates = try Self.dates(endingAt: date, count: spreadDays)
         if method == "sync.pull" {
             requests.cursors = try caughtUpCursors(of: requests.users, arguments: arguments)
         }
@@ -142,6 +161,10 @@ struct RequestMaker {
     var cursors: [String] = []
     /// `--alternate`: each user's next state (true first); nil: a random state per request.
     let nextStates: Locked<[Bool]>?
+    /// `--value`: completions.set sends it (alternating with "0"); checkins.add's value.
+    var value: String?
+    /// checkins.add: the dates a request picks from (`--spread-days`).
+    var dates: [String] = []
 
     init(method: String, date: String, users count: Int, habitSuffix: String = "", include: [String] = [],
          alternate: Bool = false) {
@@ -170,9 +193,15 @@ struct RequestMaker {
     func next() -> (method: String, params: JSONObject?) {
         let index = Int.random(in: 0..<users.count)
         switch method {
+        case "completions.set" where value != nil:
+            return (method, ["user_id": .string(users[index]), "template_id": .string(habits[index]), "date": .string(date),
+                             "value": .string(completed(index) ? value! : "0")])
         case "completions.set":
             return (method, ["user_id": .string(users[index]), "template_id": .string(habits[index]), "date": .string(date),
                              "completed": .bool(completed(index))])
+        case "checkins.add":
+            return (method, ["user_id": .string(users[index]), "template_id": .string(habits[index]),
+                             "date": .string(dates.randomElement() ?? date), "value": .string(value ?? "1")])
         case "day.get" where include.isEmpty:
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         case "day.get":

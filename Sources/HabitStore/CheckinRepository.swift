@@ -43,6 +43,8 @@ extension HabitRepository {
             FROM habit.day_value(\(user), \(template), \(date)) d
             LEFT JOIN public.habit_checkins i
                    ON i.user_id = \(user) AND i.template_id = \(template) AND i.checkin_date = \(date)
+            -- A function of OUT parameters answers one row of NULLs for a habit that is not the user's.
+            WHERE d.state IS NOT NULL
             ORDER BY i.created_at, i.id
             """)
         guard let first = rows.first else { throw StoreError.notFound }

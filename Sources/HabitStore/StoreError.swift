@@ -216,7 +216,9 @@ extension StoreError {
         "habit_checkins_boolean_value": ("value", .notWhole),
         "habit_checkins_client_id_check": ("client_id", .invalidText),
         "habit_day_notes_date_range": ("date", .outOfRange),
-        "habit_day_notes_note_check": ("note", .invalidText),
+        "habit_day_notes_note_check": ("note", .tooLong),
+        "habit_day_notes_note_bidi_check": ("note", .invalidCharacters),
+        "habit_templates_unit_bidi_check": ("unit", .invalidCharacters),
     ]
 
     /// The prose of the constraints no validation in Swift answers first (the others say
@@ -237,7 +239,9 @@ extension StoreError {
         "habit_checkins_boolean_value": "a boolean habit's check-in counts whole times",
         "habit_checkins_date_range": "must be on or after 1970-01-01",
         "habit_day_notes_date_range": "must be on or after 1970-01-01",
-        "habit_day_notes_note_check": "must be 1-1000 characters without bidirectional control characters",
+        "habit_day_notes_note_check": "must be 1-1000 characters",
+        "habit_day_notes_note_bidi_check": "must not contain bidirectional control characters",
+        "habit_templates_unit_bidi_check": "must not contain bidirectional control characters",
     ]
 }
 

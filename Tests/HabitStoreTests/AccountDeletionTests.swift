@@ -154,7 +154,7 @@ import Testing
             let tombstones = try admin.query("""
                 SELECT kind, count(*) FROM habit.sync_tombstones WHERE user_id = \(user) AND change_seq = \(clockAfter) GROUP BY kind ORDER BY kind
                 """).map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
-            #expect(tombstones == ["completions \(before["public.habit_completions"]!)", "habits 2", "lists 1",
+            #expect(tombstones == ["checkins 1", "completions \(before["public.habit_completions"]!)", "habits 2", "lists 1", "notes 1",
                                    "periods \(before["public.habit_periods"]!)", "profile 1", "skips 1", "tasks 2"])
             let tombstoneColumns = try admin.query("""
                 SELECT attname::text FROM pg_attribute WHERE attrelid = 'habit.sync_tombstones'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum

@@ -51,6 +51,13 @@ import Testing
                 Self.expectRefused("tasks_title_bidi_check") { try asUser("UPDATE public.tasks SET title = \(bad) WHERE id = \(task)") }
                 Self.expectRefused("tasks_notes_bidi_check") { try asUser("INSERT INTO public.tasks (user_id, title, notes, position) VALUES (\(user), 'x', \(bad), 2)") }
                 Self.expectRefused("tasks_notes_bidi_check") { try asUser("UPDATE public.tasks SET notes = \(bad) WHERE id = \(task)") }
+                // sql/0029: a measurable habit's unit, a day's note.
+                Self.expectRefused("habit_templates_unit_bidi_check") {
+                    try asUser("INSERT INTO public.habit_templates (user_id, name, kind, unit) VALUES (\(user), 'Run', 'measurable', \(bad))")
+                }
+                Self.expectRefused("habit_day_notes_note_bidi_check") {
+                    try asUser("INSERT INTO public.habit_day_notes (user_id, template_id, note_date, note) VALUES (\(user), \(habit), '2026-01-01', \(bad))")
+                }
             }
             // Supabase's server-side role (no row-level security) meets the same wall.
             Self.expectRefused("habit_templates_name_bidi_check") {
@@ -109,7 +116,7 @@ import Testing
             #expect(after.map(\.0) == ["h Plain", "h Run\u{FFFD}gnp.exe", "h \u{FFFD}", "l \u{FFFD}List\u{FFFD}",
                                        "t A\u{FFFD}B line\u{FFFD}\nline", "t Clean notes", "t Fine \u{FFFD}"].sorted())
             #expect(try connection.queryOne("""
-                SELECT bool_and(convalidated) AND count(*) = 4 FROM pg_constraint WHERE conname LIKE '%_bidi_check'
+                SELECT bool_and(convalidated) AND count(*) = 6 FROM pg_constraint WHERE conname LIKE '%_bidi_check'
                 """).decode(Bool.self, at: 0))
         }
     }

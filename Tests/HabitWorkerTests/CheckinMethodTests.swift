@@ -109,10 +109,10 @@ struct CheckinMethodTests {
             try worker.call("completions.set", params(user, ["template_id": habit, "date": day, "completed": true]))
             try worker.call("completions.set", params(user, ["template_id": habit, "date": day, "completed": false]))
             #expect(try shown() == "knee hurt, walked instead", "toggling keeps the note")
-            #expect(try note("") == ["note": nil, "changed": true])
+            #expect(try note("") == ["note": .null, "changed": true])
             #expect(try shown() == nil)
             try note("again")
-            #expect(try note(nil) == ["note": nil, "changed": true])
+            #expect(try note(.null) == ["note": .null, "changed": true])
             let long = try worker.request("notes.set", params: params(user, ["template_id": habit, "date": day, "note": .string(String(repeating: "a", count: 1001))]))
             expectError(long, code: Code.invalidParams, id: long.id, reason: "too_long", field: "note")
             let bidi = try worker.request("notes.set", params: params(user, ["template_id": habit, "date": day, "note": "a\u{202E}b"]))
@@ -132,7 +132,7 @@ struct CheckinMethodTests {
             func add(_ members: [String: WireJSON], as who: UUID? = nil) throws -> WorkerResponse {
                 try worker.request("checkins.add", params: params(who ?? user, ["template_id": habit, "date": "2025-01-07"].merging(members) { $1 }))
             }
-            var response = try add(["value": 2.5])
+            var response = try add(["value": .number("2.5")])
             expectError(response, code: Code.invalidParams, id: response.id, reason: "wrong_type", field: "value")
             for bad in ["1e3", "-1", ".5", "5.", "1.2345", "1000000000", "", " 1"] {
                 response = try add(["value": .string(bad)])

@@ -111,6 +111,11 @@ struct ReasonTests {
             (call("tasks.list", #""view":"inbox","list_id":"\#(UUID().uuidString)""#), -32602, "not_allowed", ("field", "list_id")),
             (call("habits.create", #""name":"x","schedule":{"type":"weekdays","days":[1,3,1]}"#), -32602, "duplicate_value", ("field", "schedule.days[2]")),
             (call("account.delete", #""confirm":"\#(UUID().uuidString)""#), -32602, "confirmation_mismatch", ("field", "confirm")),
+            // Measurable habits and check-ins (sql/0029).
+            (call("habits.create", #""name":"x","kind":"measurable","target":"1e3""#), -32602, "invalid_decimal", ("field", "target")),
+            (call("checkins.add", #""template_id":"\#(user)","date":"2026-01-01","time":"7:30""#), -32602, "invalid_time", ("field", "time")),
+            (call("habits.create", #""name":"x","kind":"measurable","target":"2","target_type":"at_most""#), -32602, "not_supported", ("field", "target_type")),
+            (call("habits.create", #""name":"x","target":"2.5""#), -32602, "not_whole", ("field", "target")),
             // account.import's document checks (AccountTests covers each in depth).
             (call("account.import", #""mode":"merge","document":{"format":"loop","version":1,"habits":[],"completions":[],"skips":[],"lists":[],"tasks":[]}"#),
              -32602, "unsupported_format", ("field", "document.format")),

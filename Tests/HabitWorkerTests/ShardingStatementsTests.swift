@@ -170,6 +170,13 @@ import Testing
         try record("completions.set", params(user, ["template_id": habit, "date": "2020-06-01", "completed": true]))
         try record("completions.toggle", params(user, ["template_id": other, "date": "2020-06-01", "timezone": "UTC"]))
         try record("skips.set_range", params(user, ["template_id": habit, "from": "2020-06-03", "to": "2020-06-04", "skipped": true]))
+        let measured = try #require(try record("habits.create", params(user, ["name": "Run km", "kind": "measurable", "unit": "km", "target": "5",
+                                                                              "activated_at": "2020-01-01T00:00:00Z"]))["id"])
+        let checkin = try #require(try record("checkins.add", params(user, ["template_id": measured, "date": "2020-06-01", "value": "2.5", "client_id": "c1"]))["id"])
+        try record("checkins.list", params(user, ["template_id": measured, "date": "2020-06-01"]))
+        try record("checkins.remove", params(user, ["checkin_id": checkin]))
+        try record("completions.set", params(user, ["template_id": measured, "date": "2020-06-02", "value": "4.5"]))
+        try record("notes.set", params(user, ["template_id": measured, "date": "2020-06-01", "note": "windy"]))
         try record("day.get", params(user, ["date": "2020-06-01", "include": ["streaks"]]))
         try record("week.counts", params(user, ["date": "2020-06-01", "week_start": "sunday"]))
         try record("habits.stats", params(user, ["date": "2020-06-03"]))

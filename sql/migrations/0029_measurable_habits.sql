@@ -21,8 +21,8 @@ ALTER TABLE public.habit_templates
         CONSTRAINT habit_templates_kind_check CHECK (kind IN ('boolean', 'measurable')),
     ADD COLUMN unit text
         CONSTRAINT habit_templates_unit_check
-        CHECK (char_length(unit) BETWEEN 1 AND 30 AND unit !~ '^[[:space:]]' AND unit !~ '[[:space:]]$'
-               AND unit !~ '[[:cntrl:]]' AND habit.has_no_bidi_controls(unit)),
+        CHECK (char_length(unit) BETWEEN 1 AND 30 AND unit !~ '^[[:space:]]' AND unit !~ '[[:space:]]$' AND unit !~ '[[:cntrl:]]')
+        CONSTRAINT habit_templates_unit_bidi_check CHECK (habit.has_no_bidi_controls(unit)),
     ADD COLUMN target numeric NOT NULL DEFAULT 1
         CONSTRAINT habit_templates_target_check CHECK (target > 0 AND target <= 999999999.999 AND scale(target) <= 3),
     ADD COLUMN target_type text NOT NULL DEFAULT 'at_least'
@@ -94,8 +94,8 @@ CREATE TABLE public.habit_day_notes (
     note_date   date NOT NULL
                 CONSTRAINT habit_day_notes_date_range CHECK (note_date >= '1970-01-01'),
     note        text NOT NULL
-                CONSTRAINT habit_day_notes_note_check
-                CHECK (char_length(note) BETWEEN 1 AND 1000 AND habit.has_no_bidi_controls(note)),
+                CONSTRAINT habit_day_notes_note_check CHECK (char_length(note) BETWEEN 1 AND 1000)
+                CONSTRAINT habit_day_notes_note_bidi_check CHECK (habit.has_no_bidi_controls(note)),
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
     change_seq  bigint NOT NULL DEFAULT 0,
