@@ -209,7 +209,10 @@ public struct SyncRepository {
                 (SELECT d.change_seq, d.rank, d.key, true
                  FROM (SELECT t.change_seq, \(unsafeSQL: SyncKind.rankSQL(of: "t.kind")) AS rank, t.key
                        FROM habit.sync_tombstones t
-                       WHERE t.user_id = \(user) AND t.change_seq >= \(start.seq) AND t.change_seq > \(start.freshUpto)) d
+                       WHERE t.user_id = \(user) AND t.change_seq >= \(start.seq) AND t.change_seq > \(start.freshUpto)
+                         -- Only the kinds a pull serves: check-ins' and notes' tombstones (sql/0029)
+                         -- wait for the version that pulls their rows.
+                         AND t.kind IN (\(unsafeSQL: SyncKind.allCases.map { "'\($0.name)'" }.joined(separator: ", ")))) d
                  WHERE (d.change_seq, d.rank, d.key COLLATE "C") > (\(start.seq), \(start.rank), \(start.key) COLLATE "C")
                  ORDER BY d.change_seq, d.rank, d.key COLLATE "C" LIMIT \(fetch))
             ) page

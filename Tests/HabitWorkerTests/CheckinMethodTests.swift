@@ -62,6 +62,9 @@ struct CheckinMethodTests {
             #expect(done["state"] == "done")
             let listed = try worker.call("checkins.list", params(user, ["template_id": habit, "date": day]))
             #expect(listed["value"] == "5" && listed["checkins"]?.arrayValue?.count == 2, "\(listed)")
+            // Removed check-ins leave tombstones; a pull (which does not serve check-ins yet) passes over them.
+            let pulled = try worker.request("sync.pull", params: params(user))
+            #expect(pulled.result?["deleted"] != nil, "\(pulled.raw)")
         }
     }
 
