@@ -143,7 +143,7 @@ DERIVED_SQL="
                THEN c.oid IN (SELECT to_regclass(t) FROM unnest(string_to_array('$DERIVED_TABLES', ' ')) t)
                ELSE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname IN ('public', 'habit')
                     AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'user_id' AND NOT a.attisdropped)
-                    AND c.relname NOT IN ('profiles', 'habit_templates', 'habit_completions', 'habit_skips', 'habit_periods',
+                    AND c.relname NOT IN ('profiles', 'habit_templates', 'habit_completions', 'habit_skips', 'habit_periods', 'habit_checkins', 'habit_day_notes',
                                           'task_lists', 'tasks', 'weekly_completion_counts') END"
 derived_sizes() { # "table rows, …" of every derived table
     local q

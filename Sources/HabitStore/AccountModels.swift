@@ -12,12 +12,32 @@ public struct AccountHabit: Sendable, Equatable {
     public var createdAt: PostgresTimestamp
     public var updatedAt: PostgresTimestamp
     public var periods: [HabitPeriod]
+    /// Kind and target (sql/0029).
+    public var measure: HabitMeasure = .boolean
+}
+
+/// A check-in as the account document holds it (its client id, a device's retry key, is not
+/// content and stays out).
+public struct AccountCheckin: Sendable, Equatable {
+    public var id: UUID
+    public var templateID: UUID
+    public var date: CalendarDate
+    public var value: DecimalValue
+    public var time: String?
+}
+
+/// A note of a habit's day as the account document holds it.
+public struct AccountNote: Sendable, Equatable {
+    public var templateID: UUID
+    public var date: CalendarDate
+    public var note: String
 }
 
 /// The sections of the account document after the header, in document order. An export cursor
-/// names the section it stopped in.
+/// names the section it stopped in (check-ins and notes came last, sql/0029: earlier cursors
+/// keep their meaning).
 public enum AccountSection: Int, CaseIterable, Sendable {
-    case profile, habits, completions, skips, lists, tasks
+    case profile, habits, completions, skips, lists, tasks, checkins, notes
 }
 
 /// Where a paged export stopped: the section, the last key written in it (a uuid, or
@@ -49,8 +69,8 @@ public struct ExportCursor: Sendable, Equatable {
         let key = String(parts[4])
         switch section {
         case .profile: guard key.isEmpty else { throw StoreError.invalidCursor }
-        case .completions, .skips: guard key.isEmpty || DayKey(key: key) != nil else { throw StoreError.invalidCursor }
-        case .habits, .lists, .tasks: guard key.isEmpty || UUID(uuidString: key) != nil else { throw StoreError.invalidCursor }
+        case .completions, .skips, .notes: guard key.isEmpty || DayKey(key: key) != nil else { throw StoreError.invalidCursor }
+        case .habits, .lists, .tasks, .checkins: guard key.isEmpty || UUID(uuidString: key) != nil else { throw StoreError.invalidCursor }
         }
         self.init(section: section, key: key, clock: clock, exportedAt: PostgresTimestamp(microsecondsSincePostgresEpoch: micros))
     }
@@ -69,12 +89,14 @@ public struct AccountExportPage: Sendable, Equatable {
     public var skips: [DayKey] = []
     public var lists: [TaskList] = []
     public var tasks: [TaskItem] = []
+    public var checkins: [AccountCheckin] = []
+    public var notes: [AccountNote] = []
     /// Where the next page starts; nil when this page ends the document.
     public var cursor: ExportCursor?
     public var hasMore: Bool { cursor != nil }
 
     public var itemCount: Int {
-        (includesProfile ? 1 : 0) + habits.count + completions.count + skips.count + lists.count + tasks.count
+        (includesProfile ? 1 : 0) + habits.count + completions.count + skips.count + lists.count + tasks.count + checkins.count + notes.count
     }
 }
 

@@ -87,7 +87,8 @@ public struct AccountRepository {
             case .habits:
                 let after = key.isEmpty ? nil : UUID(uuidString: key)
                 let rows = try connection.query("""
-                    SELECT id, name, icon, color, sort_order, created_at, updated_at FROM public.habit_templates
+                    SELECT id, name, icon, color, sort_order, created_at, updated_at, kind, unit, target, target_type, target_period
+                    FROM public.habit_templates
                     WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
                     ORDER BY id LIMIT \(fetch)
                     """)
@@ -96,7 +97,8 @@ public struct AccountRepository {
                                  icon: try row.decode(String?.self, "icon"), color: try row.decode(String?.self, "color"),
                                  sortOrder: try row.decode(Int32?.self, "sort_order").map(Int.init),
                                  createdAt: try row.decode(PostgresTimestamp.self, "created_at"),
-                                 updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"), periods: [])
+                                 updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"), periods: [],
+                                 measure: try HabitMeasure(row: row, at: 7))
                 }
                 if let first = habits.first, let last = habits.last {
                     // The page's habits' periods: one range scan, in (habit, start) order.
@@ -131,6 +133,36 @@ public struct AccountRepository {
                 if section == .completions { page.completions += days } else { page.skips += days }
                 taken = rows.count
                 lastKey = days.last.map { "\($0.templateID.lowercaseString)/\($0.date)" } ?? ""
+            case .checkins:
+                let after = key.isEmpty ? nil : UUID(uuidString: key)
+                let rows = try connection.query("""
+                    SELECT id, template_id, checkin_date, value, to_char(at_time, 'HH24:MI:SS') AS at_time FROM public.habit_checkins
+                    WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
+                    ORDER BY id LIMIT \(fetch)
+                    """)
+                let checkins = try rows.prefix(room).map { row in
+                    AccountCheckin(id: try row.decode(UUID.self, "id"), templateID: try row.decode(UUID.self, "template_id"),
+                                   date: try row.decode(CalendarDate.self, "checkin_date"),
+                                   value: try DecimalValue(row.decode(PostgresNumeric.self, "value")),
+                                   time: try row.decode(String?.self, "at_time").map(HabitRepository.shortTime))
+                }
+                page.checkins += checkins
+                taken = rows.count
+                lastKey = checkins.last?.id.lowercaseString ?? ""
+            case .notes:
+                let after = DayKey(key: key)
+                let rows = try connection.query("""
+                    SELECT template_id, note_date, note FROM public.habit_day_notes
+                    WHERE user_id = \(user) AND (template_id, note_date) > (\(after?.templateID ?? smallestID), \(after?.date.description ?? "-infinity")::date)
+                    ORDER BY template_id, note_date LIMIT \(fetch)
+                    """)
+                let notes = try rows.prefix(room).map { row in
+                    AccountNote(templateID: try row.decode(UUID.self, "template_id"), date: try row.decode(CalendarDate.self, "note_date"),
+                                note: try row.decode(String.self, "note"))
+                }
+                page.notes += notes
+                taken = rows.count
+                lastKey = notes.last.map { "\($0.templateID.lowercaseString)/\($0.date)" } ?? ""
             case .lists, .tasks:
                 let after = key.isEmpty ? nil : UUID(uuidString: key)
                 let (table, columns) = section == .lists ? ("public.task_lists", TaskList.columns) : ("public.tasks", TaskItem.columns)
@@ -208,7 +240,7 @@ public struct AccountRepository {
         }
         func number(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
         var counts: [(kind: String, counts: ImportCounts)] = []
-        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks"] {
+        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"] {
             let inserted = number("\(kind)_inserted"), updated = number("\(kind)_updated")
             counts.append((kind, ImportCounts(inserted: inserted, updated: updated, deleted: number("\(kind)_deleted"),
                                               unchanged: max(0, number("\(kind)_total") - inserted - updated))))
@@ -234,6 +266,16 @@ public struct AccountRepository {
     public static func checkTaskNotes(_ text: String) throws { _ = try Validation.taskNotes(text) }
     public static func checkIcon(_ text: String) throws { _ = try Validation.icon(text) }
     public static func checkColor(_ text: String) throws { try checkExact(text, Validation.color(text), field: "color") }
+    /// A habit's kind and target (sql/0029): the same rules as habits.create's.
+    public static func checkMeasure(_ measure: HabitMeasure) throws {
+        let checked = try Validation.measure(measure)
+        if let unit = measure.unit { try checkExact(unit, checked.unit ?? "", field: "unit") }
+    }
+    /// A day's note: 1–1000 characters (an empty note is no note: leave the row out).
+    public static func checkNote(_ text: String) throws {
+        guard !text.isEmpty else { throw StoreError.invalidInput(field: "note", reason: .empty, message: "must not be empty") }
+        _ = try Validation.dayNote(text)
+    }
 
     /// The document's values are stored as they are: one that validation would normalize
     /// (surrounding white space, lowercase hex) is refused, so an import never rewrites it.

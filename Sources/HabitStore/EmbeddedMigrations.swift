@@ -45,7 +45,12 @@ SET LOCAL check_function_bodies = off;
 --   too_many          an array over its cap (10,000 habits, 500,000 completions or skips,
 --                     10,000 lists, 200,000 tasks, 10,000 periods of one habit)
 --   duplicate_value   a second habit, list or task id, or a second (habit, date) of a kind
---   unknown_reference a completion's or skip's template_id, or a task's list_id, not in the document
+--   unknown_reference a completion's, skip's, check-in's or note's template_id, or a task's
+--                     list_id, not in the document
+-- Check-ins and notes (sql/0029; optional members, up to 500,000 check-ins and 100,000 notes):
+-- a second check-in id or a second note of one (habit, date) is duplicate_value; a check-in's
+-- day meets the rules of a completion's (out_of_range, future_date, habit_not_active, and
+-- done_and_skipped with a skip of the document); values, times and notes their tables' CHECKs.
 --   invalid_order     periods not oldest first, overlapping, ending before they start, or open
 --                     before the last
 --   out_of_range      a period starting before 1970-01-01T00:00:00Z, a completion or skip before
@@ -168,7 +173,8 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- is loaded: the worker checks them too, but a direct caller (psql, PostgREST) meets
         -- them here. Each array's length is read without expanding it.
         SELECT m.member INTO bad FROM (VALUES (0, 'habits', 10000), (1, 'completions', 500000), (2, 'skips', 500000),
-                                              (3, 'lists', 10000), (4, 'tasks', 200000)) m(o, member, cap)
+                                              (3, 'lists', 10000), (4, 'tasks', 200000), (5, 'checkins', 500000),
+                                              (6, 'notes', 100000)) m(o, member, cap)
         WHERE jsonb_typeof(p_document -> m.member) = 'array' AND jsonb_array_length(p_document -> m.member) > m.cap
         ORDER BY m.o LIMIT 1;
         IF FOUND THEN
@@ -183,9 +189,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- from them take user_id from the staged row, not p_user: only then does Citus see an
         -- INSERT … SELECT between co-located shards (otherwise it copies the rows through
         -- itself, and the tables' triggers then fail on the user's node).
-        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods)
+        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period)
         SELECT p_user, h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
-               coalesce(h.v -> 'periods', '[]')
+               coalesce(h.v -> 'periods', '[]'), coalesce(h.v ->> 'kind', 'boolean'), h.v ->> 'unit',
+               coalesce((h.v ->> 'target')::numeric, 1), coalesce(h.v ->> 'target_type', 'at_least'), coalesce(h.v ->> 'target_period', 'day')
         FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
         -- At most 10,000 periods per habit (before they are expanded).
         SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
@@ -201,6 +208,13 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         UNION ALL
         SELECT p_user, 'skips', s.o - 1, (s.v ->> 'template_id')::uuid, (s.v ->> 'date')::date
         FROM jsonb_array_elements(coalesce(p_document -> 'skips', '[]')) WITH ORDINALITY s(v, o);
+        INSERT INTO habit.import_checkins (user_id, i, id, template_id, day, value, at_time)
+        SELECT p_user, c.o - 1, (c.v ->> 'id')::uuid, (c.v ->> 'template_id')::uuid, (c.v ->> 'date')::date, (c.v ->> 'value')::numeric,
+               (c.v ->> 'time')::time
+        FROM jsonb_array_elements(coalesce(p_document -> 'checkins', '[]')) WITH ORDINALITY c(v, o);
+        INSERT INTO habit.import_notes (user_id, i, template_id, day, note)
+        SELECT p_user, n.o - 1, (n.v ->> 'template_id')::uuid, (n.v ->> 'date')::date, n.v ->> 'note'
+        FROM jsonb_array_elements(coalesce(p_document -> 'notes', '[]')) WITH ORDINALITY n(v, o);
         INSERT INTO habit.import_lists (user_id, i, id, name)
         SELECT p_user, l.o - 1, (l.v ->> 'id')::uuid, l.v ->> 'name'
         FROM jsonb_array_elements(coalesce(p_document -> 'lists', '[]')) WITH ORDINALITY l(v, o);
@@ -219,10 +233,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         IF jsonb_array_length(coalesce(p_document -> 'completions', '[]')) + jsonb_array_length(coalesce(p_document -> 'skips', '[]')) > 1000
            OR jsonb_array_length(coalesce(p_document -> 'tasks', '[]')) > 1000
            OR jsonb_array_length(coalesce(p_document -> 'habits', '[]')) > 1000
+           OR jsonb_array_length(coalesce(p_document -> 'checkins', '[]')) + jsonb_array_length(coalesce(p_document -> 'notes', '[]')) > 1000
            OR (SELECT count(*) FROM habit.import_periods p WHERE p.user_id = p_user) > 1000 THEN
             ANALYZE habit.import_habits (user_id, i, id), habit.import_periods (user_id, i, j, template_id),
                     habit.import_days (user_id, kind, i, template_id, day), habit.import_lists (user_id, i, id),
-                    habit.import_tasks (user_id, i, id, list_id);
+                    habit.import_tasks (user_id, i, id, list_id), habit.import_checkins (user_id, i, id, template_id, day),
+                    habit.import_notes (user_id, i, template_id, day);
         END IF;
 
         -- 1. Checks, before any write -------------------------------------------------------
@@ -240,6 +256,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             SELECT 3, l.i, 'document.lists[' || l.i || '].id', row_number() OVER (PARTITION BY l.id ORDER BY l.i) FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l
             UNION ALL
             SELECT 4, k.i, 'document.tasks[' || k.i || '].id', row_number() OVER (PARTITION BY k.id ORDER BY k.i) FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k
+            UNION ALL
+            SELECT 5, c.i, 'document.checkins[' || c.i || '].id', row_number() OVER (PARTITION BY c.id ORDER BY c.i) FROM (SELECT * FROM habit.import_checkins WHERE user_id = p_user) c
+            UNION ALL
+            SELECT 6, n.i, 'document.notes[' || n.i || ']', row_number() OVER (PARTITION BY n.template_id, n.day ORDER BY n.i) FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) n
         ) x WHERE x.n > 1 ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'duplicate_value', 'a second row with the same key'); END IF;
         SELECT x.path INTO bad FROM (
@@ -249,6 +269,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             UNION ALL
             SELECT 2, k.i, 'document.tasks[' || k.i || '].list_id' FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k
             WHERE k.list_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l WHERE l.id = k.list_id)
+            UNION ALL
+            SELECT 3, c.i, 'document.checkins[' || c.i || '].template_id' FROM (SELECT * FROM habit.import_checkins WHERE user_id = p_user) c
+            WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = c.template_id)
+            UNION ALL
+            SELECT 4, n.i, 'document.notes[' || n.i || '].template_id' FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) n
+            WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = n.template_id)
         ) x ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'unknown_reference', 'no row of the document has this id'); END IF;
         -- Periods oldest first, only the last one open, each ending after it starts and starting
@@ -369,6 +395,14 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             DELETE FROM public.task_lists t WHERE t.user_id = p_user AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l WHERE l.id = t.id);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('lists_deleted', n_deleted);
+            DELETE FROM public.habit_day_notes n WHERE n.user_id = p_user AND NOT EXISTS
+                (SELECT 1 FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) x WHERE x.template_id = n.template_id AND x.day = n.note_date);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('notes_deleted', n_deleted);
+            DELETE FROM public.habit_checkins c WHERE c.user_id = p_user AND NOT EXISTS
+                (SELECT 1 FROM (SELECT * FROM habit.import_checkins WHERE user_id = p_user) x WHERE x.id = c.id);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('checkins_deleted', n_deleted);
             DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND NOT EXISTS
                 (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = 'skips' AND d.template_id = s.template_id AND d.day = s.skipped_date);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
@@ -411,17 +445,24 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule
         -- follow from the periods (written below). A new habit starts as its periods say, so the
         -- AFTER INSERT trigger's first period is already right when there is one period.
-        UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order
+        -- A habit's kind and target (sql/0029): a different kind of an existing habit is refused
+        -- by its trigger (habit_templates_kind_fixed); a new target re-decides its days with
+        -- check-ins.
+        UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order,
+                                            kind = h.kind, unit = h.unit, target = h.target, target_type = h.target_type,
+                                            target_period = h.target_period
         FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
         WHERE t.id = h.id AND t.user_id = p_user
-          AND (t.name, t.icon, t.color, t.sort_order) IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order);
+          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period)
+              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period);
         GET DIAGNOSTICS n_updated = ROW_COUNT;
-        EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule)
+        EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule,
+                                                   kind, unit, target, target_type, target_period)
         SELECT h.id, h.user_id, h.name, h.icon, h.color, h.sort_order,
                coalesce(pp.last_ended_at IS NULL AND pp.last_started_at IS NOT NULL, false),
                coalesce(pp.first_started_at, %2$L::timestamptz),
                CASE WHEN pp.last_started_at IS NULL THEN %2$L::timestamptz ELSE pp.last_ended_at END,
-               coalesce(pp.last_schedule, '{"type":"daily"}')
+               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period
         FROM (SELECT * FROM habit.import_habits WHERE user_id = %1$L) h
         -- The first and the last period, grouped and joined by user_id (a LATERAL … LIMIT 1
         -- here is what Citus cannot send to the user's shards in an INSERT … SELECT).
@@ -477,6 +518,35 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         END LOOP;
         counts := counts || jsonb_build_object('habits_with_new_periods', periods_changed);
 
+        -- Check-ins before the completions (sql/0029): a counted habit's done days follow its
+        -- check-ins (their trigger adds the completion), so the document's completion of such a
+        -- day is there by the time the completions are written. Their day rules are their
+        -- trigger's (HB003-HB005), as for every writer.
+        -- (A check-in's client_id is the device's retry key, not content: documents carry none,
+        -- and an existing check-in keeps its own.)
+        UPDATE public.habit_checkins c SET template_id = x.template_id, checkin_date = x.day, value = x.value, at_time = x.at_time
+        FROM (SELECT * FROM habit.import_checkins WHERE user_id = p_user) x
+        WHERE c.user_id = p_user AND c.id = x.id
+          AND (c.template_id, c.checkin_date, c.value, c.at_time) IS DISTINCT FROM (x.template_id, x.day, x.value, x.at_time);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        EXECUTE format($insert$INSERT INTO public.habit_checkins (id, user_id, template_id, checkin_date, value, at_time)
+        SELECT x.id, x.user_id, x.template_id, x.day, x.value, x.at_time FROM (SELECT * FROM habit.import_checkins WHERE user_id = %1$L) x
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_checkins c WHERE c.id = x.id AND c.user_id = x.user_id)
+        ORDER BY x.i$insert$, p_user);
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM habit.import_checkins x WHERE x.user_id = p_user;
+        counts := counts || jsonb_build_object('checkins_inserted', n_inserted, 'checkins_updated', n_updated, 'checkins_total', n_total);
+        UPDATE public.habit_day_notes n SET note = x.note FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) x
+        WHERE n.user_id = p_user AND n.template_id = x.template_id AND n.note_date = x.day AND n.note IS DISTINCT FROM x.note;
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        EXECUTE format($insert$INSERT INTO public.habit_day_notes (user_id, template_id, note_date, note)
+        SELECT x.user_id, x.template_id, x.day, x.note FROM (SELECT * FROM habit.import_notes WHERE user_id = %1$L) x
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_day_notes n WHERE n.user_id = x.user_id AND n.template_id = x.template_id AND n.note_date = x.day)
+        ORDER BY x.i$insert$, p_user);
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM habit.import_notes x WHERE x.user_id = p_user;
+        counts := counts || jsonb_build_object('notes_inserted', n_inserted, 'notes_updated', n_updated, 'notes_total', n_total);
+
         EXECUTE format($insert$INSERT INTO public.habit_completions (user_id, template_id, completed_date)
         SELECT d.user_id, d.template_id, d.day FROM (SELECT * FROM habit.import_days WHERE user_id = %1$L) d
         WHERE d.kind = 'completions' AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
@@ -522,6 +592,8 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         DELETE FROM habit.import_days s WHERE s.user_id = p_user;
         DELETE FROM habit.import_lists s WHERE s.user_id = p_user;
         DELETE FROM habit.import_tasks s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_checkins s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_notes s WHERE s.user_id = p_user;
         RETURN counts;
     END
     $fn$;
@@ -550,7 +622,7 @@ CREATE OR REPLACE FUNCTION habit.account_new_id(p_user uuid, p_kind text, p_id t
                '4', 13, 1), '8', 17, 1)::uuid::text
     $fn$;
 COMMENT ON FUNCTION habit.account_new_id(uuid, text, text) IS
-    'The id an account import with new ids gives the document''s row p_id of kind p_kind (habit, list, task) in p_user''s account: the same every time.';
+    'The id an account import with new ids gives the document''s row p_id of kind p_kind (habit, checkin, list, task) in p_user''s account: the same every time.';
 
 CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_document jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -564,6 +636,11 @@ CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_do
                                         FROM jsonb_array_elements(p_document -> 'completions') WITH ORDINALITY AS x(c, n)), '[]'),
                'skips', coalesce((SELECT jsonb_agg(k || jsonb_build_object('template_id', habit.account_new_id(p_user, 'habit', k ->> 'template_id')) ORDER BY n)
                                   FROM jsonb_array_elements(p_document -> 'skips') WITH ORDINALITY AS x(k, n)), '[]'),
+               'checkins', coalesce((SELECT jsonb_agg(c || jsonb_build_object('id', habit.account_new_id(p_user, 'checkin', c ->> 'id'),
+                                                                              'template_id', habit.account_new_id(p_user, 'habit', c ->> 'template_id')) ORDER BY n)
+                                     FROM jsonb_array_elements(p_document -> 'checkins') WITH ORDINALITY AS x(c, n)), '[]'),
+               'notes', coalesce((SELECT jsonb_agg(d || jsonb_build_object('template_id', habit.account_new_id(p_user, 'habit', d ->> 'template_id')) ORDER BY n)
+                                  FROM jsonb_array_elements(p_document -> 'notes') WITH ORDINALITY AS x(d, n)), '[]'),
                'lists', coalesce((SELECT jsonb_agg(l || jsonb_build_object('id', habit.account_new_id(p_user, 'list', l ->> 'id')) ORDER BY n)
                                   FROM jsonb_array_elements(p_document -> 'lists') WITH ORDINALITY AS x(l, n)), '[]'),
                'tasks', coalesce((SELECT jsonb_agg(t || jsonb_build_object('id', habit.account_new_id(p_user, 'task', t ->> 'id'))
@@ -6092,6 +6169,40 @@ COMMENT ON COLUMN habit.sync_tombstones.key IS
 -- habit.check_day (functions/history.sql) also answers the habit's target and whether its days
 -- are counted from check-ins: a new result type, so the old definition goes first.
 DROP FUNCTION IF EXISTS habit.check_day(uuid, uuid, date, text, boolean, uuid);
+
+-- account.import takes a habit's kind and target, check-ins and notes (the document's optional
+-- members, docs/protocol.md "Accounts"): staged like the rest (sql/0028).
+ALTER TABLE habit.import_habits ADD COLUMN kind text, ADD COLUMN unit text, ADD COLUMN target numeric,
+    ADD COLUMN target_type text, ADD COLUMN target_period text;
+COMMENT ON COLUMN habit.import_habits.kind IS 'document.habits[i].kind (NULL: boolean).';
+COMMENT ON COLUMN habit.import_habits.unit IS 'document.habits[i].unit.';
+COMMENT ON COLUMN habit.import_habits.target IS 'document.habits[i].target (NULL: 1).';
+COMMENT ON COLUMN habit.import_habits.target_type IS 'document.habits[i].target_type (NULL: at_least).';
+COMMENT ON COLUMN habit.import_habits.target_period IS 'document.habits[i].target_period (NULL: day).';
+CREATE UNLOGGED TABLE habit.import_checkins (
+    user_id uuid NOT NULL, i integer NOT NULL, id uuid, template_id uuid, day date, value numeric, at_time time,
+    PRIMARY KEY (user_id, i)
+);
+CREATE UNLOGGED TABLE habit.import_notes (
+    user_id uuid NOT NULL, i integer NOT NULL, template_id uuid, day date, note text,
+    PRIMARY KEY (user_id, i)
+);
+CREATE INDEX import_checkins_id_idx ON habit.import_checkins (user_id, id);
+CREATE INDEX import_notes_day_idx ON habit.import_notes (user_id, template_id, day);
+COMMENT ON TABLE habit.import_checkins IS 'account.import''s staged check-ins of the document, alive only inside the importing transaction (sql/0029).';
+COMMENT ON TABLE habit.import_notes IS 'account.import''s staged notes of the document, alive only inside the importing transaction (sql/0029).';
+COMMENT ON COLUMN habit.import_checkins.user_id IS 'The importing user (p_user).';
+COMMENT ON COLUMN habit.import_checkins.i IS 'The check-in''s index in document.checkins.';
+COMMENT ON COLUMN habit.import_checkins.id IS 'document.checkins[i].id.';
+COMMENT ON COLUMN habit.import_checkins.template_id IS 'document.checkins[i].template_id.';
+COMMENT ON COLUMN habit.import_checkins.day IS 'document.checkins[i].date.';
+COMMENT ON COLUMN habit.import_checkins.value IS 'document.checkins[i].value.';
+COMMENT ON COLUMN habit.import_checkins.at_time IS 'document.checkins[i].time.';
+COMMENT ON COLUMN habit.import_notes.user_id IS 'The importing user (p_user).';
+COMMENT ON COLUMN habit.import_notes.i IS 'The note''s index in document.notes.';
+COMMENT ON COLUMN habit.import_notes.template_id IS 'document.notes[i].template_id.';
+COMMENT ON COLUMN habit.import_notes.day IS 'document.notes[i].date.';
+COMMENT ON COLUMN habit.import_notes.note IS 'document.notes[i].note.';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""

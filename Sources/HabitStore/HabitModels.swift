@@ -58,15 +58,7 @@ public struct Habit: Sendable, Equatable {
         createdAt = try row.decode(PostgresTimestamp.self, at: first + 8)
         updatedAt = try row.decode(PostgresTimestamp.self, at: first + 9)
         schedule = try HabitSchedule(storedJSON: row.decode(JSONB.self, at: first + 10).text)
-        // The columns' CHECK constraints hold the values to these sets.
-        guard let kind = HabitKind(rawValue: try row.decode(String.self, at: first + 11)),
-              let targetType = TargetType(rawValue: try row.decode(String.self, at: first + 14)),
-              let targetPeriod = TargetPeriod(rawValue: try row.decode(String.self, at: first + 15)) else {
-            throw PostgresError(kind: .decoding, message: "unknown habit kind or target in \(row.columnNames)")
-        }
-        measure = HabitMeasure(kind: kind, unit: try row.decode(String?.self, at: first + 12),
-                               target: try DecimalValue(row.decode(PostgresNumeric.self, at: first + 13)),
-                               targetType: targetType, targetPeriod: targetPeriod)
+        measure = try HabitMeasure(row: row, at: first + 11)
     }
 }
 

@@ -97,6 +97,19 @@ public struct HabitMeasure: Sendable, Equatable {
     /// The default: a boolean habit done once a day.
     public static let boolean = HabitMeasure()
 
+    /// Decodes kind, unit, target, target_type, target_period, in this order from column `first`.
+    init(row: Row, at first: Int) throws {
+        // The columns' CHECK constraints hold the values to these sets.
+        guard let kind = HabitKind(rawValue: try row.decode(String.self, at: first)),
+              let targetType = TargetType(rawValue: try row.decode(String.self, at: first + 3)),
+              let targetPeriod = TargetPeriod(rawValue: try row.decode(String.self, at: first + 4)) else {
+            throw PostgresError(kind: .decoding, message: "unknown habit kind or target in \(row.columnNames)")
+        }
+        self.init(kind: kind, unit: try row.decode(String?.self, at: first + 1),
+                  target: try DecimalValue(row.decode(PostgresNumeric.self, at: first + 2)),
+                  targetType: targetType, targetPeriod: targetPeriod)
+    }
+
     /// Whether the habit's days are counted from check-ins (a measurable habit, or a target other
     /// than 1): their completion follows the check-ins' sum (sql/functions/checkins.sql).
     public var isCounted: Bool { kind == .measurable || target != .one }

@@ -18,6 +18,7 @@ public enum AccountDocument {
     /// a 3-year daily user with 100 habits has ~110,000 completions.
     public static let maxRows: [(member: String, limit: Int)] = [
         ("habits", 10_000), ("completions", 500_000), ("skips", 500_000), ("lists", 10_000), ("tasks", 200_000),
+        ("checkins", 500_000), ("notes", 100_000),
     ]
     /// Most periods of one habit.
     public static let maxPeriods = 10_000
@@ -44,7 +45,7 @@ public enum AccountDocument {
     public static func check(_ document: JSONValue) throws(RPCError) -> Checked {
         let top = try object(document, "document",
                              required: ["format", "version", "habits", "completions", "skips", "lists", "tasks"],
-                             optional: ["exported_at", "profile"])
+                             optional: ["exported_at", "profile", "checkins", "notes"])
         guard top["format"]?.stringValue == format else {
             throw .invalidParams(field: "document.format", reason: InputFailure.unsupportedFormat, message: "expected \"\(format)\"")
         }
@@ -72,13 +73,38 @@ public enum AccountDocument {
         for (index, value) in try array(top["habits"]!, "document.habits").enumerated() {
             let path = "document.habits[\(index)]"
             let fields = try object(value, path, required: ["id", "name", "periods"],
-                                    optional: ["icon", "color", "sort_order", "created_at", "updated_at"])
+                                    optional: ["icon", "color", "sort_order", "created_at", "updated_at",
+                                               "kind", "unit", "target", "target_type", "target_period"])
             _ = try uuid(fields["id"]!, path + ".id")
             try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
             if let icon = try optionalString(fields["icon"], path + ".icon") { try rule(path + ".icon") { try AccountRepository.checkIcon(icon) } }
             if let color = try optionalString(fields["color"], path + ".color") { try rule(path + ".color") { try AccountRepository.checkColor(color) } }
             if let order = fields["sort_order"], !order.isNull { _ = try int32(order, path + ".sort_order") }
             try checkPeriods(try array(fields["periods"]!, path + ".periods"), path + ".periods")
+            try checkMeasure(fields, path)
+        }
+
+        // Check-ins and notes (sql/0029): optional members, absent in documents from before them.
+        for (index, value) in try array(top["checkins"] ?? .array([]), "document.checkins").enumerated() {
+            let path = "document.checkins[\(index)]"
+            let fields = try object(value, path, required: ["id", "template_id", "date", "value"], optional: ["time"])
+            _ = try uuid(fields["id"]!, path + ".id")
+            _ = try uuid(fields["template_id"]!, path + ".template_id")
+            _ = try calendarDate(fields["date"]!, path + ".date")
+            guard let amount = DecimalValue(normalizing: try string(fields["value"]!, path + ".value")) else {
+                throw .invalidParams(field: path + ".value", reason: InputFailure.invalidDecimal, message: "expected a decimal string such as \"2.5\"")
+            }
+            guard amount > .zero else { throw .invalidParams(field: path + ".value", reason: InputFailure.outOfRange, message: "must be above 0") }
+            if let time = try optionalString(fields["time"], path + ".time"), !ParamsReader.isLocalTime(time) {
+                throw .invalidParams(field: path + ".time", reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\" or \"HH:MM:SS\"")
+            }
+        }
+        for (index, value) in try array(top["notes"] ?? .array([]), "document.notes").enumerated() {
+            let path = "document.notes[\(index)]"
+            let fields = try object(value, path, required: ["template_id", "date", "note"])
+            _ = try uuid(fields["template_id"]!, path + ".template_id")
+            _ = try calendarDate(fields["date"]!, path + ".date")
+            try rule(path + ".note") { try AccountRepository.checkNote(try string(fields["note"]!, path + ".note")) }
         }
 
         for member in ["completions", "skips"] {
@@ -118,6 +144,37 @@ public enum AccountDocument {
             }
         }
         return Checked(json: document.jsonString)
+    }
+
+    /// A habit's kind, unit, target, target_type and target_period: each optional (absent or
+    /// null: the default), together the rules of habits.create.
+    private static func checkMeasure(_ fields: JSONObject, _ path: String) throws(RPCError) {
+        func choice<Value: RawRepresentable & CaseIterable>(_ key: String, _: Value.Type) throws(RPCError) -> Value? where Value.RawValue == String {
+            guard let text = try optionalString(fields[key], path + "." + key) else { return nil }
+            guard let value = Value(rawValue: text) else {
+                throw .invalidParams(field: path + "." + key, reason: RPCReason.invalidChoice,
+                                     message: "expected " + Value.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or "))
+            }
+            return value
+        }
+        var measure = HabitMeasure()
+        measure.kind = try choice("kind", HabitKind.self) ?? .boolean
+        measure.unit = try optionalString(fields["unit"], path + ".unit")
+        if let target = try optionalString(fields["target"], path + ".target") {
+            guard let value = DecimalValue(normalizing: target) else {
+                throw .invalidParams(field: path + ".target", reason: InputFailure.invalidDecimal, message: "expected a decimal string such as \"2.5\"")
+            }
+            measure.target = value
+        }
+        measure.targetType = try choice("target_type", TargetType.self) ?? .atLeast
+        measure.targetPeriod = try choice("target_period", TargetPeriod.self) ?? .day
+        do {
+            try AccountRepository.checkMeasure(measure)
+        } catch StoreError.invalidInput(let field, let reason, let message) {
+            throw .invalidParams(field: path + "." + field, reason: reason, message: message)
+        } catch {
+            throw .internalError()
+        }
     }
 
     private static func checkPeriods(_ periods: [JSONValue], _ path: String) throws(RPCError) {
@@ -245,6 +302,11 @@ extension JSONWriter {
         key("sort_order"); if let order = habit.sortOrder { int(order) } else { null() }
         key("created_at"); timestamp(habit.createdAt)
         key("updated_at"); timestamp(habit.updatedAt)
+        key("kind"); string(habit.measure.kind.rawValue)
+        key("unit"); string(habit.measure.unit)
+        key("target"); string(habit.measure.target.text)
+        key("target_type"); string(habit.measure.targetType.rawValue)
+        key("target_period"); string(habit.measure.targetPeriod.rawValue)
         key("periods"); array(habit.periods) { json, period in
             json.beginObject()
             json.key("started_at"); json.timestamp(period.startedAt)
@@ -302,6 +364,26 @@ extension JSONWriter {
         key("skips"); array(page.skips) { json, day in json.dayKey(day) }
         key("lists"); array(page.lists) { json, list in json.accountList(list) }
         key("tasks"); array(page.tasks) { json, task in json.accountTask(task) }
+        key("checkins"); array(page.checkins) { json, checkin in json.accountCheckin(checkin) }
+        key("notes"); array(page.notes) { json, note in json.accountNote(note) }
+    }
+
+    mutating func accountCheckin(_ checkin: AccountCheckin) {
+        beginObject()
+        key("id"); uuid(checkin.id)
+        key("template_id"); uuid(checkin.templateID)
+        key("date"); date(checkin.date)
+        key("value"); string(checkin.value.text)
+        key("time"); string(checkin.time)
+        endObject()
+    }
+
+    mutating func accountNote(_ note: AccountNote) {
+        beginObject()
+        key("template_id"); uuid(note.templateID)
+        key("date"); date(note.date)
+        key("note"); string(note.note)
+        endObject()
     }
 }
 
@@ -315,7 +397,7 @@ public struct AccountDocumentStream {
 
     public init(write: @escaping (Data) throws -> Void) { self.write = write }
 
-    private static let names = ["profile", "habits", "completions", "skips", "lists", "tasks"]
+    private static let names = ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"]
 
     public mutating func add(_ page: AccountExportPage) throws {
         var text = ""
@@ -342,12 +424,14 @@ public struct AccountDocumentStream {
         items(3, page.skips) { $0.dayKey($1) }
         items(4, page.lists) { $0.accountList($1) }
         items(5, page.tasks) { $0.accountTask($1) }
+        items(6, page.checkins) { $0.accountCheckin($1) }
+        items(7, page.notes) { $0.accountNote($1) }
         if !text.isEmpty { try write(Data(text.utf8)) }
     }
 
     /// Closes the arrays still to come (empty) and the document.
     public mutating func finish() throws {
-        try write(Data((open(through: 5) + "]}\n").utf8))
+        try write(Data((open(through: Self.names.count - 1) + "]}\n").utf8))
     }
 
     /// Closes the current array and opens the following ones up to `index`.

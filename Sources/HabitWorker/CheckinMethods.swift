@@ -35,13 +35,18 @@ extension ParamsReader {
     func optionalLocalTime(_ key: String, description: String) throws(RPCError) -> String? {
         if declares(key, schema: JSONSchema.nullable(ValueSchema.localTime), required: false, description: description) { return nil }
         guard let text = try optionalString(key) else { return nil }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        let numbers = parts.compactMap { $0.utf8.count == 2 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } ? Int($0) : nil }
-        guard (2...3).contains(parts.count), numbers.count == parts.count, numbers[0] < 24, numbers[1] < 60,
-              numbers.count == 2 || numbers[2] < 60 else {
+        guard Self.isLocalTime(text) else {
             throw .invalidParams(field: key, reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\" or \"HH:MM:SS\"")
         }
         return text
+    }
+
+    /// "HH:MM" or "HH:MM:SS", 00:00 to 23:59:59.
+    static func isLocalTime(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        let numbers = parts.compactMap { $0.utf8.count == 2 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } ? Int($0) : nil }
+        return (2...3).contains(parts.count) && numbers.count == parts.count && numbers[0] < 24 && numbers[1] < 60
+            && (numbers.count == 2 || numbers[2] < 60)
     }
 
     /// habits.create's and habits.update's kind and target (sql/0029). Absent fields: nil.

@@ -26,7 +26,8 @@ import Testing
             WHERE c.relkind IN ('r', 'p') AND n.nspname IN ('public', 'habit', 'auth')
               -- account.import's staging tables (sql/0028) hold rows only inside an importing
               -- transaction: nothing of a user is ever there to delete (docs/schema.md).
-              AND NOT (n.nspname = 'habit' AND c.relname IN ('import_habits', 'import_periods', 'import_days', 'import_lists', 'import_tasks'))
+              AND NOT (n.nspname = 'habit' AND c.relname IN ('import_habits', 'import_periods', 'import_days', 'import_lists', 'import_tasks',
+                                                             'import_checkins', 'import_notes'))
               AND (a.attname = 'user_id'
                    OR EXISTS (SELECT 1 FROM pg_constraint f
                               WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.confrelid = to_regclass('auth.users')

@@ -64,7 +64,16 @@ struct AccountTests {
         for _ in 0..<g.int(0...3) { ids.append(g.uuid()) }
         ids.sort { $0.lowercaseString < $1.lowercaseString }
         var habits: [WireJSON] = [], completions: [(String, String)] = [], skips: [(String, String)] = []
+        var checkins: [(id: UUID, template: String, date: String, value: String, time: String?)] = []
+        var notes: [(String, String, String)] = []
         for (index, id) in ids.enumerated() {
+            // The kind follows from the id (a habit's kind is fixed: another state of the account
+            // keeps it); the target changes between states (sql/0029).
+            let measurable = "01234".contains(id.lowercaseString.first!)
+            let target = measurable ? (g.chance(50) ? "5" : "2.5") : (g.chance(20) ? "3" : "1")
+            let counted = measurable || target != "1"
+            // Check-ins meeting the target: one of it, or two halves (whole times for a boolean habit).
+            let halves: [String] = switch target { case "5": ["2.5", "2.5"]; case "2.5": ["1.25", "1.25"]; case "3": ["1", "2"]; default: ["1"] }
             var periods: [WireJSON] = []
             var start = nowMicros - Int64(g.int(40...400)) * day - Int64(g.int(0...86_399_999_999))
             let count = g.int(0...3)
@@ -84,7 +93,23 @@ struct AccountTests {
             }
             let chosen = Set(onDays.filter { _ in g.chance(15) })
             for unixDay in chosen.sorted() {
-                if g.chance(80) { completions.append((id.lowercaseString, date(unixDay: unixDay))) } else { skips.append((id.lowercaseString, date(unixDay: unixDay))) }
+                let day = date(unixDay: unixDay), template = id.lowercaseString
+                func checkin(_ value: String) {
+                    checkins.append((g.uuid(), template, day, value, g.chance(50) ? String(format: "%02d:%02d", g.int(0...23), g.int(0...59)) : nil))
+                }
+                if g.chance(80) {
+                    completions.append((template, day))
+                    if counted {
+                        if g.chance(50) { checkin(target) } else { halves.forEach(checkin) }
+                    } else if g.chance(10) {
+                        checkin("1")
+                    }
+                } else if counted && g.chance(50) {
+                    checkin(halves[0])  // below the target: not done
+                } else {
+                    skips.append((template, day))
+                }
+                if g.chance(20) { notes.append((template, day, g.chance(50) ? "note \(g.int(1...99))" : "knee hurt,\nwalked instead ✓")) }
             }
             habits.append(.object([
                 .init("id", .uuid(id)),
@@ -92,6 +117,8 @@ struct AccountTests {
                 .init("icon", g.chance(50) ? "figure.run" : .null),
                 .init("color", g.chance(50) ? "#3366FF" : .null),
                 .init("sort_order", g.chance(50) ? .number(String(g.int(-5...50))) : .null),
+                .init("kind", measurable ? "measurable" : "boolean"), .init("unit", measurable ? "km" : .null),
+                .init("target", .string(target)), .init("target_type", "at_least"), .init("target_period", "day"),
                 .init("periods", .array(periods)),
             ]))
         }
@@ -122,6 +149,11 @@ struct AccountTests {
                     .init("completed_at", state == "completed" ? timestamp(unixMicros: nowMicros - Int64(g.int(1...1_000_000_000))) : .null),
                 ])
             })),
+            .init("checkins", .array(checkins.sorted { $0.id.lowercaseString < $1.id.lowercaseString }.map { c in
+                .object([.init("id", .uuid(c.id)), .init("template_id", .string(c.template)), .init("date", .string(c.date)),
+                         .init("value", .string(c.value)), .init("time", c.time.map { .string($0) } ?? .null)])
+            })),
+            .init("notes", .array(notes.map { .object([.init("template_id", .string($0.0)), .init("date", .string($0.1)), .init("note", .string($0.2))]) })),
         ])
     }
 
@@ -160,7 +192,7 @@ struct AccountTests {
             if page["has_more"] != true { break }
             cursor = page["cursor"]
         }
-        return .object(header + ["habits", "completions", "skips", "lists", "tasks"].map { .init($0, .array(arrays[$0] ?? [])) })
+        return .object(header + ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes"].map { .init($0, .array(arrays[$0] ?? [])) })
     }
 
     /// Validates each document against docs/account-format.schema.json with python3's
@@ -191,7 +223,7 @@ struct AccountTests {
     /// A checksum of every row of the user tables and the sync bookkeeping: "nothing written".
     static func checksum(_ admin: Connection) throws -> String {
         var parts: [String] = []
-        for table in ["public.profiles", "public.habit_templates", "public.habit_periods", "public.habit_completions", "public.habit_skips",
+        for table in ["public.profiles", "public.habit_templates", "public.habit_periods", "public.habit_completions", "public.habit_skips", "public.habit_checkins", "public.habit_day_notes",
                       "public.task_lists", "public.tasks", "habit.sync_clocks", "habit.sync_tombstones", "habit.user_row_counts"] {
             parts.append(try admin.queryOne("SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(unsafeSQL: table) t")
                 .decode(String.self, at: 0))
@@ -207,8 +239,9 @@ struct AccountTests {
     func roundTrips() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin
-            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, exports: [String] = []
-            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30, "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks)") }
+            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, checkins = 0, notes = 0, exports: [String] = []
+            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30 && checkins > 100 && notes > 40,
+                            "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks) \(checkins) \(notes)") }
             defer {
                 // Every export is valid against docs/account-format.schema.json.
                 #expect((try? Self.validateAgainstSchema(exports)) == "ok 60", "the exports do not match docs/account-format.schema.json")
@@ -224,6 +257,8 @@ struct AccountTests {
                 }
                 days += (original["completions"]?.arrayValue?.count ?? 0) + (original["skips"]?.arrayValue?.count ?? 0)
                 tasks += original["tasks"]?.arrayValue?.count ?? 0
+                checkins += original["checkins"]?.arrayValue?.count ?? 0
+                notes += original["notes"]?.arrayValue?.count ?? 0
                 let first = try worker.call("account.import", params(user, ["document": original, "mode": "merge"]))
                 #expect(first["counts"]?["habits"]?["inserted"]?.intValue == original["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
                 let limit = g.int(1...7)
@@ -240,7 +275,7 @@ struct AccountTests {
                 let before = try Self.checksum(admin)
                 let second = try worker.call("account.import", params(user, ["document": again, "mode": mode]))
                 #expect(try Self.checksum(admin) == before, "seed \(seed): \(second)")
-                for kind in ["profile", "habits", "completions", "skips", "lists", "tasks"] {
+                for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"] {
                     #expect(second["counts"]?[kind]?["inserted"] == 0 && second["counts"]?[kind]?["updated"] == 0
                             && second["counts"]?[kind]?["deleted"] == 0, "seed \(seed): \(second)")
                 }
@@ -275,6 +310,8 @@ struct AccountTests {
             .with("habits", try rows("habits") { try $0.with("id", newID("habit", $0["id"])) })
             .with("completions", try rows("completions") { try $0.with("template_id", newID("habit", $0["template_id"])) })
             .with("skips", try rows("skips") { try $0.with("template_id", newID("habit", $0["template_id"])) })
+            .with("checkins", try rows("checkins") { try $0.with("id", newID("checkin", $0["id"])).with("template_id", newID("habit", $0["template_id"])) })
+            .with("notes", try rows("notes") { try $0.with("template_id", newID("habit", $0["template_id"])) })
             .with("lists", try rows("lists") { try $0.with("id", newID("list", $0["id"])) })
             .with("tasks", try rows("tasks") { task in
                 let renamed = try task.with("id", newID("task", task["id"]))
@@ -293,7 +330,7 @@ struct AccountTests {
             }
         }
         var result = keyed(withoutServerSet(document).with("exported_at", .null))
-        for key in ["habits", "completions", "skips", "lists", "tasks"] {
+        for key in ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes"] {
             result = result.with(key, .array((result[key]?.arrayValue ?? []).sorted { $0.encoded < $1.encoded }))
         }
         return keyed(result)
@@ -507,7 +544,8 @@ struct AccountTests {
             let staged = try admin.queryOne("""
                 SELECT (SELECT count(*) FROM habit.import_habits) + (SELECT count(*) FROM habit.import_periods)
                      + (SELECT count(*) FROM habit.import_days) + (SELECT count(*) FROM habit.import_lists)
-                     + (SELECT count(*) FROM habit.import_tasks)
+                     + (SELECT count(*) FROM habit.import_tasks) + (SELECT count(*) FROM habit.import_checkins)
+                     + (SELECT count(*) FROM habit.import_notes)
                 """).decode(Int.self, at: 0)
             #expect(staged == 0)
             if CitusCluster.current == nil {
@@ -518,7 +556,7 @@ struct AccountTests {
                     ORDER BY 1
                     """).map { try $0.decode(String.self, at: 0) }
                 #expect(analyzed.contains("import_days.day"), "\(analyzed)")
-                #expect(analyzed.allSatisfy { !["name", "icon", "color", "periods", "schedule", "title", "notes", "state"].contains($0.split(separator: ".").last.map(String.init) ?? "") },
+                #expect(analyzed.allSatisfy { !["name", "icon", "color", "periods", "schedule", "title", "notes", "state", "note", "unit"].contains($0.split(separator: ".").last.map(String.init) ?? "") },
                         "\(analyzed)")
             }
 

@@ -129,3 +129,37 @@ COMMENT ON COLUMN habit.sync_tombstones.key IS
 -- habit.check_day (functions/history.sql) also answers the habit's target and whether its days
 -- are counted from check-ins: a new result type, so the old definition goes first.
 DROP FUNCTION IF EXISTS habit.check_day(uuid, uuid, date, text, boolean, uuid);
+
+-- account.import takes a habit's kind and target, check-ins and notes (the document's optional
+-- members, docs/protocol.md "Accounts"): staged like the rest (sql/0028).
+ALTER TABLE habit.import_habits ADD COLUMN kind text, ADD COLUMN unit text, ADD COLUMN target numeric,
+    ADD COLUMN target_type text, ADD COLUMN target_period text;
+COMMENT ON COLUMN habit.import_habits.kind IS 'document.habits[i].kind (NULL: boolean).';
+COMMENT ON COLUMN habit.import_habits.unit IS 'document.habits[i].unit.';
+COMMENT ON COLUMN habit.import_habits.target IS 'document.habits[i].target (NULL: 1).';
+COMMENT ON COLUMN habit.import_habits.target_type IS 'document.habits[i].target_type (NULL: at_least).';
+COMMENT ON COLUMN habit.import_habits.target_period IS 'document.habits[i].target_period (NULL: day).';
+CREATE UNLOGGED TABLE habit.import_checkins (
+    user_id uuid NOT NULL, i integer NOT NULL, id uuid, template_id uuid, day date, value numeric, at_time time,
+    PRIMARY KEY (user_id, i)
+);
+CREATE UNLOGGED TABLE habit.import_notes (
+    user_id uuid NOT NULL, i integer NOT NULL, template_id uuid, day date, note text,
+    PRIMARY KEY (user_id, i)
+);
+CREATE INDEX import_checkins_id_idx ON habit.import_checkins (user_id, id);
+CREATE INDEX import_notes_day_idx ON habit.import_notes (user_id, template_id, day);
+COMMENT ON TABLE habit.import_checkins IS 'account.import''s staged check-ins of the document, alive only inside the importing transaction (sql/0029).';
+COMMENT ON TABLE habit.import_notes IS 'account.import''s staged notes of the document, alive only inside the importing transaction (sql/0029).';
+COMMENT ON COLUMN habit.import_checkins.user_id IS 'The importing user (p_user).';
+COMMENT ON COLUMN habit.import_checkins.i IS 'The check-in''s index in document.checkins.';
+COMMENT ON COLUMN habit.import_checkins.id IS 'document.checkins[i].id.';
+COMMENT ON COLUMN habit.import_checkins.template_id IS 'document.checkins[i].template_id.';
+COMMENT ON COLUMN habit.import_checkins.day IS 'document.checkins[i].date.';
+COMMENT ON COLUMN habit.import_checkins.value IS 'document.checkins[i].value.';
+COMMENT ON COLUMN habit.import_checkins.at_time IS 'document.checkins[i].time.';
+COMMENT ON COLUMN habit.import_notes.user_id IS 'The importing user (p_user).';
+COMMENT ON COLUMN habit.import_notes.i IS 'The note''s index in document.notes.';
+COMMENT ON COLUMN habit.import_notes.template_id IS 'document.notes[i].template_id.';
+COMMENT ON COLUMN habit.import_notes.day IS 'document.notes[i].date.';
+COMMENT ON COLUMN habit.import_notes.note IS 'document.notes[i].note.';
