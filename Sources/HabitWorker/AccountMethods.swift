@@ -169,7 +169,8 @@ struct AccountImportAnswer: MethodResult {
                                         "Rows per kind: inserted, updated (a habit whose periods were rewritten counts as updated), deleted (replace), unchanged.")),
         ("warnings", JSONSchema.described(JSONSchema.array(of: JSONSchema.string()), "What a converted source could not carry over; empty for habit-account documents.")),
         ("loop", JSONSchema.described(JSONSchema.object([
-            ("counts", JSONSchema.object(["habits", "archived_habits", "completions", "skips", "numeric_habits_not_imported",
+            ("counts", JSONSchema.object(["habits", "archived_habits", "completions", "skips", "measurable_habits", "checkins", "notes",
+                                          "numeric_habits_not_imported",
                                           "checkmarks_without_row", "future_checkmarks_dropped", "archived_today_checkmarks_dropped"]
                 .map { ($0, JSONSchema.integer(0...Int.max)) })),
             ("numeric_habits_not_imported", JSONSchema.array(of: JSONSchema.string())),

@@ -9,7 +9,14 @@ public struct LoopImportReport: Sendable, Equatable {
     public var archivedHabits = 0
     public var completions = 0
     public var skips = 0
-    /// Names of the numeric habits, which are not imported (our habits are yes/no).
+    /// Numeric habits imported as measurable habits (at least a target a day, sql/0029).
+    public var measurableHabits = 0
+    /// Check-ins: one per day of a numeric habit with an amount above 0.
+    public var checkins = 0
+    /// Days with a note (the Notes column), of any imported habit.
+    public var notes = 0
+    /// Names of the numeric habits not imported: an at-most target, or a target per week or
+    /// month, which this version does not build yet.
     public var numericHabitsNotImported: [String] = []
     /// YES_AUTO, NO and UNKNOWN checkmarks: "not done" in our model is the absence of a row.
     public var checkmarksWithoutRow = 0
@@ -27,6 +34,9 @@ public struct LoopImportReport: Sendable, Equatable {
                 ("archived_habits", .int(archivedHabits)),
                 ("completions", .int(completions)),
                 ("skips", .int(skips)),
+                ("measurable_habits", .int(measurableHabits)),
+                ("checkins", .int(checkins)),
+                ("notes", .int(notes)),
                 ("numeric_habits_not_imported", .int(numericHabitsNotImported.count)),
                 ("checkmarks_without_row", .int(checkmarksWithoutRow)),
                 ("future_checkmarks_dropped", .int(futureCheckmarksDropped)),
@@ -56,13 +66,25 @@ extension LoopExport {
         var habitValues: [(id: String, value: JSONValue)] = []
         var completions: [(String, LoopDay)] = []
         var skips: [(String, LoopDay)] = []
+        var checkins: [(id: String, template: String, date: LoopDay, value: String)] = []
+        var notes: [(String, LoopDay, String)] = []
 
         for habit in habits {
             let label = Self.displayName(habit)
-            guard habit.type == .yesNo else {
-                report.numericHabitsNotImported.append(label)
-                report.warnings.append("\"\(label)\": numeric habit (unit \"\(habit.unit)\") not imported: our habits are yes/no")
-                continue
+            // A numeric habit: measurable when its target is at least an amount a day (Loop's
+            // frequency of a numeric habit is its target's period: 1/1 a day, 1/7 a week).
+            var target: Int64?  // thousandths
+            if habit.type == .numerical {
+                guard habit.targetType.isEmpty || habit.targetType == "AT_LEAST", habit.numerator == habit.denominator,
+                      let value = Self.thousandths(habit.targetValue), value > 0 else {
+                    report.numericHabitsNotImported.append(label)
+                    let why = habit.targetType == "AT_MOST" ? "an at-most target" : habit.numerator != habit.denominator
+                        ? "a target per \(habit.denominator) days" : "target \"\(habit.targetValue)\" is not a positive amount with at most 3 decimals"
+                    report.warnings.append("\"\(label)\": numeric habit (unit \"\(habit.unit)\") not imported: \(why) is not supported yet")
+                    continue
+                }
+                target = value
+                report.measurableHabits += 1
             }
             let id = NameBasedUUID.v5(namespace: NameBasedUUID.loopHabitNamespace,
                                       name: "\(user.uuidString.lowercased())\u{0}\(habit.position)\u{0}\(habit.name)")
@@ -78,7 +100,8 @@ extension LoopExport {
                 report.warnings.append("\"\(name)\": colour \"\(habit.color)\" is not #RRGGBB; imported without a colour")
             }
 
-            let (schedule, scheduleWarning) = Self.schedule(numerator: habit.numerator, denominator: habit.denominator)
+            let (schedule, scheduleWarning) = target != nil ? (.object(JSONObject([("type", .string("daily"))])), nil)
+                : Self.schedule(numerator: habit.numerator, denominator: habit.denominator)
             if let scheduleWarning { report.warnings.append("\"\(name)\": \(scheduleWarning)") }
             if habit.checkmarks == nil {
                 report.warnings.append("\"\(name)\": no Checkmarks.csv in the export (not selected when exporting); imported without history")
@@ -97,8 +120,23 @@ extension LoopExport {
                 end = max(start.adding(days: 1), min((known.max() ?? start).adding(days: 1), today))
                 report.archivedHabits += 1
             }
-            var futureDropped = 0, archivedDropped = 0
+            var futureDropped = 0, archivedDropped = 0, notesCut = 0
             for checkmark in checkmarks {
+                let kept = checkmark.date <= today && (end.map { checkmark.date < $0 } ?? true)
+                if kept, let note = Self.note(checkmark.note, cut: &notesCut) { notes.append((id, checkmark.date, note)) }
+                if let target, let amount = checkmark.thousandths {
+                    guard amount > 0 else { continue }
+                    if checkmark.date > today { futureDropped += 1; continue }
+                    if let end, checkmark.date >= end { archivedDropped += 1; continue }
+                    // Loop's thousandths are exact decimals of three places; above our largest
+                    // value, the day is full (the target met).
+                    let value = min(amount, Self.maximumThousandths)
+                    let checkinID = NameBasedUUID.v5(namespace: NameBasedUUID.loopHabitNamespace,
+                                                     name: "\(id)\u{0}checkin\u{0}\(checkmark.date)").uuidString.lowercased()
+                    checkins.append((checkinID, id, checkmark.date, Self.decimalText(value)))
+                    if value >= target { completions.append((id, checkmark.date)) }
+                    continue
+                }
                 switch checkmark.value {
                 case .yesManual?, .skip?:
                     if checkmark.date > today { futureDropped += 1; continue }
@@ -112,6 +150,9 @@ extension LoopExport {
                 report.futureCheckmarksDropped += futureDropped
                 report.warnings.append("\"\(name)\": \(futureDropped) checkmark(s) after today (\(today)) not imported")
             }
+            if notesCut > 0 {
+                report.warnings.append("\"\(name)\": \(notesCut) note(s) longer than \(Self.maximumNoteLength) characters cut")
+            }
             if archivedDropped > 0 {
                 report.archivedTodayCheckmarksDropped += archivedDropped
                 report.warnings.append("\"\(name)\": archived; \(archivedDropped) checkmark(s) of today not imported (the habit is inactive from today)")
@@ -123,7 +164,7 @@ extension LoopExport {
                 ("ended_at", end.map { .string($0.startRFC3339(in: zone)) } ?? .null),
                 ("schedule", schedule),
             ]))
-            habitValues.append((id, .object(JSONObject([
+            var members: [(String, JSONValue)] = [
                 ("id", .string(id)),
                 ("name", .string(name)),
                 ("icon", .null),
@@ -131,11 +172,20 @@ extension LoopExport {
                 ("sort_order", .int(habit.position)),
                 ("created_at", .null),
                 ("updated_at", .null),
-                ("periods", .array([period])),
-            ]))))
+            ]
+            if let target {
+                let unit = Self.clean(habit.unit)
+                members += [("kind", .string("measurable")),
+                            ("unit", unit.isEmpty ? .null : .string(String(String.UnicodeScalarView(unit.unicodeScalars.prefix(30))))),
+                            ("target", .string(Self.decimalText(target))), ("target_type", .string("at_least")), ("target_period", .string("day"))]
+            }
+            members.append(("periods", .array([period])))
+            habitValues.append((id, .object(JSONObject(members))))
         }
         report.completions = completions.count
         report.skips = skips.count
+        report.checkins = checkins.count
+        report.notes = notes.count
 
         func rows(_ list: [(String, LoopDay)]) -> JSONValue {
             .array(list.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map {
@@ -152,8 +202,54 @@ extension LoopExport {
             ("skips", rows(skips)),
             ("lists", .array([])),
             ("tasks", .array([])),
+            ("checkins", .array(checkins.sorted { $0.id < $1.id }.map {
+                .object(JSONObject([("id", .string($0.id)), ("template_id", .string($0.template)), ("date", .string($0.date.description)),
+                                    ("value", .string($0.value))]))
+            })),
+            ("notes", .array(notes.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map {
+                .object(JSONObject([("template_id", .string($0.0)), ("date", .string($0.1.description)), ("note", .string($0.2))]))
+            })),
         ]))
         return (document, report)
+    }
+
+    /// Our notes' most characters (habit_day_notes_note_check).
+    static let maximumNoteLength = 1000
+
+    /// A Loop note as ours: bidirectional control characters (our CHECK refuses them) and NUL
+    /// dropped, at most 1000 characters (`cut` counts the ones cut); nil when nothing is left.
+    static func note(_ text: String, cut: inout Int) -> String? {
+        let bidi: Set<UInt32> = [0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0]
+        var scalars = String.UnicodeScalarView(text.unicodeScalars.filter { !bidi.contains($0.value) })
+        guard !scalars.isEmpty else { return nil }
+        if scalars.count > maximumNoteLength {
+            scalars = String.UnicodeScalarView(scalars.prefix(maximumNoteLength))
+            cut += 1
+        }
+        return String(scalars)
+    }
+
+    /// Our largest value, 999999999.999, in thousandths (habit_checkins_value_check).
+    static let maximumThousandths: Int64 = 999_999_999_999
+
+    /// Loop's Target Value (a Kotlin Double's text: "5.0", "9500.0", "2.5", "1.0E7") in
+    /// thousandths, exact; nil when it is not a decimal of at most 3 places within our range.
+    static func thousandths(_ text: String) -> Int64? {
+        guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), value >= 0 else { return nil }
+        var scaled = value * 1000, rounded = Decimal()
+        NSDecimalRound(&rounded, &scaled, 0, .plain)
+        guard rounded == scaled, rounded <= Decimal(maximumThousandths) else { return nil }
+        return NSDecimalNumber(decimal: rounded).int64Value
+    }
+
+    /// Thousandths as a decimal string of the account format: "9500", "2.5", "0.125".
+    static func decimalText(_ thousandths: Int64) -> String {
+        let whole = thousandths / 1000, part = thousandths % 1000
+        guard part != 0 else { return String(whole) }
+        var fraction = String(part)
+        fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(whole).\(fraction)"
     }
 
     /// Loop's frequency is "numerator times in denominator days". Exact: 1/1 (and n/n) daily,

@@ -25,8 +25,14 @@ public struct LoopExport: Sendable, Equatable {
 
     public struct Checkmark: Sendable, Equatable {
         public var date: LoopDay
-        /// nil for a numeric habit's amount (not imported, so not interpreted).
+        /// A yes/no habit's entry; a numeric habit's SKIP (3, or −3 before Loop 2.1) and
+        /// UNKNOWN (−1 and other negatives); nil for a numeric habit's amount.
         public var value: CheckmarkValue?
+        /// A numeric habit's amount in thousandths, as Loop stores and exports it (9500000 is
+        /// 9,500): nil for yes/no habits, skips and unknown days.
+        public var thousandths: Int64? = nil
+        /// The Notes column (Loop 2.1+), "" when none.
+        public var note: String = ""
     }
 
     public struct Habit: Sendable, Equatable {
@@ -38,6 +44,10 @@ public struct LoopExport: Sendable, Equatable {
         public var denominator: Int
         public var color: String
         public var unit: String
+        /// A numeric habit's Target Type (AT_LEAST or AT_MOST) and Target Value as Loop writes
+        /// it (a Kotlin Double: "5.0", "9500.0", "1.0E7"); "" for yes/no habits.
+        public var targetType: String = ""
+        public var targetValue: String = ""
         public var archived: Bool
         /// nil when the export has no folder for the habit (Loop exports the folders of the
         /// habits selected in its UI, Habits.csv lists them all).
@@ -134,6 +144,7 @@ public struct LoopExport: Sendable, Equatable {
         let denominator = try required("FrequencyDenominator", "Interval")
         let color = try required("Color")
         let type = column("Type"), unit = column("Unit"), archived = column("Archived?")
+        let targetType = column("Target Type"), targetValue = column("Target Value")
 
         guard rows.count - 1 <= maximumHabits else {
             throw LoopImportError(.tooManyHabits, "\(rows.count - 1) habits; at most \(maximumHabits)", file: file)
@@ -174,6 +185,7 @@ public struct LoopExport: Sendable, Equatable {
             }
             habits.append(Habit(position: number, name: f[name], question: f[question], type: habitType,
                                 numerator: n, denominator: m, color: f[color], unit: unit.map { f[$0] } ?? "",
+                                targetType: targetType.map { f[$0] } ?? "", targetValue: targetValue.map { f[$0] } ?? "",
                                 archived: isArchived, checkmarks: nil, line: row.line))
         }
         return habits.sorted { $0.position < $1.position }
@@ -198,7 +210,19 @@ public struct LoopExport: Sendable, Equatable {
                 throw LoopImportError(.duplicateDate, "\(date) appears twice", file: file, line: row.line, column: row.columns[0])
             }
             var value: CheckmarkValue?
-            if !numeric {
+            var thousandths: Int64?
+            if numeric {
+                // Loop writes a numeric entry's Int: the amount × 1000, or its special values.
+                guard let number = Int64(row.fields[1]) else {
+                    throw LoopImportError(.invalidCheckmarkValue, "\"\(row.fields[1])\" is not a numeric habit's value (thousandths)",
+                                          file: file, line: row.line, column: row.columns[1])
+                }
+                switch number {
+                case 3, -3: value = .skip
+                case ..<0: value = .unknown
+                default: thousandths = number
+                }
+            } else {
                 let text = row.fields[1]
                 value = CheckmarkValue(rawValue: text) ?? {
                     switch text {
@@ -216,7 +240,7 @@ public struct LoopExport: Sendable, Equatable {
                                           file: file, line: row.line, column: row.columns[1])
                 }
             }
-            result.append(Checkmark(date: date, value: value))
+            result.append(Checkmark(date: date, value: value, thousandths: thousandths, note: row.fields.count > 2 ? row.fields[2] : ""))
         }
         return result
     }

@@ -20,9 +20,10 @@ struct LoopImportMethodTests {
                 001,"Read, then ""write""",YES_NO,,,1,1,#1976D2,,,,false
                 002,Weight,NUMERICAL,How much?,,1,1,#D32F2F,kg,AT_LEAST,70,false
                 003,Gym,YES_NO,Did you go?,,3,7,#388E3C,,,,false
+                004,Coffee,NUMERICAL,,,1,1,#D32F2F,cups,AT_MOST,2.0,false
 
                 """#),
-            "001 Read then write/Checkmarks.csv": .string("Date,Value,Notes\n\(day(0)),YES_MANUAL,\n\(day(1)),SKIP,\n\(day(2)),NO,\n\(day(3)),YES_MANUAL,\n"),
+            "001 Read then write/Checkmarks.csv": .string("Date,Value,Notes\n\(day(0)),YES_MANUAL,two chapters\n\(day(1)),SKIP,\n\(day(2)),NO,\n\(day(3)),YES_MANUAL,\n"),
             "002 Weight/Checkmarks.csv": .string("Date,Value,Notes\n\(day(0)),71000,\n"),
             "003 Gym/Checkmarks.csv": .string("Date,Value,Notes\n\(day(1)),YES_AUTO,\n\(day(2)),YES_MANUAL,\n"),
         ]
@@ -36,11 +37,19 @@ struct LoopImportMethodTests {
             let today = try session.today(in: "Pacific/Auckland")
             let request = params(user, ["source": "loop", "mode": "merge", "files": .object(Self.files(today: today).sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })])
             let first = try session.worker.call("account.import", request)
-            #expect(first["counts"]?["habits"]?["inserted"] == 2)
-            #expect(first["counts"]?["completions"]?["inserted"] == 3)
+            // Weight (at least 70 kg a day) is measurable: today's 71,000 thousandths are a check-in
+            // of 71, which meets the target; Coffee (at most) is not built yet: named, not imported.
+            #expect(first["counts"]?["habits"]?["inserted"] == 3)
+            #expect(first["counts"]?["completions"]?["inserted"] == 3, "the fourth, Weight's, came with its check-in: \(first)")
+            #expect(first["counts"]?["checkins"]?["inserted"] == 1 && first["counts"]?["notes"]?["inserted"] == 1, "\(first)")
             #expect(first["counts"]?["skips"]?["inserted"] == 1)
-            #expect(first["loop"]?["numeric_habits_not_imported"] == ["Weight"])
-            #expect(first["warnings"]?.arrayValue?.contains { $0.stringValue?.contains("Weight") == true } == true)
+            #expect(first["loop"]?["numeric_habits_not_imported"] == ["Coffee"])
+            #expect(first["warnings"]?.arrayValue?.contains { $0.stringValue?.contains("Coffee") == true } == true)
+            let weight = try session.admin.queryOne("""
+                SELECT h.kind || ' ' || h.unit || ' ' || h.target || ' ' || (SELECT string_agg(value::text, ',') FROM habit_checkins c WHERE c.template_id = h.id)
+                FROM habit_templates h WHERE h.user_id = \(user) AND h.name = 'Weight'
+                """).decode(String.self, at: 0)
+            #expect(weight == "measurable kg 70 71", "\(weight)")
 
             let rows = try session.admin.query("""
                 SELECT h.name, h.schedule::text, h.color,
@@ -51,11 +60,12 @@ struct LoopImportMethodTests {
             let day = { (back: Int) in today.adding(days: -back).description }
             #expect(rows == [
                 [#"Read, then "write""#, #"{"type": "daily"}"#, "#1976D2", "\(day(3)),\(day(0))", day(1)],
+                ["Weight", #"{"type": "daily"}"#, "#D32F2F", day(0), "-"],
                 ["Gym", #"{"type": "times_per_week", "times": 3}"#, "#388E3C", day(2), "-"],
             ])
 
             let again = try session.worker.call("account.import", request)
-            for kind in ["habits", "completions", "skips"] {
+            for kind in ["habits", "completions", "skips", "checkins", "notes"] {
                 #expect(again["counts"]?[kind]?["inserted"] == 0 && again["counts"]?[kind]?["updated"] == 0, "\(kind): \(again)")
             }
         }

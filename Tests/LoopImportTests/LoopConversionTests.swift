@@ -31,6 +31,7 @@ struct LoopConversionTests {
             ("2026-11-20", .yesManual, ""), ("2026-11-23", .yesManual, ""),
         ]),
         .init(name: "Not selected", paletteIndex: 5, selected: false),
+        .init(name: "Coffee", numerical: true, paletteIndex: 2, unit: "cups", targetValue: 2, targetType: "AT_MOST", amounts: [("2026-11-22", 3000)]),
     ])
 
     static func id(_ position: Int, _ name: String, user: UUID = user) -> String {
@@ -42,6 +43,8 @@ struct LoopConversionTests {
         var position: Int, loopName: String, name: String, color: String
         var startedAt: String, endedAt: String?, schedule: String
         var completions: [String], skips: [String]
+        /// A numeric habit imported as measurable: its unit and target (sql/0029).
+        var measure: (unit: String, target: String)? = nil
     }
 
     static let expected: [ExpectedHabit] = [
@@ -58,6 +61,10 @@ struct LoopConversionTests {
               startedAt: "2026-11-21T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
               completions: ["2026-11-22"], skips: []),
         // Summer time in Paris: UTC+2.
+        // Numeric, at least 8 glasses a day: a measurable habit; its 8,000 thousandths are 8.
+        .init(position: 5, loopName: "Water", name: "Water", color: "#039BE5",
+              startedAt: "2026-11-21T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
+              completions: ["2026-11-22"], skips: [], measure: ("glasses", "8")),
         .init(position: 6, loopName: "Old habit", name: "Old habit", color: "#5D4037",
               startedAt: "2026-06-29T22:00:00Z", endedAt: "2026-07-02T22:00:00Z", schedule: #"{"type":"daily"}"#,
               completions: ["2026-06-30", "2026-07-02"], skips: []),
@@ -74,7 +81,7 @@ struct LoopConversionTests {
         let export = try LoopExport.read(zip: Self.fixture.zip())
         let (document, report) = try export.accountDocument(user: Self.user, timeZone: "Europe/Paris", today: Self.today)
         let root = try #require(document.objectValue)
-        #expect(root.keys == ["format", "version", "exported_at", "profile", "habits", "completions", "skips", "lists", "tasks"])
+        #expect(root.keys == ["format", "version", "exported_at", "profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"])
         #expect(root["format"] == .string("habit-account"))
         #expect(root["version"] == .int(1))
         #expect(root["exported_at"] == .null)
@@ -90,7 +97,14 @@ struct LoopConversionTests {
         for want in Self.expected {
             let id = Self.id(want.position, want.loopName)
             let habit = try #require(habits.first { $0["id"]?.stringValue == id }, "habit \(want.name)")
-            #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at", "periods"])
+            if let measure = want.measure {
+                #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at",
+                                       "kind", "unit", "target", "target_type", "target_period", "periods"])
+                #expect(habit["kind"] == .string("measurable") && habit["unit"] == .string(measure.unit) && habit["target"] == .string(measure.target)
+                        && habit["target_type"] == .string("at_least") && habit["target_period"] == .string("day"))
+            } else {
+                #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at", "periods"])
+            }
             #expect(habit["name"] == .string(want.name))
             #expect(habit["icon"] == .null)
             #expect(habit["color"] == .string(want.color))
@@ -118,18 +132,29 @@ struct LoopConversionTests {
         #expect(try rows("completions") == sortedCompletions)
         #expect(try rows("skips") == sortedSkips)
 
-        #expect(report.habits == 7)
+        // The numeric habit's day as a check-in of its amount; the notes of the imported days.
+        let water = Self.id(5, "Water"), run = Self.id(1, "Morning run, 5 km")
+        let checkins = try #require(root["checkins"]?.arrayValue).compactMap(\.objectValue)
+        #expect(checkins.count == 1 && checkins.first?["template_id"] == .string(water) && checkins.first?["date"] == .string("2026-11-22")
+                && checkins.first?["value"] == .string("8") && checkins.first?.keys == ["id", "template_id", "date", "value"], "\(checkins)")
+        let notes = try #require(root["notes"]?.arrayValue).compactMap(\.objectValue).map {
+            "\($0["template_id"]!.stringValue!) \($0["date"]!.stringValue!) \($0["note"]!.stringValue!)"
+        }
+        #expect(notes == ["\(run) 2026-11-18 felt good, \"fast\"\nand long", "\(run) 2026-11-21 rain"], "\(notes)")
+
+        #expect(report.habits == 8)
         #expect(report.archivedHabits == 2)
-        #expect(report.completions == 10)
+        #expect(report.completions == 11)
         #expect(report.skips == 2)
-        #expect(report.numericHabitsNotImported == ["Water"])
+        #expect(report.measurableHabits == 1 && report.checkins == 1 && report.notes == 2)
+        #expect(report.numericHabitsNotImported == ["Coffee"])
         #expect(report.checkmarksWithoutRow == 4)
         #expect(report.futureCheckmarksDropped == 1)
         #expect(report.archivedTodayCheckmarksDropped == 1)
         let warnings = report.warnings.joined(separator: "\n")
         for fragment in ["\"Méditation 瞑想\": frequency 2 times in 3 days imported as 5 times per week",
                          "\"Did you floss?\": no name in Loop; its question is the name",
-                         "\"Water\": numeric habit (unit \"glasses\") not imported",
+                         "\"Coffee\": numeric habit (unit \"cups\") not imported: an at-most target is not supported yet",
                          "\"Morning run, 5 km\": 1 checkmark(s) after today (2026-11-23) not imported",
                          "\"Archived today\": frequency once in 14 days imported as every 14 days",
                          "\"Archived today\": archived; 1 checkmark(s) of today not imported",
@@ -137,7 +162,7 @@ struct LoopConversionTests {
             #expect(warnings.contains(fragment), "missing warning: \(fragment)\nin:\n\(warnings)")
         }
         #expect(report.warnings.count == 7)
-        #expect(report.json.jsonString.hasPrefix(#"{"counts":{"habits":7,"archived_habits":2,"completions":10,"skips":2,"numeric_habits_not_imported":1,"#))
+        #expect(report.json.jsonString.hasPrefix(#"{"counts":{"habits":8,"archived_habits":2,"completions":11,"skips":2,"measurable_habits":1,"checkins":1,"notes":2,"numeric_habits_not_imported":1,"#))
     }
 
     @Test("the zip and the files-by-name form give the same document; the fixture's folders are Loop's")
@@ -148,7 +173,8 @@ struct LoopConversionTests {
                           "003 Mditation/Scores.csv", "003 Mditation/Checkmarks.csv",
                           "004/Scores.csv", "004/Checkmarks.csv", "005 Water/Scores.csv", "005 Water/Checkmarks.csv",
                           "006 Old habit/Scores.csv", "006 Old habit/Checkmarks.csv",
-                          "007 Archived today/Scores.csv", "007 Archived today/Checkmarks.csv", "Scores.csv", "Checkmarks.csv"])
+                          "007 Archived today/Scores.csv", "007 Archived today/Checkmarks.csv",
+                          "009 Coffee/Scores.csv", "009 Coffee/Checkmarks.csv", "Scores.csv", "Checkmarks.csv"])
         let fromZip = try LoopExport.read(zip: Self.fixture.zip())
         let fromFiles = try LoopExport(files: Dictionary(uniqueKeysWithValues: Self.fixture.files().map { ($0.name, $0.text) }))
         #expect(fromZip == fromFiles)

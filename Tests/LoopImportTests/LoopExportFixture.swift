@@ -35,6 +35,7 @@ struct LoopExportFixture {
         var paletteIndex = 7
         var unit = ""
         var targetValue = 0.0
+        var targetType = "AT_LEAST"
         var archived = false
         /// Written as a folder (Loop's "selected habits").
         var selected = true
@@ -75,7 +76,7 @@ struct LoopExportFixture {
                 position < 10 ? "00\(position)" : position < 100 ? "0\(position)" : "\(position)",
                 habit.name, habit.numerical ? "NUMERICAL" : "YES_NO", habit.question, habit.description,
                 String(habit.numerator), String(habit.denominator), Self.palette[habit.paletteIndex],
-                habit.numerical ? habit.unit : "", habit.numerical ? "AT_LEAST" : "",
+                habit.numerical ? habit.unit : "", habit.numerical ? habit.targetType : "",
                 habit.numerical ? String(habit.targetValue) : "", String(habit.archived),
             ])
         }
