@@ -36,8 +36,14 @@ public struct DecimalValue: Hashable, Sendable, CustomStringConvertible, Compara
     public static let one = DecimalValue(normalizing: "1")!
 
     /// nil unless `text` is digits with an optional point and at most 3 fraction digits, and at
-    /// most `maximum` (signs, exponents and white space are not decimals here).
+    /// most `maximum` (signs, exponents and white space are not decimals here): an input value.
     public init?(normalizing text: String) {
+        self.init(normalizing: text, integerDigits: 9)
+    }
+
+    /// As `init(normalizing:)` with up to `integerDigits` integer digits: a day's total may pass
+    /// `maximum` (100 check-ins of it), and is answered exactly all the same.
+    init?(normalizing text: String, integerDigits: Int) {
         let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let integer = parts[0], fraction = parts.count > 1 ? parts[1] : ""
         guard !integer.isEmpty, integer.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
@@ -46,11 +52,11 @@ public struct DecimalValue: Hashable, Sendable, CustomStringConvertible, Compara
         if whole.isEmpty { whole = "0" }
         var part = String(fraction)
         while part.hasSuffix("0") { part.removeLast() }
-        guard whole.count <= 9, part.count <= 3 else { return nil }
+        guard whole.count <= integerDigits, part.count <= 3 else { return nil }
         self.text = part.isEmpty ? whole : whole + "." + part
     }
 
-    /// The value in thousandths (exact: at most 999,999,999,999).
+    /// The value in thousandths (exact: up to 15 integer digits fit an Int64).
     public var thousandths: Int64 {
         let parts = text.split(separator: ".", maxSplits: 1)
         let fraction = parts.count > 1 ? String(parts[1]) + String(repeating: "0", count: 3 - parts[1].count) : "000"
@@ -60,7 +66,7 @@ public struct DecimalValue: Hashable, Sendable, CustomStringConvertible, Compara
     public init(thousandths: Int64) {
         let whole = thousandths / 1000, part = thousandths % 1000
         let fraction = String(part).count < 3 ? String(repeating: "0", count: 3 - String(part).count) + String(part) : String(part)
-        self.init(normalizing: part == 0 ? String(whole) : "\(whole).\(fraction)")!
+        self.init(normalizing: part == 0 ? String(whole) : "\(whole).\(fraction)", integerDigits: 15)!
     }
 
     public var isWhole: Bool { !text.contains(".") }
@@ -69,7 +75,7 @@ public struct DecimalValue: Hashable, Sendable, CustomStringConvertible, Compara
 
     /// A numeric the database sent (trailing zeros of its scale dropped).
     init(_ numeric: PostgresNumeric) throws {
-        guard let value = DecimalValue(normalizing: numeric.text) else {
+        guard let value = DecimalValue(normalizing: numeric.text, integerDigits: 15) else {
             throw PostgresError(kind: .decoding, message: "numeric \(numeric.text) is not a decimal of this service")
         }
         self = value

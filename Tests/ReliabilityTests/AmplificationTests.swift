@@ -290,6 +290,27 @@ import Testing
                 try measure("skips.set_range", "366 days to today, every habit, cleared", p(["from": .string(yearAgo), "to": .string(today), "skipped": false]))
                 try measure("skips.set_range", "the next 366 days, every habit", p(["from": .string(tomorrow), "to": .string(nextYear), "skipped": true]))
 
+                // Measurable habits, check-ins and notes (sql/0029): a measurable habit of three
+                // years; today already holds 99 check-ins (the most a day takes is 100), the add
+                // is the 100th and meets the target (a completion, its streak runs); the longest
+                // note in four-byte characters on the oldest day.
+                let measurableHabit = UUID()
+                try call("habits.create", p(["id": .uuid(measurableHabit), "name": "Run", "kind": "measurable", "unit": "km", "target": "5",
+                                             "activated_at": .string(firstDay + "T00:00:00Z")]))
+                try db.execute("""
+                    INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value, at_time, client_id)
+                    SELECT \(user), \(measurableHabit), \(today)::date, 0.001, '12:00', repeat('c', 96) || lpad(n::text, 4, '0') FROM generate_series(1, 99) n
+                    """)
+                let added = try measure("checkins.add", "the 100th of a day, meeting the target, longest client id",
+                                        p(["template_id": .uuid(measurableHabit), "date": .string(today), "value": "999999999.999",
+                                           "time": "23:59:59", "client_id": .string(String(repeating: "k", count: 100))]))
+                try measure("checkins.list", "a day of 100 check-ins", p(["template_id": .uuid(measurableHabit), "date": .string(today)]))
+                try measure("checkins.remove", "the one that met the target", p(["checkin_id": try #require(added["id"])]))
+                try measure("completions.set", "a value on the first day of three years", p(["template_id": .uuid(measurableHabit), "date": .string(firstDay), "value": "999999999.999"]))
+                try measure("notes.set", "longest note, first day of three years", p(["template_id": .uuid(measurableHabit), "date": .string(firstDay),
+                                                                                       "note": .string(String(repeating: "𝔸", count: 1000))]))
+                try measure("notes.set", "cleared", p(["template_id": .uuid(measurableHabit), "date": .string(firstDay), "note": .null]))
+
                 try measure("lists.create", "longest name", p(["name": name100]))
                 try measure("lists.update", "longest name", p(["id": .uuid(lists[1]), "name": name100]))
                 try measure("lists.list", "limit 1000", p(["limit": 1000]))

@@ -46,25 +46,36 @@ COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
     'Keeps a day''s habit_completions row to its check-ins: added when their sum meets the target (p_added), removed when it falls below (not p_added). Called by trigger habit_checkins_after.';
 
 -- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
--- check-ins counts the target), how many check-ins, and its state.
+-- check-ins counts the target), how many check-ins, and its state. PL/pgSQL for its cached
+-- plans: as a SQL function with a SET clause (not inlined) it was planned on every call, 0.9 ms.
+-- All NULL when the habit is not p_user's.
 CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day date,
                                            OUT value numeric, OUT checkins integer, OUT state text)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    SELECT CASE WHEN i.n = 0 AND c.done THEN t.target ELSE i.total END, i.n::integer,
-           CASE WHEN c.done THEN 'done' WHEN s.skipped THEN 'skipped' ELSE 'none' END
-    FROM public.habit_templates t
-    CROSS JOIN LATERAL (SELECT coalesce(sum(x.value), 0) AS total, count(*) AS n FROM public.habit_checkins x
-                        WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = p_day) i
-    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM public.habit_completions y
-                                       WHERE y.user_id = p_user AND y.template_id = p_template AND y.completed_date = p_day) AS done) c
-    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM public.habit_skips y
-                                       WHERE y.user_id = p_user AND y.template_id = p_template AND y.skipped_date = p_day) AS skipped) s
-    WHERE t.id = p_template AND t.user_id = p_user
+    DECLARE
+        v_target numeric;
+        v_total numeric;
+        v_done boolean;
+    BEGIN
+        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        SELECT coalesce(sum(x.value), 0), count(*) INTO v_total, checkins FROM public.habit_checkins x
+        WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = p_day;
+        v_done := EXISTS (SELECT 1 FROM public.habit_completions y
+                          WHERE y.user_id = p_user AND y.template_id = p_template AND y.completed_date = p_day);
+        value := CASE WHEN checkins = 0 AND v_done THEN v_target ELSE v_total END;
+        state := CASE WHEN v_done THEN 'done'
+                      WHEN EXISTS (SELECT 1 FROM public.habit_skips y
+                                   WHERE y.user_id = p_user AND y.template_id = p_template AND y.skipped_date = p_day) THEN 'skipped'
+                      ELSE 'none' END;
+    END
     $fn$;
 COMMENT ON FUNCTION habit.day_value(uuid, uuid, date) IS
-    'A habit''s day: value (the check-ins'' sum; the target for a completion without check-ins), the number of check-ins, and state (done, skipped or none).';
+    'A habit''s day: value (the check-ins'' sum; the target for a completion without check-ins), the number of check-ins, and state (done, skipped or none); all NULL when the habit is not the user''s.';
 
 -- checkins.add: a check-in of p_value on p_day, replacing a skip of that day (checking in means
 -- it was done, as completions.set "done" replaces a skip). With p_client_id, a retried add finds
