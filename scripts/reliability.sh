@@ -11,6 +11,7 @@
 #   scripts/reliability.sh timeouts              50 statement timeouts (500 ms) + a 20,000-request soak
 #   scripts/reliability.sh lifecycle [CYCLES]    spawn/EOF and spawn/SIGTERM cycles under load (default 100 each)
 #   scripts/reliability.sh history [ROUNDS]     habit.habit_days_at against the Swift model, random histories (default 10000)
+#   scripts/reliability.sh checkins [ROUNDS]    a day's check-ins, completion and skip under every writer against the model (default 1000 cases of 40 steps, each kind of habit)
 #   scripts/reliability.sh streaks [ROUNDS]     habit_stats/current_streaks/stats_calendar against the streak model (default 5000),
 #                                               and habits.stats/stats.calendar through the worker (ROUNDS / 10)
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
@@ -102,6 +103,7 @@ lifecycle() {
 }
 
 history() { run history HabitStoreTests.HistoryPropertyTests HABIT_PROPERTY_ROUNDS="${1:-10000}"; }
+checkins() { run checkins HabitStoreTests.CheckinPropertyTests HABIT_CHECKIN_ROUNDS="${1:-1000}"; }
 streaks() {
     local rounds=${1:-5000}
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
@@ -125,6 +127,7 @@ incremental() {
 case "$command" in
     blackbox) blackbox "$@" ;;
     history) history "$@" ;;
+    checkins) checkins "$@" ;;
     streaks) streaks "$@" ;;
     sync) sync "$@" ;;
     incremental) incremental "$@" ;;
@@ -138,7 +141,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; streaks; sync; incremental; amplification; failover; patroni
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; checkins; streaks; sync; incremental; amplification; failover; patroni
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

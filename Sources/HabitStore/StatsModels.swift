@@ -55,9 +55,14 @@ public struct HabitStats: Sendable, Equatable {
     /// Completions dated on or before the reference date (any day).
     public var totalDone: Int
     public var lastDone: CalendarDate?
+    /// A habit counted from check-ins (measurable, or a target other than 1): its days' values
+    /// summed; nil for the others.
+    public var values: ValueTotals?
 
     public init(id: UUID, unit: StatsUnit, currentStreak: CurrentStreak, longestStreak: LongestStreak,
-                rate7: Double?, rate30: Double?, rate365: Double?, rateAll: Double?, totalDone: Int, lastDone: CalendarDate?) {
+                rate7: Double?, rate30: Double?, rate365: Double?, rateAll: Double?, totalDone: Int, lastDone: CalendarDate?,
+                values: ValueTotals? = nil) {
+        self.values = values
         self.id = id
         self.unit = unit
         self.currentStreak = currentStreak
@@ -69,6 +74,15 @@ public struct HabitStats: Sendable, Equatable {
         self.totalDone = totalDone
         self.lastDone = lastDone
     }
+}
+
+/// A counted habit's values summed (each day: its check-ins' sum, or the target when done
+/// without check-ins): over the days on or before the reference date R, and the 7 and 30 days
+/// ending at R.
+public struct ValueTotals: Sendable, Equatable {
+    public var total: DecimalValue
+    public var last7: DecimalValue
+    public var last30: DecimalValue
 }
 
 /// `habits.stats`: the reference date and the stats of one habit or of every habit on it.

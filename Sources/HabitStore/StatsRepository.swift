@@ -26,8 +26,26 @@ extension HabitRepository {
             )
             SELECT r.day, s.template_id, s.unit, s.current_length, s.current_start,
                    s.longest_length, s.longest_start, s.longest_end,
-                   s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done
+                   s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done,
+                   v.value_total, v.value_7, v.value_30
             FROM r LEFT JOIN LATERAL habit.habit_stats(\(user), \(template)::uuid, r.day) WITH ORDINALITY s ON true
+            -- A habit counted from check-ins (sql/0029): its days' values, each the check-ins'
+            -- sum or, done without check-ins (a toggle), the target; on or before R, and over the
+            -- 7 and 30 days ending at R. Grows with the habit's check-ins and completions.
+            LEFT JOIN public.habit_templates t ON t.id = s.template_id AND t.user_id = \(user) AND (t.kind = 'measurable' OR t.target <> 1)
+            LEFT JOIN LATERAL (
+                SELECT coalesce(sum(d.value), 0) AS value_total,
+                       coalesce(sum(d.value) FILTER (WHERE d.day > r.day - 7), 0) AS value_7,
+                       coalesce(sum(d.value) FILTER (WHERE d.day > r.day - 30), 0) AS value_30
+                FROM (SELECT x.checkin_date AS day, x.value FROM public.habit_checkins x
+                      WHERE x.user_id = \(user) AND x.template_id = t.id AND x.checkin_date <= r.day
+                      UNION ALL
+                      SELECT c.completed_date, t.target FROM public.habit_completions c
+                      WHERE c.user_id = \(user) AND c.template_id = t.id AND c.completed_date <= r.day
+                        AND NOT EXISTS (SELECT 1 FROM public.habit_checkins x
+                                        WHERE x.user_id = \(user) AND x.template_id = t.id AND x.checkin_date = c.completed_date)) d
+                HAVING t.id IS NOT NULL
+            ) v ON true
             ORDER BY s.ordinality
             """) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "stats query returned no header row") }
@@ -44,7 +62,11 @@ extension HabitRepository {
                                                  end: try row.decode(CalendarDate?.self, at: 7)),
                     rate7: try row.decode(Double?.self, at: 8), rate30: try row.decode(Double?.self, at: 9),
                     rate365: try row.decode(Double?.self, at: 10), rateAll: try row.decode(Double?.self, at: 11),
-                    totalDone: try row.decode(Int.self, at: 12), lastDone: try row.decode(CalendarDate?.self, at: 13)))
+                    totalDone: try row.decode(Int.self, at: 12), lastDone: try row.decode(CalendarDate?.self, at: 13),
+                    values: try row.isNull(at: 14) ? nil : ValueTotals(
+                        total: DecimalValue(row.decode(PostgresNumeric.self, at: 14)),
+                        last7: DecimalValue(row.decode(PostgresNumeric.self, at: 15)),
+                        last30: DecimalValue(row.decode(PostgresNumeric.self, at: 16)))))
             }
             if template != nil, report.habits.isEmpty { throw StoreError.notFound }
             return report

@@ -126,7 +126,10 @@ extension StatsReport: MethodResult {
             ("rate_all", StatsSchema.rate),
             ("total_done", JSONSchema.described(JSONSchema.integer(0...Int.max), "Completions dated on or before R.")),
             ("last_done", JSONSchema.described(JSONSchema.nullable(ValueSchema.date), "The latest of them; null when none.")),
-        ])), "With id: that habit alone; without: the habits on R, in day.get's order.")),
+            ("value_total", JSONSchema.described(ValueSchema.decimal, "Only for a habit counted from check-ins (measurable, or a target other than 1): its days' values (check-ins' sum; the target when done without check-ins) on or before R.")),
+            ("value_7", JSONSchema.described(ValueSchema.decimal, "With value_total: over the 7 days ending at R.")),
+            ("value_30", JSONSchema.described(ValueSchema.decimal, "With value_total: over the 30 days ending at R.")),
+        ], optional: ["value_total", "value_7", "value_30"])), "With id: that habit alone; without: the habits on R, in day.get's order.")),
     ])
 
     public func write(to json: inout JSONWriter) {
@@ -149,6 +152,11 @@ extension StatsReport: MethodResult {
             json.key("rate_all"); json.rate(habit.rateAll)
             json.key("total_done"); json.int(habit.totalDone)
             json.key("last_done"); json.date(habit.lastDone)
+            if let values = habit.values {
+                json.key("value_total"); json.string(values.total.text)
+                json.key("value_7"); json.string(values.last7.text)
+                json.key("value_30"); json.string(values.last30.text)
+            }
             json.endObject()
         }
         json.endArray()

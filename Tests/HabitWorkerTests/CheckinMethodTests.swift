@@ -210,6 +210,16 @@ struct CheckinMethodTests {
             try worker.call("habits.update", params(user, ["id": habit, "target": "6.5"]))
             #expect(try states() == ["none", "none"])
             #expect(try session.completionCount(user: user) == 0, "the completions follow: every streak and count reads them")
+            // habits.stats sums the values: 4 + 6 on or before R, and in the windows ending at R.
+            let stats = try worker.call("habits.stats", params(user, ["id": habit, "date": "2025-01-09"]))
+            let item = try #require(stats["habits"]?.arrayValue?.first)
+            #expect(item["value_total"] == "10" && item["value_7"] == "10" && item["value_30"] == "10" && item["total_done"] == 0, "\(item)")
+            let before = try worker.call("habits.stats", params(user, ["id": habit, "date": "2025-01-07"]))["habits"]?.arrayValue?.first
+            #expect(before?["value_total"] == "4", "\(String(describing: before))")
+            // A boolean habit of target 1 has none.
+            let plain = try #require(try worker.createHabit(user: user, name: "Floss")["id"])
+            let plainStats = try worker.call("habits.stats", params(user, ["id": plain]))["habits"]?.arrayValue?.first
+            #expect(plainStats?["value_total"] == nil, "\(String(describing: plainStats))")
         }
     }
 }
