@@ -282,9 +282,10 @@ public final class HabitRepository {
             FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk) d
             JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
             -- The day's check-ins, only for a habit counted from them (sql/0029): for the others
-            -- a one-time filter, no probe.
+            -- a one-time filter (no probe) and no row (HAVING).
             LEFT JOIN LATERAL (SELECT sum(x.value) AS checkin_sum, count(*) AS checkin_count FROM public.habit_checkins x
-                               WHERE x.user_id = $1 AND x.template_id = h.id AND x.checkin_date = header.day
+                               WHERE (h.kind = 'measurable' OR h.target <> 1)
+                                 AND x.user_id = $1 AND x.template_id = h.id AND x.checkin_date = header.day
                                HAVING h.kind = 'measurable' OR h.target <> 1) ci ON true
             LEFT JOIN public.habit_day_notes n ON n.user_id = $1 AND n.template_id = h.id AND n.note_date = header.day
             \(includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
