@@ -50,6 +50,7 @@ public enum Distribution {
     /// writes the staged document with those; from the coordinator each goes to the user's
     /// shards whole.
     public static let delegatedFunctions = [
+        "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb,jsonb)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer)",
         "habit.create_list(uuid,uuid,text)",

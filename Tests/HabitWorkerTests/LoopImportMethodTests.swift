@@ -46,7 +46,7 @@ struct LoopImportMethodTests {
             #expect(first["loop"]?["numeric_habits_not_imported"] == ["Coffee"])
             #expect(first["warnings"]?.arrayValue?.contains { $0.stringValue?.contains("Coffee") == true } == true)
             let weight = try session.admin.queryOne("""
-                SELECT h.kind || ' ' || h.unit || ' ' || h.target || ' ' || (SELECT string_agg(value::text, ',') FROM habit_checkins c WHERE c.template_id = h.id)
+                SELECT h.kind || ' ' || h.unit || ' ' || h.target || ' ' || (SELECT string_agg(value::text, ',') FROM habit_checkins c WHERE c.user_id = h.user_id AND c.template_id = h.id)
                 FROM habit_templates h WHERE h.user_id = \(user) AND h.name = 'Weight'
                 """).decode(String.self, at: 0)
             #expect(weight == "measurable kg 70 71", "\(weight)")
