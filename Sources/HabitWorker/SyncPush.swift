@@ -36,6 +36,7 @@ enum SyncPush: DatabaseMethod {
         ProfileSet.self,
         HabitsCreate.self, HabitsUpdate.self, HabitsDeactivate.self, HabitsActivate.self, HabitsDelete.self,
         CompletionsSet.self, CompletionsToggle.self, SkipsSetRange.self,
+        CheckinsAdd.self, CheckinsRemove.self, NotesSet.self,
         ListsCreate.self, ListsUpdate.self, ListsDelete.self,
         TasksCreate.self, TasksUpdate.self, TasksDelete.self, TasksComplete.self, TasksUncomplete.self, TasksCycle.self, TasksSetState.self,
         AccountImport.self,

@@ -191,6 +191,27 @@ struct CheckinMethodTests {
         }
     }
 
+    @Test("sync.push carries check-ins and notes: applied once, a pushed again mutation answers its recorded outcome")
+    func pushedOnce() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            let habit = try Self.measurable(worker, user: user)
+            let push = params(user, ["client_id": "phone", "mutations": .array([
+                .object([.init("mutation_id", "1"), .init("method", "checkins.add"),
+                         .init("params", .object([.init("template_id", habit), .init("date", "2025-01-07"), .init("value", "3")]))]),
+                .object([.init("mutation_id", "2"), .init("method", "notes.set"),
+                         .init("params", .object([.init("template_id", habit), .init("date", "2025-01-07"), .init("note", "offline")]))]),
+            ])])
+            let first = try worker.call("sync.push", push)
+            let again = try worker.call("sync.push", push)
+            #expect(first["results"]?.arrayValue?.map { $0["result"] != nil } == [true, true], "\(first)")
+            #expect(again["results"] == first["results"], "the recorded outcomes: \(again)")
+            let list = try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-07"]))
+            #expect(list["value"] == "3" && list["checkins"]?.arrayValue?.count == 1, "applied once: \(list)")
+        }
+    }
+
     @Test("a new target re-decides the days with check-ins, not the others")
     func retarget() throws {
         try WorkerSession.with { session in
