@@ -1619,7 +1619,7 @@ COMMENT ON FUNCTION habit.backfilling() IS
 -- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
 -- these rules.
 CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
-                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT counted boolean)
+                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT kind text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -1649,8 +1649,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             RETURN;
         END IF;
         SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
-               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target,
-               (t.kind = 'measurable' OR t.target <> 1) AS counted,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind,
                -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_completions c
@@ -1677,7 +1676,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
         target := rule.target;
-        counted := rule.counted;
+        kind := rule.kind;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
             request_zone := nullif(current_setting('habit.request_time_zone', true), '');
@@ -1732,7 +1731,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, the habit''s target and whether its days are counted from check-ins.';
+    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, and the habit''s target and kind.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -6177,8 +6176,9 @@ COMMENT ON COLUMN habit.sync_tombstones.kind IS
 COMMENT ON COLUMN habit.sync_tombstones.key IS
     'The row''s key: its id (lowercase; a check-in''s too), ''<template_id>/<YYYY-MM-DD>'' for completions, skips and notes, '''' for the profile.';
 
--- habit.check_day (functions/history.sql) also answers the habit's target and whether its days
--- are counted from check-ins: a new result type, so the old definition goes first.
+-- habit.check_day (functions/history.sql) also answers the habit's target and kind (read with
+-- the rules, so no trigger reads the habit twice): a new result type, so the old definition
+-- goes first.
 DROP FUNCTION IF EXISTS habit.check_day(uuid, uuid, date, text, boolean, uuid);
 
 -- account.import takes a habit's kind and target, check-ins and notes (the document's optional
@@ -6435,7 +6435,6 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
     AS $fn$
     DECLARE
         day record;
-        kind text;
         taken integer;
     BEGIN
         -- Another user's row: row-level security refuses it; nothing here runs first (the rule
@@ -6461,9 +6460,8 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
                                  IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
-            IF day.target IS NOT NULL THEN
-                SELECT t.kind INTO kind FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id;
-                IF kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
+            IF day.kind IS NOT NULL THEN
+                IF day.kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
                     RAISE EXCEPTION 'a check-in of a boolean habit counts whole times, not %: violates check constraint "habit_checkins_boolean_value"', NEW.value
                         USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_checkins_boolean_value',
                               TABLE = 'habit_checkins', COLUMN = 'value', SCHEMA = 'public';
@@ -6605,7 +6603,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             -- A day counted from check-ins (a measurable habit, or a target other than 1) is done
             -- when they meet the target. Marked done while they do not (a toggle, completions.set
             -- "done"): the toggle wins, and a check-in of the rest makes the value the target.
-            IF day.counted AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+            IF (day.kind = 'measurable' OR day.target <> 1) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
                                            WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                                              AND c.completed_date = NEW.completed_date) THEN
                 SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i

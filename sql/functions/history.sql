@@ -355,7 +355,7 @@ COMMENT ON FUNCTION habit.backfilling() IS
 -- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
 -- these rules.
 CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
-                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT counted boolean)
+                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT kind text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -385,8 +385,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             RETURN;
         END IF;
         SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
-               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target,
-               (t.kind = 'measurable' OR t.target <> 1) AS counted,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind,
                -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_completions c
@@ -413,7 +412,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
         target := rule.target;
-        counted := rule.counted;
+        kind := rule.kind;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
             request_zone := nullif(current_setting('habit.request_time_zone', true), '');
@@ -468,7 +467,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, the habit''s target and whether its days are counted from check-ins.';
+    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, and the habit''s target and kind.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void

@@ -126,8 +126,9 @@ COMMENT ON COLUMN habit.sync_tombstones.kind IS
 COMMENT ON COLUMN habit.sync_tombstones.key IS
     'The row''s key: its id (lowercase; a check-in''s too), ''<template_id>/<YYYY-MM-DD>'' for completions, skips and notes, '''' for the profile.';
 
--- habit.check_day (functions/history.sql) also answers the habit's target and whether its days
--- are counted from check-ins: a new result type, so the old definition goes first.
+-- habit.check_day (functions/history.sql) also answers the habit's target and kind (read with
+-- the rules, so no trigger reads the habit twice): a new result type, so the old definition
+-- goes first.
 DROP FUNCTION IF EXISTS habit.check_day(uuid, uuid, date, text, boolean, uuid);
 
 -- account.import takes a habit's kind and target, check-ins and notes (the document's optional

@@ -17,7 +17,6 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
     AS $fn$
     DECLARE
         day record;
-        kind text;
         taken integer;
     BEGIN
         -- Another user's row: row-level security refuses it; nothing here runs first (the rule
@@ -43,9 +42,8 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
                                  IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
-            IF day.target IS NOT NULL THEN
-                SELECT t.kind INTO kind FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id;
-                IF kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
+            IF day.kind IS NOT NULL THEN
+                IF day.kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
                     RAISE EXCEPTION 'a check-in of a boolean habit counts whole times, not %: violates check constraint "habit_checkins_boolean_value"', NEW.value
                         USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_checkins_boolean_value',
                               TABLE = 'habit_checkins', COLUMN = 'value', SCHEMA = 'public';

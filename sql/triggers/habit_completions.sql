@@ -78,7 +78,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             -- A day counted from check-ins (a measurable habit, or a target other than 1) is done
             -- when they meet the target. Marked done while they do not (a toggle, completions.set
             -- "done"): the toggle wins, and a check-in of the rest makes the value the target.
-            IF day.counted AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+            IF (day.kind = 'measurable' OR day.target <> 1) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
                                            WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                                              AND c.completed_date = NEW.completed_date) THEN
                 SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i
