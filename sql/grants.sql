@@ -87,8 +87,9 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
 
 -- Time zones, dates and weeks, and the rules of "on" and "due": whoever computes a day.
 GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
+    habit.local_day(timestamptz, text, time), habit.day_begins(date, text, time), habit.user_day_start(uuid), habit.user_today(uuid, text),
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
-    habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
+    habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
@@ -131,12 +132,12 @@ GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_r
 -- run as their caller (row-level security applies).
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
-    habit.habits_on(uuid, date, date, text), habit.day_habits(uuid, date, date, text, integer),
+    habit.habits_on(uuid, date, date, text, time), habit.day_habits(uuid, date, date, text, integer, time),
     habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
     habit.stats_calendar(uuid, uuid, date, date),
     habit.streak_stats(uuid, uuid, date, date), habit.streak_windows(habit.streak_habit, public.habit_streak_state, date[], date),
     habit.streak_state_answers(public.habit_streak_state, date, date), habit.streak_kept_between(uuid, uuid, date, date),
-    habit.streak_segments(uuid, uuid, text, date), habit.streak_habit(uuid, uuid),
+    habit.streak_segments(uuid, uuid, text, date, time), habit.streak_habit(uuid, uuid),
     habit.streak_habit_of(public.habit_streak_state), habit.streak_segment_due(habit.streak_segment, date, date),
     habit.streak_quiet_due(habit.streak_habit, date, date), habit.streak_segment_at(habit.streak_habit, date),
     habit.streak_next_quiet_due(habit.streak_habit, date), habit.streak_is_due(habit.streak_habit, habit.streak_segment, date),

@@ -30,7 +30,7 @@ public enum AdminReports {
         try connection.withTransaction(prelude: prelude) { connection in
             let facts = try connection.queryOne("""
                 WITH zone AS (SELECT habit.user_time_zone(\(user), NULL) AS tz)
-                SELECT habit.user_week_start_isodow(\(user)), zone.tz, habit.local_date(now(), zone.tz),
+                SELECT habit.user_week_start_isodow(\(user)), zone.tz, habit.user_today(\(user), NULL),
                        EXISTS (SELECT 1 FROM public.profiles p WHERE p.user_id = \(user))
                            OR EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.user_id = \(user)),
                        (SELECT t.name FROM public.habit_templates t WHERE t.user_id = \(user) AND t.id = \(habit))
@@ -64,7 +64,8 @@ public enum AdminReports {
                     WHERE t.user_id = \(user)
                       AND EXISTS (SELECT 1 FROM public.habit_periods p
                                   WHERE p.user_id = t.user_id AND p.template_id = t.id
-                                    AND habit.period_on_days(p.started_at, p.ended_at, \(zone), \(today)) && daterange(\(from), \(to), '[]'))
+                                    AND habit.period_on_days(p.started_at, p.ended_at, \(zone), \(today), habit.user_day_start(\(user)))
+                                        && daterange(\(from), \(to), '[]'))
                     ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
                     """).map { try $0.decode(String.self, at: 0) }
             }
@@ -108,10 +109,10 @@ public enum AdminReports {
                     SELECT c.week_start, c.user_id, c.completion_rate::float8 AS rate, c.active_habit_days > 0 AS active, false AS live
                     FROM weeks w
                     JOIN public.weekly_completion_counts c ON c.week_starts_on = \(convention) AND c.week_start = w.week_start
-                    WHERE c.week_start + 7 <= habit.local_date(now(), habit.user_time_zone(c.user_id, NULL))
+                    WHERE c.week_start + 7 <= habit.user_today(c.user_id, NULL)
                 ),
                 recent AS (
-                    SELECT u.user_id, habit.local_date(now(), habit.user_time_zone(u.user_id, NULL)) AS today
+                    SELECT u.user_id, habit.user_today(u.user_id, NULL) AS today
                     FROM (SELECT DISTINCT p.user_id FROM public.habit_periods p
                           WHERE p.ended_at IS NULL OR p.ended_at > now() - interval '9 days') u
                 ),

@@ -245,8 +245,9 @@ public struct Profile: Codable, Sendable, Equatable {
     public var userID: UUID
     public var timezone: String
     public var weekStart: WeekStart
+    public var dayStartsAt: String
 
-    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone, weekStart = "week_start" }
+    enum CodingKeys: String, CodingKey { case userID = "user_id", timezone, weekStart = "week_start", dayStartsAt = "day_starts_at" }
 }
 
 public struct Ping: Codable, Sendable, Equatable { public var ok: Bool }

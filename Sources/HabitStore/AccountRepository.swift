@@ -80,7 +80,7 @@ public struct AccountRepository {
             var lastKey = ""
             switch section {
             case .profile:
-                let rows = try connection.query("SELECT timezone, week_start FROM public.profiles WHERE user_id = \(user)")
+                let rows = try connection.query("SELECT \(unsafeSQL: HabitRepository.profileColumns) FROM public.profiles WHERE user_id = \(user)")
                 page.includesProfile = true
                 page.profile = try rows.first.map { try HabitRepository.profile(user: user, $0) }
                 taken = 1
@@ -199,15 +199,16 @@ public struct AccountRepository {
 
     // MARK: - Import
 
-    /// The user's IANA zone (the profile's, else UTC: habit.user_time_zone) and today there,
-    /// computed by PostgreSQL: what a converted source (a Loop export) needs to place its local
-    /// dates and periods.
-    public func zoneAndToday(user: UUID) throws -> (timeZone: String, today: CalendarDate) {
+    /// The user's IANA zone (the profile's, else UTC: habit.user_time_zone), today there and
+    /// the minute of the day at which the user's days begin (profiles.day_starts_at), computed
+    /// by PostgreSQL: what a converted source (a Loop export) needs to place its local dates
+    /// and periods.
+    public func zoneAndToday(user: UUID) throws -> (timeZone: String, today: CalendarDate, dayStartMinutes: Int) {
         let row = try scope.query(as: user, """
-            WITH zone AS MATERIALIZED (SELECT habit.user_time_zone(\(user), NULL) AS tz)
-            SELECT zone.tz, habit.local_date(now(), zone.tz) FROM zone
+            SELECT habit.user_time_zone(\(user), NULL), habit.user_today(\(user), NULL),
+                   (extract(epoch FROM habit.user_day_start(\(user)))::integer / 60)
             """).single()
-        return (try row.decode(String.self, at: 0), try row.decode(CalendarDate.self, at: 1))
+        return (try row.decode(String.self, at: 0), try row.decode(CalendarDate.self, at: 1), try row.decode(Int.self, at: 2))
     }
 
     /// Imports `documentJSON` — a "habit-account" version 1 document whose shape the caller has

@@ -104,6 +104,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
     DECLARE
         backfill boolean;
         zone text;
+        day_start time;
         today date;
         bad record;
         habit_row record;
@@ -314,7 +315,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- The zone the user will have: the document's profile's; merge without one: the current.
         zone := coalesce(p_document -> 'profile' ->> 'time_zone',
                          CASE WHEN p_mode = 'merge' THEN habit.user_time_zone(p_user, NULL) END, 'UTC');
-        today := habit.local_date(now(), zone);
+        -- And its day start: the document profile's (a profile without one: 00:00); merge
+        -- without a profile: the current.
+        day_start := CASE WHEN jsonb_typeof(p_document -> 'profile') = 'object'
+                          THEN coalesce((p_document -> 'profile' ->> 'day_starts_at')::time, '00:00')
+                          WHEN p_mode = 'merge' THEN habit.user_day_start(p_user) ELSE '00:00' END;
+        today := habit.local_day(now(), zone, day_start);
 
         -- Periods end by now (closing happens at now(); an open period may start later).
         SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p
@@ -353,7 +359,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'after the user''s today (' || today || ')', today); END IF;
             SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
             WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.template_id = d.template_id
-                              AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> d.day)
+                              AND habit.period_on_days(p.started_at, p.ended_at, zone, today, day_start) @> d.day)
             ORDER BY d.kind, d.i LIMIT 1;
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'habit_not_active', 'the habit is not on that day'); END IF;
             IF p_mode = 'merge' THEN
@@ -373,10 +379,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                               FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = h.id) x ON true
                 WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = x.kind AND d.template_id = h.id AND d.day = x.day)
                   AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.i = h.i
-                                  AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> x.day)
+                                  AND habit.period_on_days(p.started_at, p.ended_at, zone, today, day_start) @> x.day)
                   AND EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = h.id
                               AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, NULL),
-                                                       habit.local_date(now(), habit.user_time_zone(p_user, NULL))) @> x.day)
+                                                       habit.user_today(p_user, NULL), habit.user_day_start(p_user)) @> x.day)
                 ORDER BY h.i, x.tbl, x.day LIMIT 1;
                 IF FOUND THEN
                     RAISE EXCEPTION 'document.habits[%].periods: the user''s % row of % would be on a day the habit is not on',
@@ -425,14 +431,16 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         IF jsonb_typeof(p_document -> 'profile') = 'object' THEN
             -- BEFORE INSERT triggers (the sync stamp) fire even for a row ON CONFLICT then
             -- skips: so existing rows are updated, and only missing ones inserted.
-            UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start'
+            UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start',
+                                         day_starts_at = day_start
             WHERE p.user_id = p_user
-              AND (p.timezone, p.week_start) IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+              AND (p.timezone, p.week_start, p.day_starts_at)
+                  IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start', day_start);
             GET DIAGNOSTICS n_updated = ROW_COUNT;
             n_inserted := 0;
             IF NOT EXISTS (SELECT 1 FROM public.profiles p WHERE p.user_id = p_user) THEN
-                INSERT INTO public.profiles (user_id, timezone, week_start)
-                VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+                INSERT INTO public.profiles (user_id, timezone, week_start, day_starts_at)
+                VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start', day_start);
                 n_inserted := 1;
             END IF;
             counts := counts || jsonb_build_object('profile_inserted', n_inserted, 'profile_updated', n_updated, 'profile_total', 1);
@@ -822,6 +830,62 @@ CREATE OR REPLACE FUNCTION habit.local_date(instant timestamptz, zone text) RETU
     AS $fn$ SELECT pg_catalog.timezone(zone, instant)::pg_catalog.date $fn$;
 COMMENT ON FUNCTION habit.local_date(timestamptz, text) IS
     'The calendar date of instant in time zone zone (e.g. today = habit.local_date(now(), zone)).';
+
+-- The user's day of an instant, THE rule of the day's start (sql/migrations/0030): the
+-- wall-clock time of the instant in the zone, minus the time of day at which the user's days
+-- begin, then its date. With day_start 03:00, 01:30 on the 5th is the 4th. Inlined, like
+-- habit.local_date (no SET clause, schema-qualified); habit.local_date is this at 00:00.
+-- Around a DST change the wall clock decides, as it does for midnight: a start inside a skipped
+-- hour begins the day when the clock jumps past it; a start inside a repeated hour begins it at
+-- the first reading, and the rest of the repeated hour reads as the day before again until the
+-- clock reaches the start a second time (docs/schema.md, "The day's start").
+CREATE OR REPLACE FUNCTION habit.local_day(instant timestamptz, zone text, day_start time) RETURNS date
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $fn$ SELECT (pg_catalog.timezone(zone, instant) OPERATOR(pg_catalog.-) day_start::pg_catalog.interval)::pg_catalog.date $fn$;
+COMMENT ON FUNCTION habit.local_day(timestamptz, text, time) IS
+    'The user''s date of instant: its wall-clock time in zone minus day_start (profiles.day_starts_at), then the date (sql/0030).';
+
+-- The instant at which the user's day `day` begins: day + day_start read in the zone the way
+-- PostgreSQL reads a local time (a time in a skipped hour with the offset before the change, a
+-- repeated one as its later reading). Inlined, like habit.local_day.
+CREATE OR REPLACE FUNCTION habit.day_begins(day date, zone text, day_start time) RETURNS timestamptz
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $fn$ SELECT pg_catalog.timezone(zone, day OPERATOR(pg_catalog.+) day_start) $fn$;
+COMMENT ON FUNCTION habit.day_begins(date, text, time) IS
+    'The instant day + day_start in zone (PostgreSQL''s reading of a local time): where the user''s day begins (sql/0030).';
+
+-- The time of day at which a user's days begin: the profile's, else 00:00. PL/pgSQL for the
+-- reasons of habit.user_time_zone.
+CREATE OR REPLACE FUNCTION habit.user_day_start(acting_user uuid) RETURNS time
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        start time;
+    BEGIN
+        SELECT p.day_starts_at INTO start FROM public.profiles p WHERE p.user_id = acting_user;
+        RETURN coalesce(start, '00:00');
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.user_day_start(uuid) IS
+    'Local time of day at which the user''s days begin: profiles.day_starts_at, else 00:00 (sql/0030).';
+
+-- The user's today: now() as a day of the user (the override zone when given, else the
+-- profile's; the profile's day start either way). One read of the profile.
+CREATE OR REPLACE FUNCTION habit.user_today(acting_user uuid, override text) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        zone text;
+        start time;
+    BEGIN
+        SELECT p.timezone, p.day_starts_at INTO zone, start FROM public.profiles p WHERE p.user_id = acting_user;
+        RETURN habit.local_day(now(), coalesce(override, zone, 'UTC'), coalesce(start, '00:00'));
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.user_today(uuid, text) IS
+    'The user''s today at now(): habit.local_day in the override zone, else the profile''s (else UTC), with the profile''s day start (sql/0030).';
 
 -- The first day of the week holding `day`: weeks start on Monday (ISO day 1) or Sunday (7).
 -- Inlined, like habit.local_date.
@@ -1343,30 +1407,32 @@ COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
 -- user); the batch (habit.weekly_counts_of, functions/weekly_counts.sql) takes the union of each habit's ranges and
 -- counts its days per week without making a row per day. Both read the same ranges.
 --
--- Why one range: "D 00:00 in Z" (D::timestamp AT TIME ZONE Z) increases strictly with D, so
--- {D : ended_at > D 00:00} is every D below some bound U, and {D : D ≥ first day} every D
--- from the first day on; with "D < today unless open", the days are [first, least(U, today))
--- for a closed period and [first, ∞) for an open one. U is found from L, the local date of
--- ended_at: D 00:00 of L is at or before ended_at, that of L − 1 is a day earlier, and that of
--- L + 1 can be before ended_at only when the zone turns its clocks back across midnight; so U
--- is L + 2, L + 1 or L. Inlinable (no SET clause, schema-qualified, IMMUTABLE like
--- habit.local_date): it runs inside its callers' plans.
-CREATE OR REPLACE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestamptz, zone text, today date) RETURNS daterange
+-- Why one range: the instant D begins (habit.day_begins: D + the day's start, read in Z; D
+-- 00:00 for a day starting at midnight) increases strictly with D, so {D : ended_at > D's
+-- start} is every D below some bound U, and {D : D ≥ first day} every D from the first day on;
+-- with "D < today unless open", the days are [first, least(U, today)) for a closed period and
+-- [first, ∞) for an open one. U is found from L, the user's day of ended_at (habit.local_day):
+-- L begins at or before ended_at, L − 1 a day earlier, and L + 1 can begin before ended_at only
+-- when the zone turns its clocks back across the day's start; so U is L + 2, L + 1 or L.
+-- Inlinable (no SET clause, schema-qualified, IMMUTABLE like habit.local_day): it runs inside
+-- its callers' plans.
+CREATE OR REPLACE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestamptz, zone text, today date, day_start time)
+    RETURNS daterange
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $fn$
     SELECT CASE WHEN ended_at IS NULL
-                THEN pg_catalog.daterange(habit.local_date(started_at, zone), NULL, '[)')
-                ELSE pg_catalog.daterange(habit.local_date(started_at, zone),
-                         GREATEST(habit.local_date(started_at, zone), LEAST(today,
-                             CASE WHEN pg_catalog.timezone(zone, (habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1)::timestamp) OPERATOR(pg_catalog.<) ended_at
-                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 2
-                                  WHEN pg_catalog.timezone(zone, habit.local_date(ended_at, zone)::timestamp) OPERATOR(pg_catalog.<) ended_at
-                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1
-                                  ELSE habit.local_date(ended_at, zone) END)),
+                THEN pg_catalog.daterange(habit.local_day(started_at, zone, day_start), NULL, '[)')
+                ELSE pg_catalog.daterange(habit.local_day(started_at, zone, day_start),
+                         GREATEST(habit.local_day(started_at, zone, day_start), LEAST(today,
+                             CASE WHEN habit.day_begins(habit.local_day(ended_at, zone, day_start) OPERATOR(pg_catalog.+) 1, zone, day_start) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_day(ended_at, zone, day_start) OPERATOR(pg_catalog.+) 2
+                                  WHEN habit.day_begins(habit.local_day(ended_at, zone, day_start), zone, day_start) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_day(ended_at, zone, day_start) OPERATOR(pg_catalog.+) 1
+                                  ELSE habit.local_day(ended_at, zone, day_start) END)),
                          '[)') END
     $fn$;
-COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date) IS
-    'THE rule of "on", per period: the local dates (in zone, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010).';
+COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date, time) IS
+    'THE rule of "on", per period: the user''s days (in zone, days beginning at day_start, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010, sql/0030).';
 
 -- THE definition of "due": on how many days of `days` (dates on which one period makes its
 -- habit on, from that period's first local day first_day on; bounded) the schedule asks for
@@ -1457,6 +1523,7 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
     AS $fn$
     DECLARE
         tz text := habit.user_time_zone(p_user, p_zone);
+        ds time := habit.user_day_start(p_user);
     BEGIN
         RETURN QUERY
         SELECT o.template_id, o.day,
@@ -1474,14 +1541,14 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
             FROM (
                 SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
                 FROM public.habit_periods p
-                CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
+                CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today, ds) AS r(days)
                 CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
                                                    least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
                 WHERE p.user_id = p_user
                   -- One habit's periods only, before their days are generated.
                   AND (p_template IS NULL OR p.template_id = p_template)
-                  -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
-                  AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
+                  -- Implied by the range (D begins at or after p_from); lets the index skip old periods.
+                  AND (p.ended_at IS NULL OR p.ended_at > habit.day_begins(p_from, tz, ds))
                   AND NOT isempty(r.days)
             ) s
             ORDER BY s.template_id, s.day, s.started_at DESC
@@ -1507,8 +1574,7 @@ CREATE OR REPLACE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date,
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    SELECT * FROM habit.habit_days_at(p_user, p_from, p_to,
-                                      habit.local_date(now(), habit.user_time_zone(p_user, p_zone)), p_zone)
+    SELECT * FROM habit.habit_days_at(p_user, p_from, p_to, habit.user_today(p_user, p_zone), p_zone)
     $fn$;
 COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
     'habit.habit_days_at with today from the user''s zone at now().';
@@ -1523,16 +1589,16 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
 -- two inline into large expressions (a range built and tested per period, a jsonpath per
 -- habit) whose set-up cost more than the reads themselves (perf: ExecutorStart ~40 % of the
 -- backend's time for day.get). For one day D they reduce to:
---   on      period_on_days(p) @> D  ⇔  first local day ≤ D and, for a closed period, D < today
---           and D 00:00 < ended_at (the range's upper bound U is the first day whose 00:00 is
---           at or after ended_at, so D < U ⇔ D 00:00 < ended_at);
+--   on      period_on_days(p) @> D  ⇔  first day ≤ D and, for a closed period, D < today
+--           and D's start < ended_at (the range's upper bound U is the first day whose start is
+--           at or after ended_at, so D < U ⇔ D's start < ended_at);
 --   due     due_days(schedule, first, [D, D + 1), NULL) > 0  ⇔  daily: true; weekdays: D's ISO
 --           weekday is listed (the whole-weeks term is 0, and of the listed days only D's own
 --           has (day − isodow(D) + 7) % 7 < 1; days are distinct integers 1–7, valid_schedule);
 --           every_n_days: (D − first) % n = 0 (D ≥ first; the two quotients differ by one
 --           exactly then).
 -- StreakFunctionsTests compares this function with habit.habit_days_at day by day.
-CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer)
+CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer, p_ds time)
     RETURNS TABLE (template_id uuid, due boolean, done boolean, skipped boolean, schedule jsonb)
     LANGUAGE sql STABLE
     AS $fn$
@@ -1552,17 +1618,17 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                    WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
            o.schedule
-    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_date(p.started_at, p_tz) AS first_day
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_day(p.started_at, p_tz, p_ds) AS first_day
           FROM public.habit_periods p
           WHERE p.user_id OPERATOR(pg_catalog.=) p_user
-            AND habit.local_date(p.started_at, p_tz) OPERATOR(pg_catalog.<=) p_date
+            AND habit.local_day(p.started_at, p_tz, p_ds) OPERATOR(pg_catalog.<=) p_date
             AND (p.ended_at IS NULL
                  OR (p_date OPERATOR(pg_catalog.<) p_today
-                     AND p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp)))
+                     AND p.ended_at OPERATOR(pg_catalog.>) habit.day_begins(p_date, p_tz, p_ds)))
           ORDER BY p.template_id, p.started_at DESC) o
     $fn$;
-COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
-    'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
+COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer, time) IS
+    'The habits of p_user on p_date (zone p_tz, days beginning at p_ds, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
 
 -- The rules of completing and skipping, for every writer -------------------------------------
 --   23514 (CONSTRAINT habit_completions_date_range / habit_skips_date_range)  a day before
@@ -1648,7 +1714,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
+        SELECT habit.local_day(now(), z.tz, z.ds) AS today, z.tz, z.ds, x AS state, x.user_id IS NOT NULL AS has_state,
                EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind,
                -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
@@ -1671,7 +1737,8 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                          OR EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.id = p_id AND c.user_id = p_user) END AS taken
         INTO rule
         FROM public.habit_templates t
-        CROSS JOIN LATERAL (SELECT coalesce(max(p.timezone), 'UTC') AS tz FROM public.profiles p WHERE p.user_id = p_user) z
+        CROSS JOIN LATERAL (SELECT coalesce(max(p.timezone), 'UTC') AS tz, coalesce(max(p.day_starts_at), '00:00') AS ds
+                            FROM public.profiles p WHERE p.user_id = p_user) z
         LEFT JOIN public.habit_streak_state x ON x.user_id = p_user AND x.template_id = p_template
         WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
@@ -1683,7 +1750,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             IF NOT backfill THEN
                 IF request_zone IS NOT NULL AND request_zone <> rule.tz THEN
                     -- The request's today first: its refusal names the today the request used.
-                    PERFORM habit.check_future(p_day, habit.local_date(now(), request_zone), skipping);
+                    PERFORM habit.check_future(p_day, habit.local_day(now(), request_zone, rule.ds), skipping);
                 END IF;
                 -- (habit.check_future's test, written out: this runs for every row of a bulk load.)
                 IF (NOT skipping AND p_day > rule.today) OR (skipping AND p_day > rule.today + 366) THEN
@@ -1700,14 +1767,14 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                 ELSE
                     on_day := EXISTS (SELECT 1 FROM public.habit_periods p
                                       WHERE p.user_id = p_user AND p.template_id = p_template
-                                        AND (p.ended_at IS NULL OR p.ended_at > (p_day::timestamp AT TIME ZONE rule.tz))
-                                        AND habit.period_on_days(p.started_at, p.ended_at, rule.tz, rule.today) @> p_day);
+                                        AND (p.ended_at IS NULL OR p.ended_at > habit.day_begins(p_day, rule.tz, rule.ds))
+                                        AND habit.period_on_days(p.started_at, p.ended_at, rule.tz, rule.today, rule.ds) @> p_day);
                 END IF;
                 IF on_day AND request_zone IS NOT NULL AND request_zone <> rule.tz THEN
                     on_day := EXISTS (SELECT 1 FROM public.habit_periods p
                                       WHERE p.user_id = p_user AND p.template_id = p_template
                                         AND habit.period_on_days(p.started_at, p.ended_at, request_zone,
-                                                                 habit.local_date(now(), request_zone)) @> p_day);
+                                                                 habit.local_day(now(), request_zone, rule.ds), rule.ds) @> p_day);
                 END IF;
                 IF NOT on_day THEN
                     RAISE EXCEPTION 'habit % is not on %', p_template, p_day USING ERRCODE = 'HB004';
@@ -1790,7 +1857,7 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
             PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
         END IF;
         IF p_state = 'none' AND NOT (coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling()) THEN
-            v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+            v_today := habit.user_today(p_user, p_zone);
             IF p_day > v_today + (CASE WHEN p_clear_ahead THEN 366 ELSE 0 END) THEN
                 RAISE EXCEPTION 'none on % is after %', p_day,
                     CASE WHEN p_clear_ahead THEN 'today (' || v_today || ') + 366 days' ELSE 'today (' || v_today || ')' END
@@ -1885,7 +1952,7 @@ CREATE OR REPLACE FUNCTION habit.set_skips(p_user uuid, p_template uuid, p_from 
         IF p_from IS NULL OR p_to IS NULL OR p_skipped IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
         END IF;
-        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+        v_today := habit.user_today(p_user, p_zone);
         -- In id order, so two ranges over the same habits cannot deadlock.
         PERFORM 1 FROM (SELECT t.id FROM public.habit_templates t
                         WHERE t.user_id = p_user AND (p_template IS NULL OR t.id = p_template)
@@ -2201,7 +2268,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats_scan(p_user uuid, p_template uuid, 
         v_tz := habit.user_time_zone(p_user, NULL);
         SELECT min(lower(r.days)) INTO v_first
         FROM public.habit_periods p
-        CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, v_tz, p_today) AS r(days)
+        CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, v_tz, p_today, habit.user_day_start(p_user)) AS r(days)
         WHERE p.user_id = p_user AND p.template_id = p_template AND NOT isempty(r.days);
         v_slot_r := CASE WHEN v_unit = 'weeks' THEN habit.week_start(p_date, habit.user_week_start_isodow(p_user)) ELSE p_date END;
         v_width := CASE WHEN v_unit = 'weeks' THEN 7 ELSE 1 END;
@@ -2274,7 +2341,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        v_today date := habit.local_date(now(), habit.user_time_zone(p_user, NULL));
+        v_today date := habit.user_today(p_user, NULL);
     BEGIN
         IF p_from IS NULL OR p_to IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
@@ -2297,20 +2364,21 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
 COMMENT ON FUNCTION habit.stats_calendar(uuid, uuid, date, date) IS
     'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, and a level 0–4 .';
 
--- The habits of p_user on at R (habit.period_on_days, in zone p_zone with today p_today): the
--- rule habit.habit_days_at expands, for one day and without due, done or skipped. A closed
--- period is on at R only when it ended after R's midnight: the index skips old periods.
-CREATE OR REPLACE FUNCTION habit.habits_on(p_user uuid, p_date date, p_today date, p_zone text)
+-- The habits of p_user on at R (habit.period_on_days, in zone p_zone, days beginning at p_ds,
+-- with today p_today): the rule habit.habit_days_at expands, for one day and without due, done
+-- or skipped. A closed period is on at R only when it ended after R began: the index skips old
+-- periods.
+CREATE OR REPLACE FUNCTION habit.habits_on(p_user uuid, p_date date, p_today date, p_zone text, p_ds time)
     RETURNS SETOF uuid
     LANGUAGE sql STABLE
     AS $fn$
     SELECT p.template_id FROM public.habit_periods p
     WHERE p.user_id OPERATOR(pg_catalog.=) p_user
-      AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_zone, p_date::timestamp))
-      AND habit.period_on_days(p.started_at, p.ended_at, p_zone, p_today) OPERATOR(pg_catalog.@>) p_date
+      AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) habit.day_begins(p_date, p_zone, p_ds))
+      AND habit.period_on_days(p.started_at, p.ended_at, p_zone, p_today, p_ds) OPERATOR(pg_catalog.@>) p_date
     GROUP BY p.template_id
     $fn$;
-COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text) IS
+COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text, time) IS
     'The habits of a user on at a date (habit.period_on_days): habit.habit_days_at''s habits of one day.';
 
 
@@ -2323,7 +2391,7 @@ COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text) IS
 
 -- The habit's segments with today p_today ('infinity' for the final on-days: a closed period
 -- overlapping a day makes it on, as it will once that day is past).
-CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p_tz text, p_today date)
+CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p_tz text, p_today date, p_ds time)
     RETURNS habit.streak_segment[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -2335,7 +2403,7 @@ CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p
             FROM (SELECT p.schedule, lower(r.days) AS first_day,
                          datemultirange(r.days) - coalesce(range_agg(r.days) OVER later, '{}'::datemultirange) AS days
                   FROM public.habit_periods p
-                  CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today)) r(days)
+                  CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today, p_ds)) r(days)
                   WHERE p.user_id = p_user AND p.template_id = p_template AND NOT isempty(r.days)
                   WINDOW later AS (ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
             CROSS JOIN LATERAL unnest(q.days) g(d));
@@ -2352,7 +2420,7 @@ CREATE OR REPLACE FUNCTION habit.streak_habit(p_user uuid, p_template uuid) RETU
         h habit.streak_habit;
     BEGIN
         SELECT p_user, p_template, habit.streak_unit(t.schedule), coalesce(habit.week_start_isodow(pr.week_start), 1),
-               habit.streak_segments(p_user, p_template, coalesce(pr.timezone, 'UTC'), 'infinity'), false, NULL::date,
+               habit.streak_segments(p_user, p_template, coalesce(pr.timezone, 'UTC'), 'infinity', coalesce(pr.day_starts_at, '00:00')), false, NULL::date,
                (SELECT count(*)::integer FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = p_template)
         INTO h
         FROM public.habit_templates t LEFT JOIN public.profiles pr ON pr.user_id = p_user
@@ -3490,7 +3558,8 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     AS $fn$
     DECLARE
         v_tz text := habit.user_time_zone(p_user, NULL);
-        v_today date := habit.local_date(now(), v_tz);
+        v_ds time := habit.user_day_start(p_user);
+        v_today date := habit.local_day(now(), v_tz, v_ds);
         v_date date := coalesce(p_date, v_today);
     BEGIN
         RETURN QUERY
@@ -3583,7 +3652,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
         LEFT JOIN LATERAL (
             SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
-          AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id))
+          AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id))
                    ELSE t.id = p_template END
           AND (g.ok OR s.template_id IS NOT NULL)
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id;
@@ -3601,13 +3670,14 @@ CREATE OR REPLACE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAUL
     AS $fn$
     DECLARE
         v_tz text := habit.user_time_zone(p_user, NULL);
-        v_today date := habit.local_date(now(), v_tz);
+        v_ds time := habit.user_day_start(p_user);
+        v_today date := habit.local_day(now(), v_tz, v_ds);
         v_date date := coalesce(p_date, v_today);
     BEGIN
         RETURN QUERY
         SELECT t.id, c.current_length, c.current_start FROM public.habit_templates t
         CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, v_today) c
-        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id));
+        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id));
     END
     $fn$;
 COMMENT ON FUNCTION habit.current_streaks(uuid, date) IS
@@ -4347,7 +4417,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
         SELECT p.user_id FROM public.profiles p WHERE only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users)
     ),
     zones AS (
-        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz,
+        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz, coalesce(p.day_starts_at, '00:00'::pg_catalog.time) AS ds,
                coalesce(habit.week_start_isodow(p.week_start), 1) AS week_isodow
         FROM users u LEFT JOIN public.profiles p ON p.user_id OPERATOR(pg_catalog.=) u.user_id
     ),
@@ -4361,7 +4431,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
                       OPERATOR(pg_catalog.-) coalesce(pg_catalog.range_agg(r.days) OVER later, '{}'::pg_catalog.datemultirange))
                      OPERATOR(pg_catalog.*) pg_catalog.datemultirange(pg_catalog.daterange(b.first_week, (b.last_week OPERATOR(pg_catalog.+) 7), '[)')) AS days
               FROM (SELECT p.user_id, p.template_id, p.schedule, p.started_at, z.week_isodow,
-                           habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz)) AS days
+                           habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_day(pg_catalog.now(), z.tz, z.ds), z.ds) AS days
                     FROM public.habit_periods p
                     JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
                     WHERE only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users)) r
@@ -4555,11 +4625,11 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_mark_days_passed(p_week_starts_on
     WITH marked AS (
         INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
         SELECT p_week_starts_on, u.user_id,
-               daterange(habit.local_date(p_last_run, u.tz) - 1, habit.local_date(now(), u.tz) + 2, '[)')
-        FROM (SELECT DISTINCT p.user_id, coalesce(z.timezone, 'UTC') AS tz
+               daterange(habit.local_day(p_last_run, u.tz, u.ds) - 1, habit.local_day(now(), u.tz, u.ds) + 2, '[)')
+        FROM (SELECT DISTINCT p.user_id, coalesce(z.timezone, 'UTC') AS tz, coalesce(z.day_starts_at, '00:00') AS ds
               FROM public.habit_periods p LEFT JOIN public.profiles z ON z.user_id = p.user_id
               WHERE p.ended_at IS NOT NULL AND p.ended_at > p_last_run - interval '3 days') u
-        WHERE habit.local_date(p_last_run, u.tz) <> habit.local_date(now(), u.tz)
+        WHERE habit.local_day(p_last_run, u.tz, u.ds) <> habit.local_day(now(), u.tz, u.ds)
         RETURNING 1
     )
     SELECT count(*) FROM marked
@@ -4656,8 +4726,9 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
 
 -- Time zones, dates and weeks, and the rules of "on" and "due": whoever computes a day.
 GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
+    habit.local_day(timestamptz, text, time), habit.day_begins(date, text, time), habit.user_day_start(uuid), habit.user_today(uuid, text),
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
-    habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date),
+    habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
@@ -4700,12 +4771,12 @@ GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_r
 -- run as their caller (row-level security applies).
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
-    habit.habits_on(uuid, date, date, text), habit.day_habits(uuid, date, date, text, integer),
+    habit.habits_on(uuid, date, date, text, time), habit.day_habits(uuid, date, date, text, integer, time),
     habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
     habit.stats_calendar(uuid, uuid, date, date),
     habit.streak_stats(uuid, uuid, date, date), habit.streak_windows(habit.streak_habit, public.habit_streak_state, date[], date),
     habit.streak_state_answers(public.habit_streak_state, date, date), habit.streak_kept_between(uuid, uuid, date, date),
-    habit.streak_segments(uuid, uuid, text, date), habit.streak_habit(uuid, uuid),
+    habit.streak_segments(uuid, uuid, text, date, time), habit.streak_habit(uuid, uuid),
     habit.streak_habit_of(public.habit_streak_state), habit.streak_segment_due(habit.streak_segment, date, date),
     habit.streak_quiet_due(habit.streak_habit, date, date), habit.streak_segment_at(habit.streak_habit, date),
     habit.streak_next_quiet_due(habit.streak_habit, date), habit.streak_is_due(habit.streak_habit, habit.streak_segment, date),
@@ -6216,6 +6287,34 @@ COMMENT ON COLUMN habit.import_notes.day IS 'document.notes[i].date.';
 COMMENT ON COLUMN habit.import_notes.note IS 'document.notes[i].note.';
 
 """#),
+        SQLFile(path: "migrations/0030_day_start.sql", text: #"""
+-- 0030 (issue 32, item 4): the day's start. A user's day may end later than midnight (a night
+-- owl's "today" lasts until 03:00): profiles.day_starts_at is the local time of day at which
+-- each of the user's days begins. Every instant becomes a day the same way, in one place
+-- (habit.local_day, sql/functions/calendar.sql): its wall-clock time in the user's zone, minus
+-- the day start, then the date. "Today", the day a habit was activated or deactivated on, the
+-- weeks of the weekly counts and everything derived from them follow it.
+--
+-- What a change moves (docs/schema.md, "The day's start"): rows dated by day (completions,
+-- skips, check-ins, notes) never move; instants (a habit's periods) are read again with the
+-- new start, as they are after a zone change, so the streak runs are rebuilt and the weekly
+-- counts marked by profiles' trigger.
+
+ALTER TABLE public.profiles
+    ADD COLUMN day_starts_at time NOT NULL DEFAULT '00:00'
+        -- Whole minutes: "HH:MM" on the wire, and a start between two minutes means nothing to a person.
+        CONSTRAINT profiles_day_starts_at_check CHECK (day_starts_at = date_trunc('minute', '2000-01-01'::date + day_starts_at)::time);
+COMMENT ON COLUMN public.profiles.day_starts_at IS
+    'Local time of day (whole minutes) at which each of the user''s days begins: at 03:00, 01:30 still belongs to the day before. Default 00:00.';
+
+-- These take the day's start as an argument now (a changed argument list is a new function:
+-- the old one goes; the current-state files create the new ones).
+DROP FUNCTION IF EXISTS habit.period_on_days(timestamptz, timestamptz, text, date);
+DROP FUNCTION IF EXISTS habit.day_habits(uuid, date, date, text, integer);
+DROP FUNCTION IF EXISTS habit.habits_on(uuid, date, date, text);
+DROP FUNCTION IF EXISTS habit.streak_segments(uuid, uuid, text, date);
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -7017,8 +7116,8 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: the zone and the week decide every local date and week of the user's habits: when
--- they change (a profile inserted or deleted counts as a change from or to UTC and Monday),
+-- AFTER: the zone, the day's start and the week decide every day and week of the user's habits:
+-- when they change (a profile inserted or deleted counts as a change from or to UTC, 00:00 and Monday),
 -- the user's streaks are rebuilt at commit and every week marked for the weekly counts.
 CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7032,16 +7131,16 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
             IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
                 PERFORM habit.sync_tombstone(OLD.user_id, 'profile', '');
             END IF;
-            IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start) THEN
-                IF (OLD.timezone, OLD.week_start) IS DISTINCT FROM ('UTC', 'monday') OR TG_OP = 'UPDATE' THEN
+            IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
+                IF (OLD.timezone, OLD.week_start, OLD.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
                     PERFORM habit.streak_invalidate(OLD.user_id, NULL);
                 END IF;
                 PERFORM habit.weekly_counts_mark(OLD.user_id, '(,)');
             END IF;
         END IF;
         IF TG_OP <> 'DELETE' THEN
-            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start) THEN
-                IF (NEW.timezone, NEW.week_start) IS DISTINCT FROM ('UTC', 'monday') OR TG_OP = 'UPDATE' THEN
+            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
+                IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
                     PERFORM habit.streak_invalidate(NEW.user_id, NULL);
                 END IF;
                 PERFORM habit.weekly_counts_mark(NEW.user_id, '(,)');
@@ -7258,7 +7357,7 @@ SELECT u.user_id,
        coalesce(h.habits, 0) AS habits,
        coalesce(h.active_habits, 0) AS active_habits,
        last.last_completed_date,
-       habit.local_date(now(), coalesce(p.timezone, 'UTC')) - last.last_completed_date AS days_since_last_completion
+       habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) - last.last_completed_date AS days_since_last_completion
 FROM users u
 LEFT JOIN public.profiles p ON p.user_id = u.user_id
 -- Grouped per user and joined by user_id, not correlated or LATERAL: the shape a Citus
@@ -7296,7 +7395,7 @@ CREATE OR REPLACE FUNCTION admin.user_week(target_user uuid, of_day date DEFAULT
     AS $fn$
         WITH zone AS (SELECT habit.user_time_zone(target_user, NULL) AS tz),
         first AS (
-            SELECT habit.week_start(coalesce(of_day, habit.local_date(now(), zone.tz)),
+            SELECT habit.week_start(coalesce(of_day, habit.user_today(target_user, NULL)),
                                     habit.week_start_isodow(week_start_day)) AS first_day
             FROM zone
         ),

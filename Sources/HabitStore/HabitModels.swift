@@ -7,10 +7,14 @@ public struct Profile: Sendable, Equatable {
     /// The first day of the user's week (profiles.week_start): a times_per_week
     /// schedule counts completions in these weeks, and week.counts groups by it by default.
     public var weekStart: WeekStart
-    public init(userID: UUID, timeZone: String, weekStart: WeekStart = .monday) {
+    /// The local time of day at which each of the user's days begins, "HH:MM"
+    /// (profiles.day_starts_at): "today", and the day of every instant, follow it.
+    public var dayStartsAt: String
+    public init(userID: UUID, timeZone: String, weekStart: WeekStart = .monday, dayStartsAt: String = "00:00") {
         self.userID = userID
         self.timeZone = timeZone
         self.weekStart = weekStart
+        self.dayStartsAt = dayStartsAt
     }
 }
 

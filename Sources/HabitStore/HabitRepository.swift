@@ -27,25 +27,27 @@ public final class HabitRepository {
 
     public func profile(user: UUID) throws -> Profile {
         // habit.user_time_zone holds the rule: the profile's zone, else UTC; the week starts
-        // on the profile's day, else Monday.
+        // on the profile's day, else Monday; the day at the profile's start, else midnight.
         let row = try scope.query(as: user, """
             SELECT habit.user_time_zone(\(user), NULL),
-                   coalesce((SELECT p.week_start FROM public.profiles p WHERE p.user_id = \(user)), 'monday')
+                   coalesce((SELECT p.week_start FROM public.profiles p WHERE p.user_id = \(user)), 'monday'),
+                   to_char(habit.user_day_start(\(user)), 'HH24:MI')
             """).single()
         return try Self.profile(user: user, row)
     }
 
     /// Creates or changes the user's profile: the fields given (nil keeps the stored value, or
-    /// the default for a new profile: UTC, Monday).
-    public func setProfile(user: UUID, timeZone: String?, weekStart: WeekStart? = nil) throws -> Profile {
+    /// the default for a new profile: UTC, Monday, days from 00:00). `dayStartsAt`: "HH:MM".
+    public func setProfile(user: UUID, timeZone: String?, weekStart: WeekStart? = nil, dayStartsAt: String? = nil) throws -> Profile {
         try Validation.timeZone(timeZone, using: connection)
         let row = try scope.query(as: user, """
-            INSERT INTO public.profiles (user_id, timezone, week_start)
-            VALUES (\(user), coalesce(\(timeZone), 'UTC'), coalesce(\(weekStart?.rawValue), 'monday'))
+            INSERT INTO public.profiles (user_id, timezone, week_start, day_starts_at)
+            VALUES (\(user), coalesce(\(timeZone), 'UTC'), coalesce(\(weekStart?.rawValue), 'monday'), coalesce(\(dayStartsAt)::time, '00:00'))
             ON CONFLICT (user_id) DO UPDATE SET
                 timezone = coalesce(\(timeZone), profiles.timezone),
-                week_start = coalesce(\(weekStart?.rawValue), profiles.week_start)
-            RETURNING timezone, week_start
+                week_start = coalesce(\(weekStart?.rawValue), profiles.week_start),
+                day_starts_at = coalesce(\(dayStartsAt)::time, profiles.day_starts_at)
+            RETURNING \(unsafeSQL: Self.profileColumns)
             """).single()
         return try Self.profile(user: user, row)
     }
@@ -54,13 +56,18 @@ public final class HabitRepository {
         try setProfile(user: user, timeZone: timeZone)
     }
 
-    /// A profile from `timezone, week_start` (the sync pull reads it the same way).
+    /// The columns `profile(user:_:)` reads, in its order (the sync pull and the export read
+    /// them the same way).
+    static let profileColumns = "timezone, week_start, to_char(day_starts_at, 'HH24:MI')"
+
+    /// A profile from `profileColumns`.
     static func profile(user: UUID, _ row: Row) throws -> Profile {
         let weekStart = try row.decode(String.self, at: 1)
         guard let start = WeekStart(rawValue: weekStart) else {
             throw PostgresError(kind: .decoding, message: "unknown week start \"\(weekStart)\"")
         }
-        return Profile(userID: user, timeZone: try row.decode(String.self, at: 0), weekStart: start)
+        return Profile(userID: user, timeZone: try row.decode(String.self, at: 0), weekStart: start,
+                       dayStartsAt: try row.decode(String.self, at: 2))
     }
 
     // MARK: - Habits
@@ -268,9 +275,9 @@ public final class HabitRepository {
     private static func daySQL(includeStreaks: Bool) -> String {
         """
         WITH header AS MATERIALIZED (
-            SELECT habit.local_date(now(), coalesce($2::text, p.timezone, 'UTC')) AS today,
-                   habit.local_date(now(), coalesce(p.timezone, 'UTC')) AS profile_today,
-                   coalesce($2::text, p.timezone, 'UTC') AS tz,
+            SELECT habit.local_day(now(), coalesce($2::text, p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) AS today,
+                   habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) AS profile_today,
+                   coalesce($2::text, p.timezone, 'UTC') AS tz, coalesce(p.day_starts_at, '00:00') AS ds,
                    CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, $3::date AS day
             FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = $1
         )
@@ -279,7 +286,7 @@ public final class HabitRepository {
             -- The schedule in force on that day, not the habit's current one.
             SELECT d.due, d.done, d.skipped,
                    \(Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"])), ci.checkin_sum, ci.checkin_count, n.note\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
-            FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk) d
+            FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk, header.ds) d
             JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
             -- The day's check-ins, only for a habit counted from them (sql/0029): for the others
             -- a one-time filter (no probe) and no row (HAVING).
@@ -386,7 +393,7 @@ public final class HabitRepository {
             days AS (SELECT zone.first_day + offset_days AS day FROM zone, generate_series(0, 6) AS offset_days),
             on_days AS MATERIALIZED (
                 SELECT d.day, d.due, d.done, d.skipped
-                FROM zone, habit.habit_days_at(\(user), zone.first_day, zone.first_day + 6, habit.local_date(now(), zone.tz), \(timeZone)) d
+                FROM zone, habit.habit_days_at(\(user), zone.first_day, zone.first_day + 6, habit.user_today(\(user), \(timeZone)), \(timeZone)) d
             )
             SELECT days.day,
                    count(o.day) FILTER (WHERE o.done) AS completed,

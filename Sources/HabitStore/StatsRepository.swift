@@ -22,7 +22,7 @@ extension HabitRepository {
     public func statsStatement(user: UUID, template: UUID?, date: CalendarDate?) -> UserStatement<StatsReport> {
         UserStatement(user: user, statement: """
             WITH r AS MATERIALIZED (
-                SELECT coalesce(\(date)::date, habit.local_date(now(), habit.user_time_zone(\(user), NULL))) AS day
+                SELECT coalesce(\(date)::date, habit.user_today(\(user), NULL)) AS day
             )
             SELECT r.day, s.template_id, s.unit, s.current_length, s.current_start,
                    s.longest_length, s.longest_start, s.longest_end,

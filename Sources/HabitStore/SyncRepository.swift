@@ -226,7 +226,7 @@ public struct SyncRepository {
         let from = KeyBound(kind, start), to = KeyBound(kind, end)
         switch kind {
         case .profile:
-            return "SELECT timezone, week_start FROM public.profiles WHERE user_id = \(user) AND change_seq > \(from.seq) AND change_seq <= \(to.seq)"
+            return "SELECT \(unsafeSQL: HabitRepository.profileColumns) FROM public.profiles WHERE user_id = \(user) AND change_seq > \(from.seq) AND change_seq <= \(to.seq)"
         case .completions, .skips:
             let (table, date, columns) = kind == .completions
                 ? ("public.habit_completions", "completed_date", "template_id, completed_date, created_at")

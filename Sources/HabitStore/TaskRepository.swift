@@ -221,7 +221,7 @@ public final class TaskRepository {
             WITH day AS MATERIALIZED (
                 -- Materialized: inlined, the coalesce(…) (not leakproof) would have to wait
                 -- behind the RLS policy and could not drive the (user_id, scheduled_date) index.
-                SELECT coalesce(\(date), habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone)))) AS date
+                SELECT coalesce(\(date), habit.user_today(\(user), \(timeZone))) AS date
             ),
             header AS (
                 SELECT day.date,
@@ -268,7 +268,7 @@ public final class TaskRepository {
         case .upcoming:
             return Page(fetched: try scope.query(as: user, """
                 WITH today AS MATERIALIZED (
-                    SELECT habit.local_date(now(), habit.user_time_zone(\(user), \(timeZone))) AS date
+                    SELECT habit.user_today(\(user), \(timeZone)) AS date
                 )
                 SELECT \(unsafeSQL: TaskItem.columns) FROM public.tasks, today
                 WHERE user_id = \(user) AND scheduled_date > today.date

@@ -59,7 +59,7 @@ public enum AccountDocument {
             }
         }
         if let profile = top["profile"], !profile.isNull {
-            let fields = try object(profile, "document.profile", required: ["time_zone", "week_start"])
+            let fields = try object(profile, "document.profile", required: ["time_zone", "week_start"], optional: ["day_starts_at"])
             let zone = try string(fields["time_zone"]!, "document.profile.time_zone")
             guard !zone.isEmpty, zone.utf8.count <= 100, zone.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
                 throw .invalidParams(field: "document.profile.time_zone", reason: InputFailure.invalidTimeZone, message: "not a time-zone name")
@@ -67,6 +67,9 @@ public enum AccountDocument {
             let start = try string(fields["week_start"]!, "document.profile.week_start")
             guard WeekStart(rawValue: start) != nil else {
                 throw .invalidParams(field: "document.profile.week_start", reason: RPCReason.invalidChoice, message: #"expected "monday" or "sunday""#)
+            }
+            if let dayStart = try optionalString(fields["day_starts_at"], "document.profile.day_starts_at"), !ParamsReader.isDayStart(dayStart) {
+                throw .invalidParams(field: "document.profile.day_starts_at", reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\"")
             }
         }
 
@@ -322,6 +325,7 @@ extension JSONWriter {
         beginObject()
         key("time_zone"); string(profile.timeZone)
         key("week_start"); string(profile.weekStart.rawValue)
+        key("day_starts_at"); string(profile.dayStartsAt)
         endObject()
     }
 

@@ -218,10 +218,11 @@ public enum LoopConversion {
     /// Throws RPCError (-32602: the converter's reason with file, line and column, or the
     /// document check's path) or the repository's errors.
     public static func convert(_ export: LoopExport, user: UUID, repository: AccountRepository) throws -> Converted {
-        let (zone, today) = try repository.zoneAndToday(user: user)
+        let (zone, today, dayStart) = try repository.zoneAndToday(user: user)
         let document: JSONValue, report: LoopImportReport
         do {
-            (document, report) = try export.accountDocument(user: user, timeZone: zone, today: LoopDay(daysSinceUnixEpoch: today.daysSinceUnixEpoch))
+            (document, report) = try export.accountDocument(user: user, timeZone: zone, today: LoopDay(daysSinceUnixEpoch: today.daysSinceUnixEpoch),
+                                                            dayStartMinutes: dayStart)
         } catch {
             throw error.invalidParams
         }

@@ -11,6 +11,7 @@ extension ValueSchema {
     static let decimal = JSONSchema.described(JSONSchema.string(minLength: 1),
                                               "A decimal string: digits, an optional point and at most 3 fraction digits, at most 999999999.999 (\"2.5\").")
     static let localTime = JSONSchema.described(JSONSchema.string(minLength: 5), "A local time of day, \"HH:MM\" or \"HH:MM:SS\".")
+    static let dayStart = JSONSchema.described(JSONSchema.string(minLength: 5), "A local time of day in whole minutes, \"HH:MM\" (00:00 to 23:59).")
 }
 
 extension ParamsReader {
@@ -39,6 +40,22 @@ extension ParamsReader {
             throw .invalidParams(field: key, reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\" or \"HH:MM:SS\"")
         }
         return text
+    }
+
+    /// `day_starts_at`: "HH:MM" (whole minutes); absent or null → nil.
+    func optionalDayStart(_ key: String) throws(RPCError) -> String? {
+        if declares(key, schema: JSONSchema.nullable(ValueSchema.dayStart), required: false,
+                    description: "Local time of day (HH:MM) at which each day begins, e.g. \"03:00\": 01:30 then still belongs to the day before. Absent: kept (a new profile: 00:00).") { return nil }
+        guard let text = try optionalString(key) else { return nil }
+        guard Self.isDayStart(text) else {
+            throw .invalidParams(field: key, reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\" (00:00 to 23:59)")
+        }
+        return text
+    }
+
+    /// "HH:MM", 00:00 to 23:59: a day's start (profiles.day_starts_at, whole minutes).
+    static func isDayStart(_ text: String) -> Bool {
+        text.utf8.count == 5 && isLocalTime(text)
     }
 
     /// "HH:MM" or "HH:MM:SS", 00:00 to 23:59:59.

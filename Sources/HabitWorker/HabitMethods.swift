@@ -55,7 +55,7 @@ enum SystemHealth: DatabaseMethod {
 enum ProfileGet: DatabaseMethod {
     static let name = "profile.get"
     static let retry = RetrySafety.always
-    static let summary = "The user's profile (time zone, week start); UTC and Monday for a user without one."
+    static let summary = "The user's profile (time zone, week start, day start); UTC, Monday and 00:00 for a user without one."
     static func decode(_ params: ParamsReader) throws(RPCError) -> UUID { try params.userID() }
     static func run(_ user: UUID, in context: MethodContext) throws -> Profile {
         try context.habits.profile(user: user)
@@ -65,15 +65,19 @@ enum ProfileGet: DatabaseMethod {
 enum ProfileSet: DatabaseMethod {
     static let name = "profile.set"
     static let retry = RetrySafety.always
-    static let summary = "Creates or replaces the user's profile (time zone; week start, kept when absent)."
-    struct Params: Sendable { let user: UUID; let timeZone: String; let weekStart: WeekStart? }
+    static let summary = "Creates or changes the user's profile: time zone, week start, day start (each kept when absent; at least one given)."
+    struct Params: Sendable { let user: UUID; let timeZone: String?; let weekStart: WeekStart?; let dayStartsAt: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        let zone = try params.requiredTimeZone()
+        let zone = try params.profileTimeZone()
         let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
-        return Params(user: try params.userID(), timeZone: zone, weekStart: weekStart)
+        let dayStart = try params.optionalDayStart("day_starts_at")
+        if zone == nil, weekStart == nil, dayStart == nil, !params.isDescribing {
+            throw .invalidParams(field: "timezone", reason: RPCReason.required, message: "missing: give timezone, week_start or day_starts_at")
+        }
+        return Params(user: try params.userID(), timeZone: zone, weekStart: weekStart, dayStartsAt: dayStart)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Profile {
-        try context.habits.setProfile(user: params.user, timeZone: params.timeZone, weekStart: params.weekStart)
+        try context.habits.setProfile(user: params.user, timeZone: params.timeZone, weekStart: params.weekStart, dayStartsAt: params.dayStartsAt)
     }
 }
 

@@ -401,6 +401,13 @@ extension ParamsReader {
         return try checkedTimeZone(try optionalString("timezone"))
     }
 
+    /// A profile's `timezone` (profile.set): absent or null keeps the stored zone.
+    func profileTimeZone() throws(RPCError) -> String? {
+        if declares("timezone", schema: JSONSchema.nullable(ValueSchema.timeZone), required: false,
+                    description: "IANA zone name (pg_timezone_names); absent: kept (a new profile: UTC).") { return nil }
+        return try checkedTimeZone(try optionalString("timezone"))
+    }
+
     /// `timezone` where it is required; null counts as missing.
     func requiredTimeZone() throws(RPCError) -> String {
         if declares("timezone", schema: ValueSchema.timeZone, required: true, description: "IANA zone name (pg_timezone_names).") { return "UTC" }

@@ -163,6 +163,8 @@ extension Profile: SchemaComponent {
         ("timezone", JSONSchema.string()),
         ("week_start", JSONSchema.described(JSONSchema.string(oneOf: WeekStart.allCases.map(\.rawValue)),
                                             "First day of the user's week: times_per_week targets count in these weeks; week.counts' default.")),
+        ("day_starts_at", JSONSchema.described(ValueSchema.dayStart,
+                                               "Local time of day (HH:MM) at which each of the user's days begins; \"today\" and the day of every instant follow it.")),
     ])
 
     public func write(to json: inout JSONWriter) {
@@ -170,6 +172,7 @@ extension Profile: SchemaComponent {
         json.key("user_id"); json.uuid(userID)
         json.key("timezone"); json.string(timeZone)
         json.key("week_start"); json.string(weekStart.rawValue)
+        json.key("day_starts_at"); json.string(dayStartsAt)
         json.endObject()
     }
 }

@@ -55,10 +55,12 @@ extension LoopExport {
     /// This export as a "habit-account" version 1 document (docs/account-format.schema.json)
     /// for `user`, with server-set members null, profile null (Loop has no zone or week start:
     /// the user's profile stays as it is), no lists or tasks. Dates are Loop's local dates;
-    /// periods start at local midnight in `timeZone` (the user's IANA zone), `today` is the
-    /// user's today there (from PostgreSQL). Same input, same bytes: habit ids are name-based
+    /// periods start where the user's day begins in `timeZone` (the user's IANA zone; local
+    /// midnight, or `dayStartMinutes` after it: profiles.day_starts_at), `today` is the user's
+    /// today there (from PostgreSQL). Same input, same bytes: habit ids are name-based
     /// UUIDs of (user, Position, Name), arrays are sorted as the format says.
-    public func accountDocument(user: UUID, timeZone: String, today: LoopDay) throws(LoopImportError) -> (document: JSONValue, report: LoopImportReport) {
+    public func accountDocument(user: UUID, timeZone: String, today: LoopDay,
+                                dayStartMinutes: Int = 0) throws(LoopImportError) -> (document: JSONValue, report: LoopImportReport) {
         guard let zone = TimeZone(identifier: timeZone) else {
             throw LoopImportError(.invalidTimezone, "\"\(timeZone)\" is not an IANA time zone")
         }
@@ -160,8 +162,8 @@ extension LoopExport {
             report.habits += 1
 
             let period = JSONValue.object(JSONObject([
-                ("started_at", .string(start.startRFC3339(in: zone))),
-                ("ended_at", end.map { .string($0.startRFC3339(in: zone)) } ?? .null),
+                ("started_at", .string(start.startRFC3339(in: zone, dayStartMinutes: dayStartMinutes))),
+                ("ended_at", end.map { .string($0.startRFC3339(in: zone, dayStartMinutes: dayStartMinutes)) } ?? .null),
                 ("schedule", schedule),
             ]))
             var members: [(String, JSONValue)] = [

@@ -72,16 +72,37 @@ public struct LoopDay: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The instant this day starts in `zone`, as RFC 3339 UTC (`2026-11-01T23:00:00Z`; seconds
     /// only, since zone offsets are whole seconds). Where the zone skips midnight (a DST change
     /// at 00:00), the first instant of the day, as PostgreSQL's `D::timestamp AT TIME ZONE` does.
-    func startRFC3339(in zone: TimeZone) -> String {
+    /// With a day start (`dayStartMinutes` after midnight, profiles.day_starts_at), the first
+    /// instant whose wall-clock time is at or after it on this date: what habit.local_day reads
+    /// as this day (a start inside a skipped hour: the end of the gap).
+    func startRFC3339(in zone: TimeZone, dayStartMinutes: Int = 0) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
         let (y, m, d) = components
-        // Local noon (the calendar is in `zone`) is inside the day whatever the DST rules;
-        // startOfDay then finds the day's first instant.
-        // (Never nil for a valid date; UTC midnight is a fallback that cannot crash.)
-        let guess = calendar.date(from: DateComponents(year: y, month: m, day: d, hour: 12))
-        let start = guess.map { calendar.startOfDay(for: $0) } ?? Date(timeIntervalSince1970: Double(daysSinceUnixEpoch) * 86_400)
-        let seconds = Int(start.timeIntervalSince1970.rounded())
+        let seconds: Int
+        if dayStartMinutes == 0 {
+            // Local noon (the calendar is in `zone`) is inside the day whatever the DST rules;
+            // startOfDay then finds the day's first instant.
+            // (Never nil for a valid date; UTC midnight is a fallback that cannot crash.)
+            let guess = calendar.date(from: DateComponents(year: y, month: m, day: d, hour: 12))
+            let start = guess.map { calendar.startOfDay(for: $0) } ?? Date(timeIntervalSince1970: Double(daysSinceUnixEpoch) * 86_400)
+            seconds = Int(start.timeIntervalSince1970.rounded())
+        } else {
+            // The wall time D + start read with each offset the zone has within a day of it;
+            // the earliest reading that shows exactly that wall time, else (a gap) the earliest
+            // instant after it whose wall time is past it: the gap's end.
+            let wall = daysSinceUnixEpoch * 86_400 + dayStartMinutes * 60
+            func offset(_ instant: Int) -> Int { zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant))) }
+            let offsets = Set((-48...48).map { offset(wall + $0 * 1_800) })
+            let readings = offsets.map { wall - $0 }.filter { $0 + offset($0) == wall }
+            if let first = readings.min() {
+                seconds = first
+            } else {
+                var instant = offsets.map { wall - $0 }.min()!
+                while instant + offset(instant) < wall { instant += 60 }
+                seconds = instant
+            }
+        }
         let day = LoopDay(daysSinceUnixEpoch: Int((Double(seconds) / 86_400).rounded(.down)))
         let secondOfDay = seconds - day.daysSinceUnixEpoch * 86_400
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }

@@ -18,13 +18,14 @@ import Testing
         // sql/0015: the body habit.weekly_counts now calls, with a list of users.
         "habit.weekly_counts_of(date,date,text,uuid[])",
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
-        "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date)",
+        "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date,time without time zone)",
+        "habit.local_day(timestamp with time zone,text,time without time zone)", "habit.day_begins(date,text,time without time zone)",
         "habit.due_days(jsonb,date,daterange,date)", "habit.due_on(jsonb,date,date)",
         // The streak reads planned into their callers (day.get's statement, habit_stats), and
         // day.get's one-day path (issue 29).
-        "habit.streak_unit(jsonb)", "habit.habits_on(uuid,date,date,text)",
+        "habit.streak_unit(jsonb)", "habit.habits_on(uuid,date,date,text,time without time zone)",
         "habit.current_streak(uuid,uuid,date,date)", "habit.streak_state_answers(habit_streak_state,date,date)",
-        "habit.day_habits(uuid,date,date,text,integer)",
+        "habit.day_habits(uuid,date,date,text,integer,time without time zone)",
         // The streak engine's arithmetic, inlined into its own expressions (issue 29).
         "habit.streak_habit_of(habit_streak_state)", "habit.streak_segment_due(habit.streak_segment,date,date)",
         // auth.uid() where this project made it: inlined into every policy and statement (issue 29).
@@ -82,7 +83,7 @@ import Testing
             // The streak read day.get inlines, and its one-day path (the runs answer at R).
             let streaks: Query = """
                 SELECT row(d.*)::text || ' ' || row(c.*)::text FROM public.habit_templates t,
-                       habit.day_habits(t.user_id, '2026-11-20', '2026-11-25', 'UTC', 1) d,
+                       habit.day_habits(t.user_id, '2026-11-20', '2026-11-25', 'UTC', 1, '00:00') d,
                        habit.current_streak(t.user_id, t.id, '2026-11-20', '2026-11-25') c
                 WHERE d.template_id = t.id
                 """
@@ -109,11 +110,14 @@ import Testing
                 #expect(try rules.decode(String?.self, at: 1) == nil)
                 // Ended at midnight of the 20th: on through the 19th; open: from the 17th on.
                 let periods = try connection.queryOne("""
-                    SELECT habit.period_on_days('2026-11-17 12:00Z', '2026-11-20 00:00Z', 'UTC', '2026-11-25')::text,
-                           habit.period_on_days('2026-11-17 12:00Z', NULL, 'UTC', '2026-11-25')::text
+                    SELECT habit.period_on_days('2026-11-17 12:00Z', '2026-11-20 00:00Z', 'UTC', '2026-11-25', '00:00')::text,
+                           habit.period_on_days('2026-11-17 12:00Z', NULL, 'UTC', '2026-11-25', '00:00')::text,
+                           habit.period_on_days('2026-11-17 02:00Z', '2026-11-20 03:00Z', 'UTC', '2026-11-25', '03:00')::text
                     """)
                 #expect(try periods.decode(String.self, at: 0) == "[2026-11-17,2026-11-20)")
                 #expect(try periods.decode(String.self, at: 1) == "[2026-11-17,)")
+                // Days from 03:00: 02:00 on the 17th is the 16th; ending as the 20th begins.
+                #expect(try periods.decode(String.self, at: 2) == "[2026-11-16,2026-11-20)")
                 #expect(try connection.query(Query(unsafeSQL: weekly)).map { try $0.decode(String.self, at: 0) } == expectedWeeks)
             }
             // Inlined: the plan computes the expressions, it does not call the functions.
@@ -121,10 +125,11 @@ import Testing
                 EXPLAIN (VERBOSE, COSTS OFF)
                 SELECT habit.week_start(d::date, 1), habit.local_date(d, 'UTC'),
                        habit.completion_refusal(true, d::date, habit.local_date(now(), 'UTC'), habit.is_on_day(true, d, '2026-11-20', 'UTC')),
-                       habit.period_on_days(d, d + interval '1 day', 'UTC', '2026-11-25')
+                       habit.period_on_days(d, d + interval '1 day', 'UTC', '2026-11-25', '03:00'),
+                       habit.local_day(d, 'Europe/Helsinki', '03:00'), habit.day_begins(d::date, 'UTC', '03:00')
                 FROM generate_series(now(), now() + interval '3 days', interval '1 day') d
                 """).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-            for name in ["week_start(", "local_date(", "completion_refusal(", "is_on_day(", "period_on_days("] {
+            for name in ["week_start(", "local_date(", "completion_refusal(", "is_on_day(", "period_on_days(", "local_day(", "day_begins("] {
                 #expect(!plan.contains(name), "\(plan)")
             }
             let streaksPlan = try connection.query(Query(unsafeSQL: "EXPLAIN (COSTS OFF) " + streaks.sql)).map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")

@@ -73,11 +73,14 @@ struct HabitDay: Hashable, Sendable, CustomStringConvertible {
 struct ZoneClock: Sendable {
     let name: String
     let zone: TimeZone
+    /// Seconds after local midnight at which the user's days begin (profiles.day_starts_at).
+    let dayStart: Int64
 
-    init(_ name: String) {
+    init(_ name: String, dayStart: Int64 = 0) {
         guard let zone = TimeZone(identifier: name) else { fatalError("Foundation does not know the zone \(name)") }
         self.name = name
         self.zone = zone
+        self.dayStart = dayStart
     }
 
     /// The zone's UTC offset (seconds east) in force at `instant`.
@@ -85,9 +88,10 @@ struct ZoneClock: Sendable {
         Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant))))
     }
 
-    /// The calendar date of `instant` in the zone (what `habit.local_date` computes).
+    /// The user's day of `instant`: the date of its wall-clock time in the zone minus the day
+    /// start (what `habit.local_day` computes; `habit.local_date` at a midnight start).
     func localDate(_ instant: Int64) -> CalendarDate {
-        let wall = instant + offset(at: instant)
+        let wall = instant + offset(at: instant) - dayStart
         return CalendarDate(daysSinceUnixEpoch: Int(wall >= 0 ? wall / 86_400 : (wall - 86_399) / 86_400))
     }
 
@@ -100,7 +104,18 @@ struct ZoneClock: Sendable {
     /// transition, i.e. the later of the two instants. Calendar.startOfDay would pick the
     /// earlier one for a repeated midnight (America/Havana in November), hence this function.
     func midnight(_ day: CalendarDate) -> Int64 {
-        let wall = Int64(day.daysSinceUnixEpoch) * 86_400
+        reading(wall: Int64(day.daysSinceUnixEpoch) * 86_400)
+    }
+
+    /// The instant the user's day `day` begins: its wall time day + dayStart read by
+    /// PostgreSQL's rule, as `midnight` reads 00:00 (what `habit.day_begins` computes).
+    func dayBegins(_ day: CalendarDate) -> Int64 {
+        reading(wall: Int64(day.daysSinceUnixEpoch) * 86_400 + dayStart)
+    }
+
+    /// A wall time (seconds since 1970 as if the zone were UTC) read as an instant the way
+    /// PostgreSQL reads `timestamp AT TIME ZONE zone`.
+    func reading(wall: Int64) -> Int64 {
         // Every offset in force within 30 hours of the wall time (transitions never come
         // twice within half an hour, so sampling each half hour sees them all).
         var offsets = Set<Int64>()
@@ -133,14 +148,14 @@ struct HistoryModel: Sendable {
 
     /// The period that makes a habit with `periods` on `day`, or nil when it is not on.
     /// On D there must be a period p with localDate(p.start) ≤ D and
-    ///  - D < T: p overlaps local day D (open, or ends after D 00:00 in Z);
+    ///  - D < T: p overlaps the user's day D (open, or ends after D begins in Z: clock.dayBegins);
     ///  - D ≥ T: p is open.
     /// When several do, the latest-starting one is in force.
     func periodInForce(_ periods: [HistoryPeriod], on day: CalendarDate) -> HistoryPeriod? {
-        let midnight = clock.midnight(day)
+        let begins = clock.dayBegins(day)
         return periods.filter { period in
             guard clock.localDate(period.start) <= day else { return false }
-            if day < today { return period.end.map { $0 > midnight } ?? true }
+            if day < today { return period.end.map { $0 > begins } ?? true }
             return period.end == nil
         }.max { $0.start < $1.start }
     }

@@ -15,16 +15,20 @@ struct HistoryCase: Sendable, CustomStringConvertible {
     var habits: [[HistoryPeriod]]
     /// ISO weekday the user's week starts on: 1 (profiles.week_start 'monday') or 7 ('sunday').
     var weekStart = 1
+    /// Seconds after local midnight at which the user's days begin (profiles.day_starts_at,
+    /// whole minutes).
+    var dayStart: Int64 = 0
     /// Per habit (by index; missing = none), the dates completed and skipped.
     var completions: [Set<CalendarDate>] = []
     var skips: [Set<CalendarDate>] = []
 
     var model: HistoryModel {
-        HistoryModel(clock: ZoneClock(zone), today: today, weekStart: weekStart, completions: completions, skips: skips)
+        HistoryModel(clock: ZoneClock(zone, dayStart: dayStart), today: today, weekStart: weekStart, completions: completions, skips: skips)
     }
 
     /// Smaller cases for the shrinker, each strictly smaller by (habits + periods + non-daily
-    /// schedules + days in the window + completions + skips + a Sunday week start), so
+    /// schedules + days in the window + completions + skips + a Sunday week start + a day start
+    /// after midnight), so
     /// shrinking always ends.
     var smaller: [HistoryCase] {
         var result: [HistoryCase] = []
@@ -44,6 +48,7 @@ struct HistoryCase: Sendable, CustomStringConvertible {
             for day in days { var copy = self; copy.skips[habit].remove(day); result.append(copy) }
         }
         if weekStart != 1 { var monday = self; monday.weekStart = 1; result.append(monday) }
+        if dayStart != 0 { var midnight = self; midnight.dayStart = 0; result.append(midnight) }
         for (habit, periods) in habits.enumerated() {
             for index in periods.indices {
                 var copy = self
@@ -63,9 +68,12 @@ struct HistoryCase: Sendable, CustomStringConvertible {
         return result
     }
 
+    /// The day start as profiles.day_starts_at takes it, "HH:MM".
+    var dayStartText: String { String(format: "%02lld:%02lld", dayStart / 3_600, dayStart / 60 % 60) }
+
     /// The history as a person reads it: instants in UTC and in the zone.
     var description: String {
-        let clock = ZoneClock(zone)
+        let clock = ZoneClock(zone, dayStart: dayStart)
         func show(_ instant: Int64) -> String {
             let utc = PostgresTimestamp(microsecondsSinceUnixEpoch: instant * 1_000_000)
             let offset = clock.offset(at: instant)
@@ -74,7 +82,7 @@ struct HistoryCase: Sendable, CustomStringConvertible {
             let local = String(format: "%02lld:%02lld:%02lld", second / 3600, second / 60 % 60, second % 60)
             return "\(utc) (\(clock.localDate(instant)) \(local) local, offset \(offset)s)"
         }
-        var lines = ["zone \(zone), today \(today), days \(from)…\(to), weeks from ISO weekday \(weekStart)"]
+        var lines = ["zone \(zone), days from \(dayStartText), today \(today), days \(from)…\(to), weeks from ISO weekday \(weekStart)"]
         for (index, periods) in habits.enumerated() {
             lines.append("  habit \(index):" + (periods.isEmpty ? " no periods" : ""))
             for period in periods {
@@ -95,8 +103,22 @@ enum HistoryGenerator {
     /// UTC+14 and UTC−12 (the same instant on different dates), DST at 02:00 or 01:00
     /// (New York, London), a 30-minute DST change (Lord Howe), DST that skipped or repeated
     /// midnight itself (Sao Paulo until 2019, Havana, Beirut), a half-hour offset without DST.
+    /// Helsinki (03:00 → 04:00 in spring, 04:00 → 03:00 in autumn) and Chisinau (02:00 → 03:00,
+    /// 03:00 → 02:00) change their clocks at 03:00, the day start night owls pick.
     static let zones = ["Pacific/Kiritimati", "Etc/GMT+12", "America/New_York", "Europe/London", "Australia/Lord_Howe",
-                        "America/Sao_Paulo", "Asia/Kolkata", "UTC", "America/Havana", "Asia/Beirut"]
+                        "America/Sao_Paulo", "Asia/Kolkata", "UTC", "America/Havana", "Asia/Beirut",
+                        "Europe/Helsinki", "Europe/Chisinau"]
+    /// Day starts: midnight, 03:00 (the DST hours of Helsinki and Chisinau), 01:30 and 02:30
+    /// (inside New York's and London's repeated or skipped hours), or any minute.
+    static func dayStart<R: RandomNumberGenerator>(using rng: inout R) -> Int64 {
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0..<4: return 0
+        case 4..<7: return 3 * 3_600
+        case 7: return 5_400
+        case 8: return 9_000
+        default: return Int64.random(in: 0..<1_440, using: &rng) * 60
+        }
+    }
 
     static let firstAnchor = CalendarDate(year: 2017, month: 10, day: 1)!
     static let lastAnchor = CalendarDate(year: 2026, month: 12, day: 31)!
@@ -107,7 +129,7 @@ enum HistoryGenerator {
 
     static func generate<R: RandomNumberGenerator>(using rng: inout R) -> HistoryCase {
         let zone = zones.randomElement(using: &rng)!
-        let clock = ZoneClock(zone)
+        let clock = ZoneClock(zone, dayStart: dayStart(using: &rng))
         var anchor = firstAnchor.adding(days: Int.random(in: 0...firstAnchor.days(until: lastAnchor), using: &rng))
         if zone == "America/Sao_Paulo", Bool.random(using: &rng) {
             // Its last DST years (2017–2019), midnight skipped in November, repeated in February.
@@ -126,12 +148,12 @@ enum HistoryGenerator {
         func boundary() -> Int64 {
             let day = anchor.adding(days: Int.random(in: -6...6, using: &rng))
             switch Int.random(in: 0..<8, using: &rng) {
-            case 0: return clock.midnight(day)
-            case 1: return clock.midnight(day) - 1
-            case 2: return clock.midnight(day) + 1
-            case 3: return clock.midnight(day.adding(days: 1)) - 1_800 // 23:30 local (most days)
-            case 4: return transition ?? clock.midnight(day)
-            default: return clock.midnight(day) + Int64.random(in: 0..<86_400, using: &rng)
+            case 0: return clock.dayBegins(day)
+            case 1: return clock.dayBegins(day) - 1
+            case 2: return clock.dayBegins(day) + 1
+            case 3: return clock.dayBegins(day.adding(days: 1)) - 1_800 // half an hour before the next day (most days)
+            case 4: return transition ?? clock.dayBegins(day)
+            default: return clock.dayBegins(day) + Int64.random(in: 0..<86_400, using: &rng)
             }
         }
 
@@ -195,7 +217,7 @@ enum HistoryGenerator {
             skips.append(skipped)
         }
         return HistoryCase(zone: zone, today: today, from: from, to: to, habits: habits,
-                           weekStart: Bool.random(using: &rng) ? 1 : 7, completions: completions, skips: skips)
+                           weekStart: Bool.random(using: &rng) ? 1 : 7, dayStart: clock.dayStart, completions: completions, skips: skips)
     }
 }
 
@@ -251,8 +273,8 @@ struct HistoryDatabase {
             // the habit is not on or after today; done and skipped never meet (HB005).
             try connection.execute("SET LOCAL habit.backfill = 'on'")
             try connection.execute("""
-                INSERT INTO public.profiles (user_id, timezone, week_start)
-                VALUES (\(user), \(history.zone), \(history.weekStart == 7 ? "sunday" : "monday"))
+                INSERT INTO public.profiles (user_id, timezone, week_start, day_starts_at)
+                VALUES (\(user), \(history.zone), \(history.weekStart == 7 ? "sunday" : "monday"), \(history.dayStartText)::time)
                 """)
             for (index, periods) in history.habits.enumerated() {
                 let id = try connection.queryOne("""
@@ -450,6 +472,50 @@ struct HistoryDatabase {
             [Self.period(seconds("2026-03-08T05:00:00Z"), nil, .everyNDays(2))],
         ])
         #expect(try await Self.habitZeroDays(skipped) == ["2026-03-06": true, "2026-03-07": true])
+    }
+
+    /// Days from 03:00 (issue 32, the day's start): a habit created at 01:30 local on the 10th
+    /// is on the 9th (the night owl's "today" then), and one deactivated at 02:59 on the 15th
+    /// is on through the 14th, not the 15th.
+    @Test func dayStartingAt3MovesNightHoursToTheDayBefore() async throws {
+        let zone = "Europe/Berlin"
+        var history = HistoryCase(zone: zone, today: date("2026-06-20"), from: date("2026-06-08"), to: date("2026-06-16"),
+                                  habits: [[Self.period(Self.local("2026-06-10", 1, 30, in: zone), Self.local("2026-06-15", 2, 59, in: zone))]])
+        history.dayStart = 3 * 3_600
+        let on = ["09", "10", "11", "12", "13", "14"].map { "2026-06-\($0)" }
+        #expect(try await Self.habitZeroDays(history) == Dictionary(uniqueKeysWithValues: on.map { ($0, true) }))
+        history.dayStart = 0
+        let atMidnight = ["10", "11", "12", "13", "14", "15"].map { "2026-06-\($0)" }
+        #expect(try await Self.habitZeroDays(history) == Dictionary(uniqueKeysWithValues: atMidnight.map { ($0, true) }))
+    }
+
+    /// Helsinki changes its clocks at 03:00 local: on 2026-03-29 03:00 EET jumps to 04:00 EEST
+    /// (01:00Z), on 2026-10-25 04:00 EEST goes back to 03:00 EET (01:00Z). With days from 03:00
+    /// the 29th begins at the jump (01:00Z: 02:59:59 EET is still the 28th), and the 25th at
+    /// 03:00 EEST (00:00Z); the repeated hour 03:00–03:59 EET is the 25th too.
+    @Test func dayStartAt3OnHelsinkisDSTChanges() async throws {
+        let zone = "Europe/Helsinki"
+        let clock = ZoneClock(zone, dayStart: 3 * 3_600)
+        let seconds = { (text: String) in instant(text).microsecondsSinceUnixEpoch / 1_000_000 }
+        #expect(clock.localDate(seconds("2026-03-29T00:59:59Z")) == date("2026-03-28"))
+        #expect(clock.localDate(seconds("2026-03-29T01:00:00Z")) == date("2026-03-29"))
+        #expect(clock.localDate(seconds("2026-10-24T23:59:59Z")) == date("2026-10-24"))
+        #expect(clock.localDate(seconds("2026-10-25T00:00:00Z")) == date("2026-10-25"))
+        #expect(clock.localDate(seconds("2026-10-25T01:30:00Z")) == date("2026-10-25"))
+        #expect(clock.dayBegins(date("2026-03-29")) == seconds("2026-03-29T01:00:00Z"))
+        var spring = HistoryCase(zone: zone, today: date("2026-04-10"), from: date("2026-03-27"), to: date("2026-03-31"), habits: [
+            [Self.period(seconds("2026-03-29T00:59:59Z"), nil)],
+            [Self.period(seconds("2026-03-29T01:00:00Z"), nil)],
+            [Self.period(seconds("2026-03-27T12:00:00Z"), seconds("2026-03-29T01:00:00Z"))],
+        ])
+        spring.dayStart = 3 * 3_600
+        #expect(try await Self.habitZeroDays(spring) == ["2026-03-28": true, "2026-03-29": true, "2026-03-30": true, "2026-03-31": true])
+        var autumn = HistoryCase(zone: zone, today: date("2026-11-10"), from: date("2026-10-23"), to: date("2026-10-27"), habits: [
+            [Self.period(seconds("2026-10-25T01:30:00Z"), nil)],
+            [Self.period(seconds("2026-10-23T12:00:00Z"), seconds("2026-10-25T00:30:00Z"))],
+        ])
+        autumn.dayStart = 3 * 3_600
+        #expect(try await Self.habitZeroDays(autumn) == ["2026-10-25": true, "2026-10-26": true, "2026-10-27": true])
     }
 
     /// times_per_week 3, done Mon 2, Tue 3, Wed 4 March 2026 (Monday weeks): the target is met

@@ -81,13 +81,13 @@ import Testing
             """).map { try $0.decode(String.self, at: 0) }
         // day.get's one-day path answers as habit_days_at for each day.
         found += try c.query("""
-            WITH params AS (SELECT habit.user_time_zone(\(user), NULL) AS tz, habit.local_date(now(), habit.user_time_zone(\(user), NULL)) AS today,
-                                   habit.user_week_start_isodow(\(user)) AS wk),
+            WITH params AS (SELECT habit.user_time_zone(\(user), NULL) AS tz, habit.user_today(\(user), NULL) AS today,
+                                   habit.user_week_start_isodow(\(user)) AS wk, habit.user_day_start(\(user)) AS ds),
             days AS (SELECT (p.today + g)::date AS day, p.* FROM params p, generate_series(-220, 20, 7) g
                      UNION SELECT (p.today + g)::date, p.* FROM params p, generate_series(-8, 8) g)
             SELECT 'day_habits on ' || d.day::text FROM days d
             WHERE (SELECT array_agg(row(h.template_id, h.due, h.done, h.skipped, h.schedule) ORDER BY h.template_id)
-                   FROM habit.day_habits(\(user), d.day, d.today, d.tz, d.wk) h)
+                   FROM habit.day_habits(\(user), d.day, d.today, d.tz, d.wk, d.ds) h)
                   IS DISTINCT FROM
                   (SELECT array_agg(row(a.template_id, a.due, a.done, a.skipped, a.schedule) ORDER BY a.template_id)
                    FROM habit.habit_days_at(\(user), d.day, d.day, d.today) a)

@@ -82,6 +82,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
     DECLARE
         backfill boolean;
         zone text;
+        day_start time;
         today date;
         bad record;
         habit_row record;
@@ -292,7 +293,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- The zone the user will have: the document's profile's; merge without one: the current.
         zone := coalesce(p_document -> 'profile' ->> 'time_zone',
                          CASE WHEN p_mode = 'merge' THEN habit.user_time_zone(p_user, NULL) END, 'UTC');
-        today := habit.local_date(now(), zone);
+        -- And its day start: the document profile's (a profile without one: 00:00); merge
+        -- without a profile: the current.
+        day_start := CASE WHEN jsonb_typeof(p_document -> 'profile') = 'object'
+                          THEN coalesce((p_document -> 'profile' ->> 'day_starts_at')::time, '00:00')
+                          WHEN p_mode = 'merge' THEN habit.user_day_start(p_user) ELSE '00:00' END;
+        today := habit.local_day(now(), zone, day_start);
 
         -- Periods end by now (closing happens at now(); an open period may start later).
         SELECT 'document.habits[' || p.i || '].periods[' || p.j || '].ended_at' AS path INTO bad FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p
@@ -331,7 +337,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'future_date', 'after the user''s today (' || today || ')', today); END IF;
             SELECT 'document.' || d.kind || '[' || d.i || '].date' AS path INTO bad FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
             WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.template_id = d.template_id
-                              AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> d.day)
+                              AND habit.period_on_days(p.started_at, p.ended_at, zone, today, day_start) @> d.day)
             ORDER BY d.kind, d.i LIMIT 1;
             IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'habit_not_active', 'the habit is not on that day'); END IF;
             IF p_mode = 'merge' THEN
@@ -351,10 +357,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                               FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = h.id) x ON true
                 WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d WHERE d.kind = x.kind AND d.template_id = h.id AND d.day = x.day)
                   AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_periods WHERE user_id = p_user) p WHERE p.i = h.i
-                                  AND habit.period_on_days(p.started_at, p.ended_at, zone, today) @> x.day)
+                                  AND habit.period_on_days(p.started_at, p.ended_at, zone, today, day_start) @> x.day)
                   AND EXISTS (SELECT 1 FROM public.habit_periods p WHERE p.user_id = p_user AND p.template_id = h.id
                               AND habit.period_on_days(p.started_at, p.ended_at, habit.user_time_zone(p_user, NULL),
-                                                       habit.local_date(now(), habit.user_time_zone(p_user, NULL))) @> x.day)
+                                                       habit.user_today(p_user, NULL), habit.user_day_start(p_user)) @> x.day)
                 ORDER BY h.i, x.tbl, x.day LIMIT 1;
                 IF FOUND THEN
                     RAISE EXCEPTION 'document.habits[%].periods: the user''s % row of % would be on a day the habit is not on',
@@ -403,14 +409,16 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         IF jsonb_typeof(p_document -> 'profile') = 'object' THEN
             -- BEFORE INSERT triggers (the sync stamp) fire even for a row ON CONFLICT then
             -- skips: so existing rows are updated, and only missing ones inserted.
-            UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start'
+            UPDATE public.profiles p SET timezone = p_document -> 'profile' ->> 'time_zone', week_start = p_document -> 'profile' ->> 'week_start',
+                                         day_starts_at = day_start
             WHERE p.user_id = p_user
-              AND (p.timezone, p.week_start) IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+              AND (p.timezone, p.week_start, p.day_starts_at)
+                  IS DISTINCT FROM (p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start', day_start);
             GET DIAGNOSTICS n_updated = ROW_COUNT;
             n_inserted := 0;
             IF NOT EXISTS (SELECT 1 FROM public.profiles p WHERE p.user_id = p_user) THEN
-                INSERT INTO public.profiles (user_id, timezone, week_start)
-                VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start');
+                INSERT INTO public.profiles (user_id, timezone, week_start, day_starts_at)
+                VALUES (p_user, p_document -> 'profile' ->> 'time_zone', p_document -> 'profile' ->> 'week_start', day_start);
                 n_inserted := 1;
             END IF;
             counts := counts || jsonb_build_object('profile_inserted', n_inserted, 'profile_updated', n_updated, 'profile_total', 1);

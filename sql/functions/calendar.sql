@@ -46,6 +46,62 @@ CREATE OR REPLACE FUNCTION habit.local_date(instant timestamptz, zone text) RETU
 COMMENT ON FUNCTION habit.local_date(timestamptz, text) IS
     'The calendar date of instant in time zone zone (e.g. today = habit.local_date(now(), zone)).';
 
+-- The user's day of an instant, THE rule of the day's start (sql/migrations/0030): the
+-- wall-clock time of the instant in the zone, minus the time of day at which the user's days
+-- begin, then its date. With day_start 03:00, 01:30 on the 5th is the 4th. Inlined, like
+-- habit.local_date (no SET clause, schema-qualified); habit.local_date is this at 00:00.
+-- Around a DST change the wall clock decides, as it does for midnight: a start inside a skipped
+-- hour begins the day when the clock jumps past it; a start inside a repeated hour begins it at
+-- the first reading, and the rest of the repeated hour reads as the day before again until the
+-- clock reaches the start a second time (docs/schema.md, "The day's start").
+CREATE OR REPLACE FUNCTION habit.local_day(instant timestamptz, zone text, day_start time) RETURNS date
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $fn$ SELECT (pg_catalog.timezone(zone, instant) OPERATOR(pg_catalog.-) day_start::pg_catalog.interval)::pg_catalog.date $fn$;
+COMMENT ON FUNCTION habit.local_day(timestamptz, text, time) IS
+    'The user''s date of instant: its wall-clock time in zone minus day_start (profiles.day_starts_at), then the date (sql/0030).';
+
+-- The instant at which the user's day `day` begins: day + day_start read in the zone the way
+-- PostgreSQL reads a local time (a time in a skipped hour with the offset before the change, a
+-- repeated one as its later reading). Inlined, like habit.local_day.
+CREATE OR REPLACE FUNCTION habit.day_begins(day date, zone text, day_start time) RETURNS timestamptz
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $fn$ SELECT pg_catalog.timezone(zone, day OPERATOR(pg_catalog.+) day_start) $fn$;
+COMMENT ON FUNCTION habit.day_begins(date, text, time) IS
+    'The instant day + day_start in zone (PostgreSQL''s reading of a local time): where the user''s day begins (sql/0030).';
+
+-- The time of day at which a user's days begin: the profile's, else 00:00. PL/pgSQL for the
+-- reasons of habit.user_time_zone.
+CREATE OR REPLACE FUNCTION habit.user_day_start(acting_user uuid) RETURNS time
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        start time;
+    BEGIN
+        SELECT p.day_starts_at INTO start FROM public.profiles p WHERE p.user_id = acting_user;
+        RETURN coalesce(start, '00:00');
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.user_day_start(uuid) IS
+    'Local time of day at which the user''s days begin: profiles.day_starts_at, else 00:00 (sql/0030).';
+
+-- The user's today: now() as a day of the user (the override zone when given, else the
+-- profile's; the profile's day start either way). One read of the profile.
+CREATE OR REPLACE FUNCTION habit.user_today(acting_user uuid, override text) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        zone text;
+        start time;
+    BEGIN
+        SELECT p.timezone, p.day_starts_at INTO zone, start FROM public.profiles p WHERE p.user_id = acting_user;
+        RETURN habit.local_day(now(), coalesce(override, zone, 'UTC'), coalesce(start, '00:00'));
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.user_today(uuid, text) IS
+    'The user''s today at now(): habit.local_day in the override zone, else the profile''s (else UTC), with the profile''s day start (sql/0030).';
+
 -- The first day of the week holding `day`: weeks start on Monday (ISO day 1) or Sunday (7).
 -- Inlined, like habit.local_date.
 CREATE OR REPLACE FUNCTION habit.week_start(day date, start_isodow integer) RETURNS date

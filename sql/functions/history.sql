@@ -79,30 +79,32 @@ COMMENT ON FUNCTION habit.set_schedule(uuid, jsonb) IS
 -- user); the batch (habit.weekly_counts_of, functions/weekly_counts.sql) takes the union of each habit's ranges and
 -- counts its days per week without making a row per day. Both read the same ranges.
 --
--- Why one range: "D 00:00 in Z" (D::timestamp AT TIME ZONE Z) increases strictly with D, so
--- {D : ended_at > D 00:00} is every D below some bound U, and {D : D ≥ first day} every D
--- from the first day on; with "D < today unless open", the days are [first, least(U, today))
--- for a closed period and [first, ∞) for an open one. U is found from L, the local date of
--- ended_at: D 00:00 of L is at or before ended_at, that of L − 1 is a day earlier, and that of
--- L + 1 can be before ended_at only when the zone turns its clocks back across midnight; so U
--- is L + 2, L + 1 or L. Inlinable (no SET clause, schema-qualified, IMMUTABLE like
--- habit.local_date): it runs inside its callers' plans.
-CREATE OR REPLACE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestamptz, zone text, today date) RETURNS daterange
+-- Why one range: the instant D begins (habit.day_begins: D + the day's start, read in Z; D
+-- 00:00 for a day starting at midnight) increases strictly with D, so {D : ended_at > D's
+-- start} is every D below some bound U, and {D : D ≥ first day} every D from the first day on;
+-- with "D < today unless open", the days are [first, least(U, today)) for a closed period and
+-- [first, ∞) for an open one. U is found from L, the user's day of ended_at (habit.local_day):
+-- L begins at or before ended_at, L − 1 a day earlier, and L + 1 can begin before ended_at only
+-- when the zone turns its clocks back across the day's start; so U is L + 2, L + 1 or L.
+-- Inlinable (no SET clause, schema-qualified, IMMUTABLE like habit.local_day): it runs inside
+-- its callers' plans.
+CREATE OR REPLACE FUNCTION habit.period_on_days(started_at timestamptz, ended_at timestamptz, zone text, today date, day_start time)
+    RETURNS daterange
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $fn$
     SELECT CASE WHEN ended_at IS NULL
-                THEN pg_catalog.daterange(habit.local_date(started_at, zone), NULL, '[)')
-                ELSE pg_catalog.daterange(habit.local_date(started_at, zone),
-                         GREATEST(habit.local_date(started_at, zone), LEAST(today,
-                             CASE WHEN pg_catalog.timezone(zone, (habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1)::timestamp) OPERATOR(pg_catalog.<) ended_at
-                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 2
-                                  WHEN pg_catalog.timezone(zone, habit.local_date(ended_at, zone)::timestamp) OPERATOR(pg_catalog.<) ended_at
-                                  THEN habit.local_date(ended_at, zone) OPERATOR(pg_catalog.+) 1
-                                  ELSE habit.local_date(ended_at, zone) END)),
+                THEN pg_catalog.daterange(habit.local_day(started_at, zone, day_start), NULL, '[)')
+                ELSE pg_catalog.daterange(habit.local_day(started_at, zone, day_start),
+                         GREATEST(habit.local_day(started_at, zone, day_start), LEAST(today,
+                             CASE WHEN habit.day_begins(habit.local_day(ended_at, zone, day_start) OPERATOR(pg_catalog.+) 1, zone, day_start) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_day(ended_at, zone, day_start) OPERATOR(pg_catalog.+) 2
+                                  WHEN habit.day_begins(habit.local_day(ended_at, zone, day_start), zone, day_start) OPERATOR(pg_catalog.<) ended_at
+                                  THEN habit.local_day(ended_at, zone, day_start) OPERATOR(pg_catalog.+) 1
+                                  ELSE habit.local_day(ended_at, zone, day_start) END)),
                          '[)') END
     $fn$;
-COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date) IS
-    'THE rule of "on", per period: the local dates (in zone, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010).';
+COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date, time) IS
+    'THE rule of "on", per period: the user''s days (in zone, days beginning at day_start, given today) on which a period [started_at, ended_at) makes its habit on; empty when none (sql/0010, sql/0030).';
 
 -- THE definition of "due": on how many days of `days` (dates on which one period makes its
 -- habit on, from that period's first local day first_day on; bounded) the schedule asks for
@@ -193,6 +195,7 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
     AS $fn$
     DECLARE
         tz text := habit.user_time_zone(p_user, p_zone);
+        ds time := habit.user_day_start(p_user);
     BEGIN
         RETURN QUERY
         SELECT o.template_id, o.day,
@@ -210,14 +213,14 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
             FROM (
                 SELECT p.template_id, d.day::date AS day, p.schedule, p.started_at, r.days
                 FROM public.habit_periods p
-                CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today) AS r(days)
+                CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, tz, p_today, ds) AS r(days)
                 CROSS JOIN LATERAL generate_series(greatest(lower(r.days), p_from)::timestamp,
                                                    least(upper(r.days) - 1, p_to)::timestamp, interval '1 day') AS d(day)
                 WHERE p.user_id = p_user
                   -- One habit's periods only, before their days are generated.
                   AND (p_template IS NULL OR p.template_id = p_template)
-                  -- Implied by the range (D 00:00 ≥ p_from 00:00); lets the index skip old periods.
-                  AND (p.ended_at IS NULL OR p.ended_at > (p_from::timestamp AT TIME ZONE tz))
+                  -- Implied by the range (D begins at or after p_from); lets the index skip old periods.
+                  AND (p.ended_at IS NULL OR p.ended_at > habit.day_begins(p_from, tz, ds))
                   AND NOT isempty(r.days)
             ) s
             ORDER BY s.template_id, s.day, s.started_at DESC
@@ -243,8 +246,7 @@ CREATE OR REPLACE FUNCTION habit.habit_days(p_user uuid, p_from date, p_to date,
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-    SELECT * FROM habit.habit_days_at(p_user, p_from, p_to,
-                                      habit.local_date(now(), habit.user_time_zone(p_user, p_zone)), p_zone)
+    SELECT * FROM habit.habit_days_at(p_user, p_from, p_to, habit.user_today(p_user, p_zone), p_zone)
     $fn$;
 COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
     'habit.habit_days_at with today from the user''s zone at now().';
@@ -259,16 +261,16 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
 -- two inline into large expressions (a range built and tested per period, a jsonpath per
 -- habit) whose set-up cost more than the reads themselves (perf: ExecutorStart ~40 % of the
 -- backend's time for day.get). For one day D they reduce to:
---   on      period_on_days(p) @> D  ⇔  first local day ≤ D and, for a closed period, D < today
---           and D 00:00 < ended_at (the range's upper bound U is the first day whose 00:00 is
---           at or after ended_at, so D < U ⇔ D 00:00 < ended_at);
+--   on      period_on_days(p) @> D  ⇔  first day ≤ D and, for a closed period, D < today
+--           and D's start < ended_at (the range's upper bound U is the first day whose start is
+--           at or after ended_at, so D < U ⇔ D's start < ended_at);
 --   due     due_days(schedule, first, [D, D + 1), NULL) > 0  ⇔  daily: true; weekdays: D's ISO
 --           weekday is listed (the whole-weeks term is 0, and of the listed days only D's own
 --           has (day − isodow(D) + 7) % 7 < 1; days are distinct integers 1–7, valid_schedule);
 --           every_n_days: (D − first) % n = 0 (D ≥ first; the two quotients differ by one
 --           exactly then).
 -- StreakFunctionsTests compares this function with habit.habit_days_at day by day.
-CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer)
+CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today date, p_tz text, p_wk integer, p_ds time)
     RETURNS TABLE (template_id uuid, due boolean, done boolean, skipped boolean, schedule jsonb)
     LANGUAGE sql STABLE
     AS $fn$
@@ -288,17 +290,17 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                    WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
            o.schedule
-    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_date(p.started_at, p_tz) AS first_day
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_day(p.started_at, p_tz, p_ds) AS first_day
           FROM public.habit_periods p
           WHERE p.user_id OPERATOR(pg_catalog.=) p_user
-            AND habit.local_date(p.started_at, p_tz) OPERATOR(pg_catalog.<=) p_date
+            AND habit.local_day(p.started_at, p_tz, p_ds) OPERATOR(pg_catalog.<=) p_date
             AND (p.ended_at IS NULL
                  OR (p_date OPERATOR(pg_catalog.<) p_today
-                     AND p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_tz, p_date::timestamp)))
+                     AND p.ended_at OPERATOR(pg_catalog.>) habit.day_begins(p_date, p_tz, p_ds)))
           ORDER BY p.template_id, p.started_at DESC) o
     $fn$;
-COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer) IS
-    'The habits of p_user on p_date (zone p_tz, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
+COMMENT ON FUNCTION habit.day_habits(uuid, date, date, text, integer, time) IS
+    'The habits of p_user on p_date (zone p_tz, days beginning at p_ds, today p_today, weeks from ISO weekday p_wk) with due, done, skipped and the schedule in force: habit.habit_days_at for one day, without a series.';
 
 -- The rules of completing and skipping, for every writer -------------------------------------
 --   23514 (CONSTRAINT habit_completions_date_range / habit_skips_date_range)  a day before
@@ -384,7 +386,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        SELECT habit.local_date(now(), z.tz) AS today, z.tz, x AS state, x.user_id IS NOT NULL AS has_state,
+        SELECT habit.local_day(now(), z.tz, z.ds) AS today, z.tz, z.ds, x AS state, x.user_id IS NOT NULL AS has_state,
                EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind,
                -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
@@ -407,7 +409,8 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                          OR EXISTS (SELECT 1 FROM public.habit_completions c WHERE c.id = p_id AND c.user_id = p_user) END AS taken
         INTO rule
         FROM public.habit_templates t
-        CROSS JOIN LATERAL (SELECT coalesce(max(p.timezone), 'UTC') AS tz FROM public.profiles p WHERE p.user_id = p_user) z
+        CROSS JOIN LATERAL (SELECT coalesce(max(p.timezone), 'UTC') AS tz, coalesce(max(p.day_starts_at), '00:00') AS ds
+                            FROM public.profiles p WHERE p.user_id = p_user) z
         LEFT JOIN public.habit_streak_state x ON x.user_id = p_user AND x.template_id = p_template
         WHERE t.id = p_template AND t.user_id = p_user;
         tracking := rule.tracking;
@@ -419,7 +422,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             IF NOT backfill THEN
                 IF request_zone IS NOT NULL AND request_zone <> rule.tz THEN
                     -- The request's today first: its refusal names the today the request used.
-                    PERFORM habit.check_future(p_day, habit.local_date(now(), request_zone), skipping);
+                    PERFORM habit.check_future(p_day, habit.local_day(now(), request_zone, rule.ds), skipping);
                 END IF;
                 -- (habit.check_future's test, written out: this runs for every row of a bulk load.)
                 IF (NOT skipping AND p_day > rule.today) OR (skipping AND p_day > rule.today + 366) THEN
@@ -436,14 +439,14 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
                 ELSE
                     on_day := EXISTS (SELECT 1 FROM public.habit_periods p
                                       WHERE p.user_id = p_user AND p.template_id = p_template
-                                        AND (p.ended_at IS NULL OR p.ended_at > (p_day::timestamp AT TIME ZONE rule.tz))
-                                        AND habit.period_on_days(p.started_at, p.ended_at, rule.tz, rule.today) @> p_day);
+                                        AND (p.ended_at IS NULL OR p.ended_at > habit.day_begins(p_day, rule.tz, rule.ds))
+                                        AND habit.period_on_days(p.started_at, p.ended_at, rule.tz, rule.today, rule.ds) @> p_day);
                 END IF;
                 IF on_day AND request_zone IS NOT NULL AND request_zone <> rule.tz THEN
                     on_day := EXISTS (SELECT 1 FROM public.habit_periods p
                                       WHERE p.user_id = p_user AND p.template_id = p_template
                                         AND habit.period_on_days(p.started_at, p.ended_at, request_zone,
-                                                                 habit.local_date(now(), request_zone)) @> p_day);
+                                                                 habit.local_day(now(), request_zone, rule.ds), rule.ds) @> p_day);
                 END IF;
                 IF NOT on_day THEN
                     RAISE EXCEPTION 'habit % is not on %', p_template, p_day USING ERRCODE = 'HB004';
@@ -526,7 +529,7 @@ CREATE OR REPLACE FUNCTION habit.set_day_state(p_user uuid, p_template uuid, p_d
             PERFORM set_config('habit.request_time_zone', coalesce(p_zone, ''), true);
         END IF;
         IF p_state = 'none' AND NOT (coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling()) THEN
-            v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+            v_today := habit.user_today(p_user, p_zone);
             IF p_day > v_today + (CASE WHEN p_clear_ahead THEN 366 ELSE 0 END) THEN
                 RAISE EXCEPTION 'none on % is after %', p_day,
                     CASE WHEN p_clear_ahead THEN 'today (' || v_today || ') + 366 days' ELSE 'today (' || v_today || ')' END
@@ -621,7 +624,7 @@ CREATE OR REPLACE FUNCTION habit.set_skips(p_user uuid, p_template uuid, p_from 
         IF p_from IS NULL OR p_to IS NULL OR p_skipped IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
         END IF;
-        v_today := habit.local_date(now(), habit.user_time_zone(p_user, p_zone));
+        v_today := habit.user_today(p_user, p_zone);
         -- In id order, so two ranges over the same habits cannot deadlock.
         PERFORM 1 FROM (SELECT t.id FROM public.habit_templates t
                         WHERE t.user_id = p_user AND (p_template IS NULL OR t.id = p_template)

@@ -124,7 +124,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats_scan(p_user uuid, p_template uuid, 
         v_tz := habit.user_time_zone(p_user, NULL);
         SELECT min(lower(r.days)) INTO v_first
         FROM public.habit_periods p
-        CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, v_tz, p_today) AS r(days)
+        CROSS JOIN LATERAL habit.period_on_days(p.started_at, p.ended_at, v_tz, p_today, habit.user_day_start(p_user)) AS r(days)
         WHERE p.user_id = p_user AND p.template_id = p_template AND NOT isempty(r.days);
         v_slot_r := CASE WHEN v_unit = 'weeks' THEN habit.week_start(p_date, habit.user_week_start_isodow(p_user)) ELSE p_date END;
         v_width := CASE WHEN v_unit = 'weeks' THEN 7 ELSE 1 END;
@@ -197,7 +197,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
-        v_today date := habit.local_date(now(), habit.user_time_zone(p_user, NULL));
+        v_today date := habit.user_today(p_user, NULL);
     BEGIN
         IF p_from IS NULL OR p_to IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
@@ -220,20 +220,21 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
 COMMENT ON FUNCTION habit.stats_calendar(uuid, uuid, date, date) IS
     'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, and a level 0–4 .';
 
--- The habits of p_user on at R (habit.period_on_days, in zone p_zone with today p_today): the
--- rule habit.habit_days_at expands, for one day and without due, done or skipped. A closed
--- period is on at R only when it ended after R's midnight: the index skips old periods.
-CREATE OR REPLACE FUNCTION habit.habits_on(p_user uuid, p_date date, p_today date, p_zone text)
+-- The habits of p_user on at R (habit.period_on_days, in zone p_zone, days beginning at p_ds,
+-- with today p_today): the rule habit.habit_days_at expands, for one day and without due, done
+-- or skipped. A closed period is on at R only when it ended after R began: the index skips old
+-- periods.
+CREATE OR REPLACE FUNCTION habit.habits_on(p_user uuid, p_date date, p_today date, p_zone text, p_ds time)
     RETURNS SETOF uuid
     LANGUAGE sql STABLE
     AS $fn$
     SELECT p.template_id FROM public.habit_periods p
     WHERE p.user_id OPERATOR(pg_catalog.=) p_user
-      AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) pg_catalog.timezone(p_zone, p_date::timestamp))
-      AND habit.period_on_days(p.started_at, p.ended_at, p_zone, p_today) OPERATOR(pg_catalog.@>) p_date
+      AND (p.ended_at IS NULL OR p.ended_at OPERATOR(pg_catalog.>) habit.day_begins(p_date, p_zone, p_ds))
+      AND habit.period_on_days(p.started_at, p.ended_at, p_zone, p_today, p_ds) OPERATOR(pg_catalog.@>) p_date
     GROUP BY p.template_id
     $fn$;
-COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text) IS
+COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text, time) IS
     'The habits of a user on at a date (habit.period_on_days): habit.habit_days_at''s habits of one day.';
 
 
@@ -246,7 +247,7 @@ COMMENT ON FUNCTION habit.habits_on(uuid, date, date, text) IS
 
 -- The habit's segments with today p_today ('infinity' for the final on-days: a closed period
 -- overlapping a day makes it on, as it will once that day is past).
-CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p_tz text, p_today date)
+CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p_tz text, p_today date, p_ds time)
     RETURNS habit.streak_segment[]
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -258,7 +259,7 @@ CREATE OR REPLACE FUNCTION habit.streak_segments(p_user uuid, p_template uuid, p
             FROM (SELECT p.schedule, lower(r.days) AS first_day,
                          datemultirange(r.days) - coalesce(range_agg(r.days) OVER later, '{}'::datemultirange) AS days
                   FROM public.habit_periods p
-                  CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today)) r(days)
+                  CROSS JOIN LATERAL (SELECT habit.period_on_days(p.started_at, p.ended_at, p_tz, p_today, p_ds)) r(days)
                   WHERE p.user_id = p_user AND p.template_id = p_template AND NOT isempty(r.days)
                   WINDOW later AS (ORDER BY p.started_at ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)) q
             CROSS JOIN LATERAL unnest(q.days) g(d));
@@ -275,7 +276,7 @@ CREATE OR REPLACE FUNCTION habit.streak_habit(p_user uuid, p_template uuid) RETU
         h habit.streak_habit;
     BEGIN
         SELECT p_user, p_template, habit.streak_unit(t.schedule), coalesce(habit.week_start_isodow(pr.week_start), 1),
-               habit.streak_segments(p_user, p_template, coalesce(pr.timezone, 'UTC'), 'infinity'), false, NULL::date,
+               habit.streak_segments(p_user, p_template, coalesce(pr.timezone, 'UTC'), 'infinity', coalesce(pr.day_starts_at, '00:00')), false, NULL::date,
                (SELECT count(*)::integer FROM public.habit_skips k WHERE k.user_id = p_user AND k.template_id = p_template)
         INTO h
         FROM public.habit_templates t LEFT JOIN public.profiles pr ON pr.user_id = p_user
@@ -1413,7 +1414,8 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
     AS $fn$
     DECLARE
         v_tz text := habit.user_time_zone(p_user, NULL);
-        v_today date := habit.local_date(now(), v_tz);
+        v_ds time := habit.user_day_start(p_user);
+        v_today date := habit.local_day(now(), v_tz, v_ds);
         v_date date := coalesce(p_date, v_today);
     BEGIN
         RETURN QUERY
@@ -1506,7 +1508,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
         LEFT JOIN LATERAL (
             SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
-          AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id))
+          AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id))
                    ELSE t.id = p_template END
           AND (g.ok OR s.template_id IS NOT NULL)
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id;
@@ -1524,13 +1526,14 @@ CREATE OR REPLACE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAUL
     AS $fn$
     DECLARE
         v_tz text := habit.user_time_zone(p_user, NULL);
-        v_today date := habit.local_date(now(), v_tz);
+        v_ds time := habit.user_day_start(p_user);
+        v_today date := habit.local_day(now(), v_tz, v_ds);
         v_date date := coalesce(p_date, v_today);
     BEGIN
         RETURN QUERY
         SELECT t.id, c.current_length, c.current_start FROM public.habit_templates t
         CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, v_today) c
-        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz) AS o(id));
+        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id));
     END
     $fn$;
 COMMENT ON FUNCTION habit.current_streaks(uuid, date) IS

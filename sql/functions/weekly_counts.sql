@@ -55,7 +55,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
         SELECT p.user_id FROM public.profiles p WHERE only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users)
     ),
     zones AS (
-        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz,
+        SELECT u.user_id, coalesce(p.timezone, 'UTC') AS tz, coalesce(p.day_starts_at, '00:00'::pg_catalog.time) AS ds,
                coalesce(habit.week_start_isodow(p.week_start), 1) AS week_isodow
         FROM users u LEFT JOIN public.profiles p ON p.user_id OPERATOR(pg_catalog.=) u.user_id
     ),
@@ -69,7 +69,7 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
                       OPERATOR(pg_catalog.-) coalesce(pg_catalog.range_agg(r.days) OVER later, '{}'::pg_catalog.datemultirange))
                      OPERATOR(pg_catalog.*) pg_catalog.datemultirange(pg_catalog.daterange(b.first_week, (b.last_week OPERATOR(pg_catalog.+) 7), '[)')) AS days
               FROM (SELECT p.user_id, p.template_id, p.schedule, p.started_at, z.week_isodow,
-                           habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_date(pg_catalog.now(), z.tz)) AS days
+                           habit.period_on_days(p.started_at, p.ended_at, z.tz, habit.local_day(pg_catalog.now(), z.tz, z.ds), z.ds) AS days
                     FROM public.habit_periods p
                     JOIN zones z ON z.user_id OPERATOR(pg_catalog.=) p.user_id
                     WHERE only_users IS NULL OR p.user_id OPERATOR(pg_catalog.=) ANY (only_users)) r
@@ -263,11 +263,11 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_mark_days_passed(p_week_starts_on
     WITH marked AS (
         INSERT INTO habit.weekly_counts_dirty (week_starts_on, user_id, days)
         SELECT p_week_starts_on, u.user_id,
-               daterange(habit.local_date(p_last_run, u.tz) - 1, habit.local_date(now(), u.tz) + 2, '[)')
-        FROM (SELECT DISTINCT p.user_id, coalesce(z.timezone, 'UTC') AS tz
+               daterange(habit.local_day(p_last_run, u.tz, u.ds) - 1, habit.local_day(now(), u.tz, u.ds) + 2, '[)')
+        FROM (SELECT DISTINCT p.user_id, coalesce(z.timezone, 'UTC') AS tz, coalesce(z.day_starts_at, '00:00') AS ds
               FROM public.habit_periods p LEFT JOIN public.profiles z ON z.user_id = p.user_id
               WHERE p.ended_at IS NOT NULL AND p.ended_at > p_last_run - interval '3 days') u
-        WHERE habit.local_date(p_last_run, u.tz) <> habit.local_date(now(), u.tz)
+        WHERE habit.local_day(p_last_run, u.tz, u.ds) <> habit.local_day(now(), u.tz, u.ds)
         RETURNING 1
     )
     SELECT count(*) FROM marked

@@ -34,8 +34,8 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: the zone and the week decide every local date and week of the user's habits: when
--- they change (a profile inserted or deleted counts as a change from or to UTC and Monday),
+-- AFTER: the zone, the day's start and the week decide every day and week of the user's habits:
+-- when they change (a profile inserted or deleted counts as a change from or to UTC, 00:00 and Monday),
 -- the user's streaks are rebuilt at commit and every week marked for the weekly counts.
 CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -49,16 +49,16 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
             IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
                 PERFORM habit.sync_tombstone(OLD.user_id, 'profile', '');
             END IF;
-            IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start) THEN
-                IF (OLD.timezone, OLD.week_start) IS DISTINCT FROM ('UTC', 'monday') OR TG_OP = 'UPDATE' THEN
+            IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
+                IF (OLD.timezone, OLD.week_start, OLD.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
                     PERFORM habit.streak_invalidate(OLD.user_id, NULL);
                 END IF;
                 PERFORM habit.weekly_counts_mark(OLD.user_id, '(,)');
             END IF;
         END IF;
         IF TG_OP <> 'DELETE' THEN
-            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start) THEN
-                IF (NEW.timezone, NEW.week_start) IS DISTINCT FROM ('UTC', 'monday') OR TG_OP = 'UPDATE' THEN
+            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
+                IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
                     PERFORM habit.streak_invalidate(NEW.user_id, NULL);
                 END IF;
                 PERFORM habit.weekly_counts_mark(NEW.user_id, '(,)');

@@ -25,7 +25,7 @@ SELECT u.user_id,
        coalesce(h.habits, 0) AS habits,
        coalesce(h.active_habits, 0) AS active_habits,
        last.last_completed_date,
-       habit.local_date(now(), coalesce(p.timezone, 'UTC')) - last.last_completed_date AS days_since_last_completion
+       habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) - last.last_completed_date AS days_since_last_completion
 FROM users u
 LEFT JOIN public.profiles p ON p.user_id = u.user_id
 -- Grouped per user and joined by user_id, not correlated or LATERAL: the shape a Citus
@@ -63,7 +63,7 @@ CREATE OR REPLACE FUNCTION admin.user_week(target_user uuid, of_day date DEFAULT
     AS $fn$
         WITH zone AS (SELECT habit.user_time_zone(target_user, NULL) AS tz),
         first AS (
-            SELECT habit.week_start(coalesce(of_day, habit.local_date(now(), zone.tz)),
+            SELECT habit.week_start(coalesce(of_day, habit.user_today(target_user, NULL)),
                                     habit.week_start_isodow(week_start_day)) AS first_day
             FROM zone
         ),
