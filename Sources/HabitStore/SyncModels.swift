@@ -4,7 +4,7 @@ import PostgresClient
 /// What a pull reports each synced row as, in the order of a page within one change number:
 /// the rank of the cursor's `(seq, rank, key)` (sql/functions/sync.sql, docs/schema.md "Sync").
 public enum SyncKind: Int, CaseIterable, Sendable {
-    case profile = 0, habits, periods, completions, skips, lists, tasks
+    case profile = 0, habits, periods, completions, skips, lists, tasks, checkins, notes
 
     /// The kind's name in habit.sync_tombstones.kind.
     public var name: String {
@@ -16,11 +16,13 @@ public enum SyncKind: Int, CaseIterable, Sendable {
         case .skips: "skips"
         case .lists: "lists"
         case .tasks: "tasks"
+        case .checkins: "checkins"
+        case .notes: "notes"
         }
     }
 
     /// The rank after every kind: a caught-up cursor is `(S, caughtUpRank, "")`.
-    static let caughtUpRank = 7
+    static let caughtUpRank = 9
 }
 
 /// A habit and a calendar date: the key of a completion or a skip (`<template_id>/<YYYY-MM-DD>`).
@@ -57,6 +59,13 @@ public struct SyncCompletion: Sendable, Equatable {
     }
 }
 
+/// A habit's note on a day as a pull sends it (public.habit_day_notes; its key is the day's).
+public struct SyncNote: Sendable, Equatable {
+    public var day: DayKey
+    public var note: String
+    public var updatedAt: PostgresTimestamp
+}
+
 /// A period of activity as a pull sends it: `HabitPeriod` (what habits.history returns) with the
 /// period's own id (its sync key, and what a deletion names) and its habit.
 public struct SyncPeriod: Sendable, Equatable {
@@ -90,11 +99,14 @@ public struct SyncDeletions: Sendable, Equatable {
     public var skips: [DayKey] = []
     public var lists: [UUID] = []
     public var tasks: [UUID] = []
+    public var checkins: [UUID] = []
+    public var notes: [DayKey] = []
 
     public init() {}
 
     public var isEmpty: Bool {
         !profile && habits.isEmpty && periods.isEmpty && completions.isEmpty && skips.isEmpty && lists.isEmpty && tasks.isEmpty
+            && checkins.isEmpty && notes.isEmpty
     }
 }
 
@@ -109,6 +121,8 @@ public struct SyncPage: Sendable {
     public var skips: [DayKey] = []
     public var lists: [TaskList] = []
     public var tasks: [TaskItem] = []
+    public var checkins: [Checkin] = []
+    public var notes: [SyncNote] = []
     public var deleted = SyncDeletions()
     public var cursor: SyncCursor
     /// More changes follow: pull again with `cursor`.
@@ -122,8 +136,9 @@ public struct SyncPage: Sendable {
     /// Rows and deletions in the page.
     public var count: Int {
         (profile == nil ? 0 : 1) + habits.count + periods.count + completions.count + skips.count + lists.count + tasks.count
+            + checkins.count + notes.count
             + (deleted.profile ? 1 : 0) + deleted.habits.count + deleted.periods.count + deleted.completions.count
-            + deleted.skips.count + deleted.lists.count + deleted.tasks.count
+            + deleted.skips.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count + deleted.notes.count
     }
 }
 
@@ -131,7 +146,9 @@ public struct SyncPage: Sendable {
 /// `(seq, rank, key)` has been sent. `freshUpto`: the clock when the walk began without a cursor;
 /// tombstones numbered at or below it are not sent (the client never had those rows).
 /// `issuedAt`: Unix seconds when the cursor was handed out (a cursor older than the retention
-/// has expired). Text: `v1.` + base64url (no padding) of `<seq>.<rank>.<key>.<fresh_upto>.<issued>`.
+/// has expired). Text: `v2.` + base64url (no padding) of `<seq>.<rank>.<key>.<fresh_upto>.<issued>`.
+/// `v1.` cursors come from before check-ins and notes were pulled (issue 32): their holders
+/// never received those rows, so such a cursor has expired (the client pulls from scratch).
 public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
     public let seq: Int64
     public let rank: Int
@@ -154,19 +171,35 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
 
     var isCaughtUp: Bool { rank == SyncKind.caughtUpRank }
 
-    private static let prefix = "v1."
+    private static let prefix = "v2."
+    /// Before check-ins and notes: ranks 0–6 for the kinds up to tasks, 7 for caught up.
+    private static let legacyPrefix = "v1."
+    private static let legacyCaughtUpRank = 7
 
-    /// Reads a cursor's text; anything this code did not write is `invalidCursor`.
+    /// Reads a cursor's text; anything this code did not write is `invalidCursor`, and a
+    /// well-formed `v1.` cursor (one this service wrote before) `cursorExpired`.
     public init(text: String) throws(StoreError) {
-        guard text.hasPrefix(Self.prefix), text.count <= 200,
-              let decoded = Data(base64URL: String(text.dropFirst(Self.prefix.count))),
-              let plain = String(data: decoded, encoding: .utf8) else { throw StoreError.invalidCursor }
+        if let legacy = Self.fields(text, prefix: Self.legacyPrefix, caughtUpRank: Self.legacyCaughtUpRank) {
+            _ = legacy
+            throw StoreError.cursorExpired
+        }
+        guard let fields = Self.fields(text, prefix: Self.prefix, caughtUpRank: SyncKind.caughtUpRank) else { throw StoreError.invalidCursor }
+        self.init(seq: fields.seq, rank: fields.rank, key: fields.key, freshUpto: fields.freshUpto, issuedAt: fields.issuedAt)
+    }
+
+    /// The fields of a cursor text with `prefix` whose ranks end at `caughtUpRank`; nil for
+    /// anything else.
+    private static func fields(_ text: String, prefix: String, caughtUpRank: Int)
+        -> (seq: Int64, rank: Int, key: String, freshUpto: Int64, issuedAt: Int64)? {
+        guard text.hasPrefix(prefix), text.count <= 200,
+              let decoded = Data(base64URL: String(text.dropFirst(prefix.count))),
+              let plain = String(data: decoded, encoding: .utf8) else { return nil }
         let fields = plain.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard fields.count == 5, let seq = Int64(fields[0]), let rank = Int(fields[1]),
               let freshUpto = Int64(fields[3]), let issuedAt = Int64(fields[4]),
-              seq >= -1, (0...SyncKind.caughtUpRank).contains(rank), freshUpto >= 0, issuedAt >= 0,
-              Self.isValidKey(fields[2], rank: rank) else { throw StoreError.invalidCursor }
-        self.init(seq: seq, rank: rank, key: fields[2], freshUpto: freshUpto, issuedAt: issuedAt)
+              seq >= -1, (0...caughtUpRank).contains(rank), freshUpto >= 0, issuedAt >= 0,
+              rank == caughtUpRank ? fields[2].isEmpty : isValidKey(fields[2], rank: rank) else { return nil }
+        return (seq, rank, fields[2], freshUpto, issuedAt)
     }
 
     public var text: String {
@@ -179,8 +212,8 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
     private static func isValidKey(_ key: String, rank: Int) -> Bool {
         switch SyncKind(rawValue: rank) {
         case nil, .profile: key.isEmpty
-        case .completions, .skips: DayKey(key: key) != nil
-        case .habits, .periods, .lists, .tasks: UUID(canonicalLowercase: key) != nil
+        case .completions, .skips, .notes: DayKey(key: key) != nil
+        case .habits, .periods, .lists, .tasks, .checkins: UUID(canonicalLowercase: key) != nil
         }
     }
 }

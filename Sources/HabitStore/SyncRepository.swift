@@ -160,6 +160,19 @@ public struct SyncRepository {
                 page.skips = try rows.map { DayKey(templateID: try $0.decode(UUID.self, "template_id"), date: try $0.decode(CalendarDate.self, "skipped_date")) }
             case .lists: page.lists = try rows.map { try TaskList(row: $0) }
             case .tasks: page.tasks = try rows.map { try TaskItem(row: $0) }
+            case .checkins:
+                page.checkins = try rows.map { row in
+                    Checkin(id: try row.decode(UUID.self, "id"), templateID: try row.decode(UUID.self, "template_id"),
+                            date: try row.decode(CalendarDate.self, "checkin_date"),
+                            value: try DecimalValue(row.decode(PostgresNumeric.self, "value")),
+                            time: try row.decode(String?.self, "at_time").map(HabitRepository.shortTime),
+                            clientID: try row.decode(String?.self, "client_id"), createdAt: try row.decode(PostgresTimestamp.self, "created_at"))
+                }
+            case .notes:
+                page.notes = try rows.map { row in
+                    SyncNote(day: DayKey(templateID: try row.decode(UUID.self, "template_id"), date: try row.decode(CalendarDate.self, "note_date")),
+                             note: try row.decode(String.self, "note"), updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"))
+                }
             }
         }
         return page
@@ -173,6 +186,7 @@ public struct SyncRepository {
         let profile = KeyBound(.profile, start), habits = KeyBound(.habits, start), periods = KeyBound(.periods, start)
         let completions = KeyBound(.completions, start), skips = KeyBound(.skips, start)
         let lists = KeyBound(.lists, start), tasks = KeyBound(.tasks, start)
+        let checkins = KeyBound(.checkins, start), notes = KeyBound(.notes, start)
         return """
             SELECT change_seq, rank, key, deleted FROM (
                 (SELECT p.change_seq, 0 AS rank, '' AS key, false AS deleted FROM public.profiles p
@@ -206,13 +220,20 @@ public struct SyncRepository {
                  WHERE t.user_id = \(user) AND (t.change_seq, t.id) > (\(tasks.seq), \(tasks.id))
                  ORDER BY t.change_seq, t.id LIMIT \(fetch))
                 UNION ALL
+                (SELECT i.change_seq, 7, i.id::text, false FROM public.habit_checkins i
+                 WHERE i.user_id = \(user) AND (i.change_seq, i.id) > (\(checkins.seq), \(checkins.id))
+                 ORDER BY i.change_seq, i.id LIMIT \(fetch))
+                UNION ALL
+                (SELECT n.change_seq, 8, n.template_id::text || '/' || to_char(n.note_date, 'YYYY-MM-DD'), false
+                 FROM public.habit_day_notes n
+                 WHERE n.user_id = \(user)
+                   AND (n.change_seq, n.template_id, n.note_date) > (\(notes.seq), \(notes.id), \(notes.date)::date)
+                 ORDER BY n.change_seq, n.template_id, n.note_date LIMIT \(fetch))
+                UNION ALL
                 (SELECT d.change_seq, d.rank, d.key, true
                  FROM (SELECT t.change_seq, \(unsafeSQL: SyncKind.rankSQL(of: "t.kind")) AS rank, t.key
                        FROM habit.sync_tombstones t
-                       WHERE t.user_id = \(user) AND t.change_seq >= \(start.seq) AND t.change_seq > \(start.freshUpto)
-                         -- Only the kinds a pull serves: check-ins' and notes' tombstones (sql/0029)
-                         -- wait for the version that pulls their rows.
-                         AND t.kind IN (\(unsafeSQL: SyncKind.allCases.map { "'\($0.name)'" }.joined(separator: ", ")))) d
+                       WHERE t.user_id = \(user) AND t.change_seq >= \(start.seq) AND t.change_seq > \(start.freshUpto)) d
                  WHERE (d.change_seq, d.rank, d.key COLLATE "C") > (\(start.seq), \(start.rank), \(start.key) COLLATE "C")
                  ORDER BY d.change_seq, d.rank, d.key COLLATE "C" LIMIT \(fetch))
             ) page
@@ -227,10 +248,12 @@ public struct SyncRepository {
         switch kind {
         case .profile:
             return "SELECT \(unsafeSQL: HabitRepository.profileColumns) FROM public.profiles WHERE user_id = \(user) AND change_seq > \(from.seq) AND change_seq <= \(to.seq)"
-        case .completions, .skips:
-            let (table, date, columns) = kind == .completions
-                ? ("public.habit_completions", "completed_date", "template_id, completed_date, created_at")
-                : ("public.habit_skips", "skipped_date", "template_id, skipped_date")
+        case .completions, .skips, .notes:
+            let (table, date, columns) = switch kind {
+            case .completions: ("public.habit_completions", "completed_date", "template_id, completed_date, created_at")
+            case .skips: ("public.habit_skips", "skipped_date", "template_id, skipped_date")
+            default: ("public.habit_day_notes", "note_date", "template_id, note_date, note, updated_at")
+            }
             return """
                 SELECT \(unsafeSQL: columns) FROM \(unsafeSQL: table)
                 WHERE user_id = \(user)
@@ -238,11 +261,12 @@ public struct SyncRepository {
                   AND (change_seq, template_id, \(unsafeSQL: date)) <= (\(to.seq), \(to.id), \(to.date)::date)
                 ORDER BY change_seq, template_id, \(unsafeSQL: date)
                 """
-        case .habits, .periods, .lists, .tasks:
+        case .habits, .periods, .lists, .tasks, .checkins:
             let (table, columns) = switch kind {
             case .habits: ("public.habit_templates", Habit.columns)
             case .periods: ("public.habit_periods", SyncPeriod.columns)
             case .lists: ("public.task_lists", TaskList.columns)
+            case .checkins: ("public.habit_checkins", "id, template_id, checkin_date, value, to_char(at_time, 'HH24:MI:SS') AS at_time, client_id, created_at")
             default: ("public.tasks", TaskItem.columns)
             }
             return """
@@ -330,15 +354,20 @@ extension SyncDeletions {
         let malformed = PostgresError(kind: .decoding, message: "malformed \(item.kind.name) tombstone key")
         switch item.kind {
         case .profile: profile = true
-        case .completions, .skips:
+        case .completions, .skips, .notes:
             guard let day = DayKey(key: item.key) else { throw malformed }
-            if item.kind == .completions { completions.append(day) } else { skips.append(day) }
-        case .habits, .periods, .lists, .tasks:
+            switch item.kind {
+            case .completions: completions.append(day)
+            case .skips: skips.append(day)
+            default: notes.append(day)
+            }
+        case .habits, .periods, .lists, .tasks, .checkins:
             guard let id = UUID(uuidString: item.key) else { throw malformed }
             switch item.kind {
             case .habits: habits.append(id)
             case .periods: periods.append(id)
             case .lists: lists.append(id)
+            case .checkins: checkins.append(id)
             default: tasks.append(id)
             }
         }

@@ -31,6 +31,9 @@ enum SyncPull: DatabaseMethod {
         if let text, !params.isDescribing {
             do {
                 cursor = try SyncCursor(text: text)
+            } catch .cursorExpired {
+                // A cursor from before check-ins and notes were pulled (SyncCursor).
+                throw DomainErrorCode.cursorExpired.error()
             } catch {
                 throw .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a sync cursor")
             }
@@ -78,6 +81,14 @@ extension SyncPage: MethodResult {
             ("skips", JSONSchema.array(of: dayKeySchema)),
             ("lists", JSONSchema.array(of: TaskList.schema)),
             ("tasks", JSONSchema.array(of: TaskItem.schema)),
+            ("checkins", JSONSchema.array(of: JSONSchema.object([
+                ("id", ValueSchema.uuid), ("template_id", ValueSchema.uuid), ("date", ValueSchema.date), ("value", ValueSchema.decimal),
+                ("time", JSONSchema.nullable(ValueSchema.localTime)), ("client_id", JSONSchema.nullable(JSONSchema.string())),
+                ("created_at", ValueSchema.timestamp),
+            ]))),
+            ("notes", JSONSchema.array(of: JSONSchema.object([
+                ("template_id", ValueSchema.uuid), ("date", ValueSchema.date), ("note", JSONSchema.string()), ("updated_at", ValueSchema.timestamp),
+            ]))),
         ]), "Rows written after the cursor, each as the existing methods return it; replace the local row of the same key.")),
         ("deleted", JSONSchema.described(JSONSchema.object([
             ("profile", JSONSchema.described(JSONSchema.boolean, "Sent (true) only when the profile was deleted.")),
@@ -87,6 +98,8 @@ extension SyncPage: MethodResult {
             ("skips", JSONSchema.array(of: dayKeySchema)),
             ("lists", JSONSchema.array(of: ValueSchema.uuid)),
             ("tasks", JSONSchema.array(of: ValueSchema.uuid)),
+            ("checkins", JSONSchema.array(of: ValueSchema.uuid)),
+            ("notes", JSONSchema.array(of: dayKeySchema)),
         ], optional: ["profile"]), "Keys deleted after the cursor; remove them locally (a key may be unknown locally).")),
         ("cursor", JSONSchema.described(JSONSchema.string(), "Opaque: pass it back as cursor, for the next page or the next pull.")),
         ("has_more", JSONSchema.described(JSONSchema.boolean, "True: pull again with cursor at once; the walk is one consistent state only when followed to the end.")),
@@ -116,6 +129,25 @@ extension SyncPage: MethodResult {
         json.key("skips"); json.array(skips) { json, key in json.dayKey(key) }
         json.key("lists"); json.array(lists) { json, list in json.taskList(list) }
         json.key("tasks"); json.array(tasks) { json, task in json.task(task) }
+        json.key("checkins"); json.array(checkins) { json, checkin in
+            json.beginObject()
+            json.key("id"); json.uuid(checkin.id)
+            json.key("template_id"); json.uuid(checkin.templateID)
+            json.key("date"); json.date(checkin.date)
+            json.member("value", checkin.value.text)
+            json.key("time"); json.string(checkin.time)
+            json.key("client_id"); json.string(checkin.clientID)
+            json.key("created_at"); json.timestamp(checkin.createdAt)
+            json.endObject()
+        }
+        json.key("notes"); json.array(notes) { json, note in
+            json.beginObject()
+            json.key("template_id"); json.uuid(note.day.templateID)
+            json.key("date"); json.date(note.day.date)
+            json.key("note"); json.string(note.note)
+            json.key("updated_at"); json.timestamp(note.updatedAt)
+            json.endObject()
+        }
         json.endObject()
         json.key("deleted"); json.beginObject()
         if deleted.profile { json.key("profile"); json.bool(true) }
@@ -125,6 +157,8 @@ extension SyncPage: MethodResult {
         json.key("skips"); json.array(deleted.skips) { json, key in json.dayKey(key) }
         json.key("lists"); json.uuids(deleted.lists)
         json.key("tasks"); json.uuids(deleted.tasks)
+        json.key("checkins"); json.uuids(deleted.checkins)
+        json.key("notes"); json.array(deleted.notes) { json, key in json.dayKey(key) }
         json.endObject()
         json.key("cursor"); json.string(cursor.text)
         json.key("has_more"); json.bool(hasMore)
@@ -133,7 +167,8 @@ extension SyncPage: MethodResult {
 
     public var estimatedJSONBytes: Int {
         256 + 360 * (habits.count + tasks.count) + 200 * periods.count + 100 * (completions.count + skips.count) + 160 * lists.count
-            + 40 * (deleted.habits.count + deleted.periods.count + deleted.lists.count + deleted.tasks.count)
-            + 70 * (deleted.completions.count + deleted.skips.count)
+            + 240 * checkins.count + 3_200 * notes.count
+            + 40 * (deleted.habits.count + deleted.periods.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count)
+            + 70 * (deleted.completions.count + deleted.skips.count + deleted.notes.count)
     }
 }

@@ -175,7 +175,7 @@ struct PgBouncerIsolationTests {
             let lists = readResponses[3].result?["lists"]?.arrayValue ?? []
             #expect(lists.count == 1 && lists.first?["id"] == .uuid(mine.list) && lists.first?["name"] == .string("U\(u) list"),
                     "user \(u) lists.list: \(readResponses[3].raw)")
-            #expect(readResponses[4].result == ["user_id": .uuid(users[u]), "timezone": .string(Self.zones[u % Self.zones.count]), "week_start": "monday"],
+            #expect(readResponses[4].result == ["user_id": .uuid(users[u]), "timezone": .string(Self.zones[u % Self.zones.count]), "week_start": "monday", "day_starts_at": "00:00"],
                     "user \(u) profile.get: \(readResponses[4].raw)")
             let tasks = responses.last?.result?["tasks"]?.arrayValue ?? []
             #expect(tasks.count == 1 && tasks.first?["id"] == .uuid(mine.task) && tasks.first?["title"] == .string("U\(u) task"),

@@ -53,6 +53,9 @@ import Testing
                 WHERE (kind, unit, target, target_type, target_period) IS DISTINCT FROM ('boolean', NULL, 1, 'at_least', 'day')
                 """).decode(Int.self, at: 0)
             #expect(notDefault == 0 && before["public.habit_templates"]?.count ?? 0 > 0)
+            // 0030's column: every profile that was there begins its days at midnight.
+            let startsLater = try connection.queryOne("SELECT count(*) FROM public.profiles WHERE day_starts_at <> '00:00'").decode(Int.self, at: 0)
+            #expect(startsLater == 0 && before["public.profiles"]?.count ?? 0 > 0)
             // The streaks counted anew answer what the reference scan does, for every habit.
             let differing = try connection.query("""
                 SELECT t.id::text FROM public.habit_templates t
@@ -107,6 +110,8 @@ import Testing
     /// apart: every existing row gets the column's default.
     static let addedColumns: [String: [String]] = [
         "public.habit_templates": ["kind", "unit", "target", "target_type", "target_period"],
+        // 0030: the day's start.
+        "public.profiles": ["day_starts_at"],
     ]
 
     /// Derived tables a migration since the baseline counts anew (their rows differ by design).

@@ -127,7 +127,10 @@ struct AccountTests {
         var tasks: [UUID] = (0..<g.int(0...3)).map { _ in g.uuid() }
         tasks.sort { $0.lowercaseString < $1.lowercaseString }
         let profile: WireJSON = g.chance(80)
-            ? .object([.init("time_zone", .string(zones[g.int(0...zones.count - 1)])), .init("week_start", g.chance(50) ? "monday" : "sunday")])
+            ? .object([.init("time_zone", .string(zones[g.int(0...zones.count - 1)])), .init("week_start", g.chance(50) ? "monday" : "sunday"),
+                       // Day starts within 6 hours of midnight: the on-days above keep two days'
+                       // margin from the periods' UTC dates (sql/0030).
+                       .init("day_starts_at", g.chance(60) ? "00:00" : (g.chance(50) ? "03:00" : "05:30"))])
             : .null
         let dayKey: ((String, String)) -> WireJSON = { pair in .object([.init("template_id", .string(pair.0)), .init("date", .string(pair.1))]) }
         return .object([
@@ -451,6 +454,9 @@ struct AccountTests {
                  -32004, "invalid_state", "document.skips[0]"),
                 ("an unknown zone", Self.minimal().with("profile", .object([.init("time_zone", "Mars/Olympus"), .init("week_start", "monday")])),
                  -32602, "invalid_timezone", "document.profile.time_zone"),
+                ("a day start that is not HH:MM", Self.minimal().with("profile", .object([.init("time_zone", "UTC"), .init("week_start", "monday"),
+                                                                                        .init("day_starts_at", "3:00")])),
+                 -32602, "invalid_time", "document.profile.day_starts_at"),
             ]
             for (name, document, code, reason, field) in cases {
                 let before = try Self.checksum(admin)

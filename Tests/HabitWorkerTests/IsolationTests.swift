@@ -58,8 +58,8 @@ struct WorkerIsolationTests {
             #expect(dayB["habits"] == [] && dayB["completed"] == [], "\(dayB)")
             let weekB = try #require(try worker.call("week.counts", params(b, ["date": .string(todayA)]))["days"]?.arrayValue)
             #expect(weekB.count == 7 && weekB.allSatisfy { $0["completed"] == 0 && $0["active"] == 0 }, "\(weekB)")
-            #expect(try worker.call("profile.get", params(b)) == ["user_id": .uuid(b), "timezone": "UTC", "week_start": "monday"])
-            #expect(try worker.call("profile.set", params(b, ["timezone": "Asia/Tokyo"])) == ["user_id": .uuid(b), "timezone": "Asia/Tokyo", "week_start": "monday"])
+            #expect(try worker.call("profile.get", params(b)) == ["user_id": .uuid(b), "timezone": "UTC", "week_start": "monday", "day_starts_at": "00:00"])
+            #expect(try worker.call("profile.set", params(b, ["timezone": "Asia/Tokyo"])) == ["user_id": .uuid(b), "timezone": "Asia/Tokyo", "week_start": "monday", "day_starts_at": "00:00"])
 
             // And the other way round: A cannot touch B's habit.
             let bHabit = try #require(try worker.createHabit(user: b, name: "B own")["id"])
@@ -73,7 +73,7 @@ struct WorkerIsolationTests {
             #expect(after[1]["habits"] == before[1]["habits"] && after[1]["completed"] == before[1]["completed"])
             #expect(after[1]["completed"] == .array([oneID]))
             #expect(after[2]["days"] == before[2]["days"])
-            #expect(after[3] == ["user_id": .uuid(a), "timezone": "Europe/Berlin", "week_start": "monday"])
+            #expect(after[3] == ["user_id": .uuid(a), "timezone": "Europe/Berlin", "week_start": "monday", "day_starts_at": "00:00"])
             #expect(try session.habitCount(user: a) == 2)
             #expect(try session.completionCount(user: a) == 1)
             #expect(try session.habitCount(user: b) == 1)

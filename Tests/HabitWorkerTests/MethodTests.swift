@@ -39,20 +39,71 @@ struct MethodTests {
         try WorkerSession.with { session throws in
             let worker = session.worker
             let user = UUID()
-            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "UTC", "week_start": "monday"])
-            #expect(try worker.call("profile.set", params(user, ["timezone": "Asia/Tokyo"])) == ["user_id": .uuid(user), "timezone": "Asia/Tokyo", "week_start": "monday"])
-            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "Asia/Tokyo", "week_start": "monday"])
+            func profile(_ zone: String, _ week: String, _ start: String = "00:00") -> WireJSON {
+                ["user_id": .uuid(user), "timezone": .string(zone), "week_start": .string(week), "day_starts_at": .string(start)]
+            }
+            #expect(try worker.call("profile.get", params(user)) == profile("UTC", "monday"))
+            #expect(try worker.call("profile.set", params(user, ["timezone": "Asia/Tokyo"])) == profile("Asia/Tokyo", "monday"))
+            #expect(try worker.call("profile.get", params(user)) == profile("Asia/Tokyo", "monday"))
             #expect(try worker.call("profile.set", params(user, ["timezone": "America/New_York", "week_start": "sunday"]))
-                    == ["user_id": .uuid(user), "timezone": "America/New_York", "week_start": "sunday"])
+                    == profile("America/New_York", "sunday"))
             // week_start absent: the stored one is kept.
-            #expect(try worker.call("profile.set", params(user, ["timezone": "America/New_York"]))
-                    == ["user_id": .uuid(user), "timezone": "America/New_York", "week_start": "sunday"])
-            #expect(try worker.call("profile.get", params(user)) == ["user_id": .uuid(user), "timezone": "America/New_York", "week_start": "sunday"])
+            #expect(try worker.call("profile.set", params(user, ["timezone": "America/New_York"])) == profile("America/New_York", "sunday"))
+            #expect(try worker.call("profile.get", params(user)) == profile("America/New_York", "sunday"))
             expectError(try worker.request("profile.set", params: params(user, ["timezone": "UTC", "week_start": "friday"])),
                         code: Code.invalidParams, id: nil, reason: "invalid_choice")
+            // The day's start alone; the zone and week are kept.
+            #expect(try worker.call("profile.set", params(user, ["day_starts_at": "03:00"])) == profile("America/New_York", "sunday", "03:00"))
+            #expect(try worker.call("profile.get", params(user)) == profile("America/New_York", "sunday", "03:00"))
+            for bad in ["3:00", "24:00", "03:00:00", "03:60", "", "0300"] {
+                expectError(try worker.request("profile.set", params: params(user, ["day_starts_at": .string(bad)])),
+                            code: Code.invalidParams, id: nil, reason: "invalid_time")
+            }
+            expectError(try worker.request("profile.set", params: params(user, ["day_starts_at": 3])), code: Code.invalidParams, id: nil, reason: "wrong_type")
+            // Nothing to set.
+            expectError(try worker.request("profile.set", params: params(user)), code: Code.invalidParams, id: nil, reason: "required")
+            // A new user's profile from the day start alone: UTC, Monday.
+            let other = UUID()
+            #expect(try worker.call("profile.set", params(other, ["day_starts_at": "23:59"]))
+                    == ["user_id": .uuid(other), "timezone": "UTC", "week_start": "monday", "day_starts_at": "23:59"])
             // Upper-case UUIDs are accepted and answered in lower case.
             let upper: WireJSON = ["user_id": .string(user.uuidString.uppercased())]
             #expect(try worker.call("profile.get", upper)["user_id"] == .uuid(user))
+        }
+    }
+
+    /// "Today" follows the day's start (issue 32, item 4), computed by PostgreSQL: with days
+    /// beginning a few minutes after the current UTC time, today is yesterday's date: day.get
+    /// answers it, the calendar date is a future day for completions.set, and a habit created
+    /// now is on yesterday's date. Back to midnight, today is the date again.
+    @Test("the day's start moves today")
+    func dayStartMovesToday() throws {
+        try WorkerSession.with { session throws in
+            let worker = session.worker
+            let user = UUID()
+            // A zone whose wall clock is not within minutes of midnight now, and a start just
+            // ahead of it (the wall clock cannot reach it during the test).
+            let facts = try session.admin.queryOne("""
+                SELECT z, (now() AT TIME ZONE z)::date, to_char(date_trunc('minute', now() AT TIME ZONE z) + interval '10 minutes', 'HH24:MI')
+                FROM (SELECT CASE WHEN extract(hour FROM now() AT TIME ZONE 'UTC') BETWEEN 1 AND 22 THEN 'UTC' ELSE 'Etc/GMT+12' END AS z) zone
+                """)
+            let zone = try facts.decode(String.self, at: 0)
+            let calendarDate = try facts.decode(CalendarDate.self, at: 1)
+            let start = try facts.decode(String.self, at: 2)
+            let yesterday = calendarDate.adding(days: -1)
+            _ = try worker.call("profile.set", params(user, ["timezone": .string(zone), "day_starts_at": .string(start)]))
+            let habit = try worker.createHabit(user: user, name: "Read")
+            let id = habit["id"]!
+            let day = try worker.call("day.get", params(user, ["date": .string(yesterday.description)]))
+            #expect(day["date"] == .string(yesterday.description))
+            #expect(day["today"] == .string(yesterday.description))
+            #expect(day["habits"]?.arrayValue?.count == 1, "a habit created now is on the user's today, yesterday's date")
+            expectError(try worker.request("completions.set", params: params(user, ["template_id": id, "date": .string(calendarDate.description), "completed": true])),
+                        code: Code.futureDate, id: nil, reason: "future_date")
+            _ = try worker.call("completions.set", params(user, ["template_id": id, "date": .string(yesterday.description), "completed": true]))
+            _ = try worker.call("profile.set", params(user, ["day_starts_at": "00:00"]))
+            #expect(try worker.call("day.get", params(user, ["date": .string(calendarDate.description)]))["today"] == .string(calendarDate.description))
+            _ = try worker.call("completions.set", params(user, ["template_id": id, "date": .string(calendarDate.description), "completed": true]))
         }
     }
 

@@ -7,12 +7,12 @@ import Testing
 /// `sync.pull` over the pipes: pages, nothing new, and the cursors it refuses (issue 18).
 @Suite("habit serve: sync.pull")
 struct SyncPullTests {
-    /// The cursor with its issue time moved (its text is `v1.` + base64url of
+    /// The cursor with its issue time moved (its text is `v2.` + base64url of
     /// `<seq>.<rank>.<key>.<fresh_upto>.<issued_unix_seconds>`, Sources/HabitStore/SyncModels.swift).
     static func reissued(_ cursor: String, secondsAgo: Int) throws -> String {
         var fields = try decoded(cursor).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         fields[4] = String(Int(Date().timeIntervalSince1970) - secondsAgo)
-        return "v1." + Data(fields.joined(separator: ".").utf8).base64EncodedString()
+        return "v2." + Data(fields.joined(separator: ".").utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
@@ -57,6 +57,38 @@ struct SyncPullTests {
         }
     }
 
+    /// Check-ins and notes are synced like every other row (issue 32): written on one device,
+    /// pulled by another with its cursor; a removed check-in and a cleared note come back as
+    /// deleted keys; the day's completion that the check-ins made travels with them.
+    @Test("check-ins and notes: pulled as rows, removed ones as deleted keys")
+    func checkinsAndNotesArePulled() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, user = UUID()
+            let habit = try #require(try worker.createHabit(user: user, name: "Run", extra: [
+                .init("kind", "measurable"), .init("unit", "km"), .init("target", "5"), .init("activated_at", "2025-01-06T07:00:00Z"),
+            ])["id"])
+            let start = try #require(try worker.call("sync.pull", params(user))["cursor"])
+            let added = try worker.call("checkins.add", params(user, ["template_id": habit, "date": "2025-01-07", "value": "5", "time": "07:30", "client_id": "watch-1"]))
+            _ = try worker.call("notes.set", params(user, ["template_id": habit, "date": "2025-01-07", "note": "knee hurt, walked instead"]))
+            let pulled = try worker.call("sync.pull", params(user, ["cursor": start]))
+            let checkins = try #require(pulled["changes"]?["checkins"]?.arrayValue)
+            #expect(checkins.count == 1 && checkins.first?["id"] == added["id"] && checkins.first?["template_id"] == habit
+                    && checkins.first?["date"] == "2025-01-07" && checkins.first?["value"] == "5" && checkins.first?["time"] == "07:30"
+                    && checkins.first?["client_id"] == "watch-1", "\(pulled)")
+            let notes = try #require(pulled["changes"]?["notes"]?.arrayValue)
+            #expect(notes.count == 1 && notes.first?["note"] == "knee hurt, walked instead" && notes.first?["date"] == "2025-01-07", "\(pulled)")
+            #expect(pulled["changes"]?["completions"]?.arrayValue?.count == 1, "the day the check-in made done: \(pulled)")
+            let caughtUp = try #require(pulled["cursor"])
+            _ = try worker.call("checkins.remove", params(user, ["checkin_id": try #require(added["id"])]))
+            _ = try worker.call("notes.set", params(user, ["template_id": habit, "date": "2025-01-07", "note": .null]))
+            let after = try worker.call("sync.pull", params(user, ["cursor": caughtUp]))
+            #expect(after["deleted"]?["checkins"] == .array([try #require(added["id"])]), "\(after)")
+            #expect(after["deleted"]?["notes"] == .array([["template_id": habit, "date": "2025-01-07"]]), "\(after)")
+            #expect(after["deleted"]?["completions"]?.arrayValue?.count == 1, "\(after)")
+            #expect(after["changes"]?["checkins"]?.arrayValue?.isEmpty == true && after["changes"]?["notes"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
     @Test("cursor_expired: older than --sync-retention-days, or below a prune; invalid cursors and limits are -32602")
     func refusedCursors() throws {
         try WorkerSession.with(arguments: ["--sync-retention-days", "1"]) { session in
@@ -74,7 +106,10 @@ struct SyncPullTests {
             let fresh = try worker.call("sync.pull", params(user))
             #expect(fresh["changes"]?["habits"]?.arrayValue?.isEmpty == true)
             #expect(try worker.call("sync.pull", params(user, ["cursor": try #require(fresh["cursor"])]))["has_more"] == false)
-            for (members, field, reason) in [(["cursor": "v1.bm9wZQ"], "cursor", "invalid_cursor"), (["cursor": "12"], "cursor", "invalid_cursor"),
+            // A cursor of the version before check-ins and notes were pulled: expired.
+            expectError(try worker.request("sync.pull", params: params(user, ["cursor": .string("v1." + Data("4.7..4.\(Int(Date().timeIntervalSince1970))".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))])),
+                        code: -32017, id: nil, reason: "cursor_expired")
+            for (members, field, reason) in [(["cursor": "v2.bm9wZQ"], "cursor", "invalid_cursor"), (["cursor": "12"], "cursor", "invalid_cursor"),
                                              (["limit": 0], "limit", "out_of_range"), (["limit": 10_001], "limit", "out_of_range")] as [([String: WireJSON], String, String)] {
                 expectError(try worker.request("sync.pull", params: params(user, members)), code: -32602, id: nil, reason: reason, field: field)
             }
