@@ -200,7 +200,7 @@ struct AccountImportAnswer: MethodResult {
 }
 
 /// A Loop export as a checked habit-account document for one user: the user's zone and today
-/// come from PostgreSQL (habit.user_time_zone, habit.local_date), as for every date rule.
+/// come from PostgreSQL (habit.user_time_zone, habit.user_today, habit.user_day_start), as for every date rule.
 public enum LoopConversion {
     public struct Converted: Sendable {
         public let document: AccountDocument.Checked
