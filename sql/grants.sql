@@ -88,6 +88,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
 -- Time zones, dates and weeks, and the rules of "on" and "due": whoever computes a day.
 GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
     habit.local_day(timestamptz, text, time), habit.day_begins(date, text, time), habit.user_day_start(uuid), habit.user_today(uuid, text),
+    habit.is_counted(text, numeric, text), habit.value_meets(numeric, numeric, text), habit.done_value(numeric, text),
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),

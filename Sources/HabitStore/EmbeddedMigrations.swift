@@ -935,37 +935,85 @@ COMMENT ON FUNCTION habit.user_week_start_isodow(uuid) IS
 -- "Migrations"). A changed signature or return type needs a DROP in a versioned migration first.
 --
 -- A day's value is the sum of its check-ins. A day with check-ins is done exactly when the value
--- meets the habit's target: its habit_completions row follows them (habit.checkin_day_follow,
--- called by habit_checkins' AFTER trigger), and a completion written while they do not meet it
--- (a toggle) adds a check-in of the rest (habit_completions' trigger). A day without check-ins is
--- done when it has a completion (a boolean habit's plain toggle: its value is then the target).
+-- meets the habit's target (habit.value_meets: at least, or at most, the target): its
+-- habit_completions row follows them (habit.checkin_day_follow, called by habit_checkins' AFTER
+-- trigger), and a completion written while they do not meet an at-least target (a toggle) adds a
+-- check-in of the rest (habit_completions' trigger; over an at-most target it is refused, HB007).
+-- A day without check-ins is done when it has a completion (a plain toggle: its value is then
+-- habit.done_value, the target, or 0 for an at-most habit, sql/0031).
 -- The worker's writers below are SECURITY INVOKER: row-level security and the triggers apply as
 -- to any writer, and the triggers are the one place of the rules.
 
 SET LOCAL check_function_bodies = off;
 
+-- The rules of a day's value, one function each (sql/0031), inlined into their callers (no SET
+-- clause, schema-qualified).
+-- Whether a habit's days are counted from check-ins: a measurable habit, a target other than 1,
+-- or an at-most target (whose kept day says how little).
+CREATE OR REPLACE FUNCTION habit.is_counted(kind text, target numeric, target_type text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT kind OPERATOR(pg_catalog.=) 'measurable' OR target OPERATOR(pg_catalog.<>) 1::pg_catalog.numeric
+           OR target_type OPERATOR(pg_catalog.=) 'at_most'
+    $fn$;
+COMMENT ON FUNCTION habit.is_counted(text, numeric, text) IS
+    'Whether a habit''s days are counted from check-ins: measurable, a target other than 1, or an at-most target (sql/0029, sql/0031).';
+
+-- Whether a day's check-ins (their sum) meet the target.
+CREATE OR REPLACE FUNCTION habit.value_meets(value numeric, target numeric, target_type text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN target_type OPERATOR(pg_catalog.=) 'at_most' THEN value OPERATOR(pg_catalog.<=) target
+                ELSE value OPERATOR(pg_catalog.>=) target END
+    $fn$;
+COMMENT ON FUNCTION habit.value_meets(numeric, numeric, text) IS
+    'Whether a day''s value meets the target: >= target (at_least), <= target (at_most) (sql/0031).';
+
+-- The value of a day done without check-ins (a plain toggle): the target (at least), 0 (at most:
+-- kept, nothing taken).
+CREATE OR REPLACE FUNCTION habit.done_value(target numeric, target_type text) RETURNS numeric
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN target_type OPERATOR(pg_catalog.=) 'at_most' THEN 0::pg_catalog.numeric ELSE target END
+    $fn$;
+COMMENT ON FUNCTION habit.done_value(numeric, text) IS
+    'The value of a day done without check-ins: the target (at_least), 0 (at_most) (sql/0031).';
+
 -- The day's completion row after a check-in of (p_user, p_template, p_day) was added or grew
--- (p_added: the row may only appear) or was removed or shrank (the row may only go).
+-- (p_added: for an at-least target the row may only appear) or was removed or shrank (it may
+-- only go). For an at-most target the row follows whichever way: present exactly when the day
+-- has check-ins within the target (the last one removed, the day is no longer entered).
 CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid, p_day date, p_added boolean) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         v_target numeric;
+        v_type text;
         v_total numeric;
+        v_count bigint;
         v_done boolean;
+        v_want boolean;
     BEGIN
-        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        SELECT coalesce(sum(i.value), 0),
+        SELECT coalesce(sum(i.value), 0), count(*),
                EXISTS (SELECT 1 FROM public.habit_completions c
                        WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
-        INTO v_total, v_done
+        INTO v_total, v_count, v_done
         FROM public.habit_checkins i
         WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
-        IF p_added AND v_total >= v_target AND NOT v_done THEN
+        IF v_type = 'at_most' THEN
+            v_want := v_count > 0 AND habit.value_meets(v_total, v_target, v_type);
+            IF v_want AND NOT v_done THEN
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day)
+                ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+            ELSIF v_done AND NOT v_want THEN
+                DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+            END IF;
+        ELSIF p_added AND v_total >= v_target AND NOT v_done THEN
             INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day)
             ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
         ELSIF NOT p_added AND v_total < v_target AND v_done THEN
@@ -974,10 +1022,10 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
     END
     $fn$;
 COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
-    'Keeps a day''s habit_completions row to its check-ins: added when their sum meets the target (p_added), removed when it falls below (not p_added). Called by trigger habit_checkins_after.';
+    'Keeps a day''s habit_completions row to its check-ins: at least, added when their sum meets the target (p_added), removed when it falls below (not p_added); at most, present exactly when there are check-ins and their sum is within the target. Called by trigger habit_checkins_after.';
 
 -- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
--- check-ins counts the target), how many check-ins, and its state. PL/pgSQL for its cached
+-- check-ins counts habit.done_value), how many check-ins, and its state. PL/pgSQL for its cached
 -- plans: as a SQL function with a SET clause (not inlined) it was planned on every call, 0.9 ms.
 -- All NULL when the habit is not p_user's.
 CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day date,
@@ -987,10 +1035,11 @@ CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day d
     AS $fn$
     DECLARE
         v_target numeric;
+        v_type text;
         v_total numeric;
         v_done boolean;
     BEGIN
-        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
         IF NOT FOUND THEN
             RETURN;
         END IF;
@@ -998,7 +1047,7 @@ CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day d
         WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = p_day;
         v_done := EXISTS (SELECT 1 FROM public.habit_completions y
                           WHERE y.user_id = p_user AND y.template_id = p_template AND y.completed_date = p_day);
-        value := CASE WHEN checkins = 0 AND v_done THEN v_target ELSE v_total END;
+        value := CASE WHEN checkins = 0 AND v_done THEN habit.done_value(v_target, v_type) ELSE v_total END;
         state := CASE WHEN v_done THEN 'done'
                       WHEN EXISTS (SELECT 1 FROM public.habit_skips y
                                    WHERE y.user_id = p_user AND y.template_id = p_template AND y.skipped_date = p_day) THEN 'skipped'
@@ -1006,7 +1055,7 @@ CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.day_value(uuid, uuid, date) IS
-    'A habit''s day: value (the check-ins'' sum; the target for a completion without check-ins), the number of check-ins, and state (done, skipped or none); all NULL when the habit is not the user''s.';
+    'A habit''s day: value (the check-ins'' sum; habit.done_value for a completion without check-ins), the number of check-ins, and state (done, skipped or none); all NULL when the habit is not the user''s.';
 
 -- checkins.add: a check-in of p_value on p_day, replacing a skip of that day (checking in means
 -- it was done, as completions.set "done" replaces a skip). With p_client_id, a retried add finds
@@ -1083,7 +1132,9 @@ COMMENT ON FUNCTION habit.remove_checkin(uuid, uuid) IS
     'checkins.remove: deletes the user''s check-in; returns its habit, day and the day''s value, check-ins and state; no row when it is not the user''s.';
 
 -- completions.set with a value: the day's total becomes p_value (its check-ins replaced by one,
--- none for 0; a skip goes). No row when the habit is not p_user's.
+-- none for 0; a skip goes). 0 for an at-most habit enters the day as kept with nothing taken (a
+-- completion without check-ins, sql/0031); for an at-least one it clears the day. No row when
+-- the habit is not p_user's.
 CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_day date, p_value numeric, p_zone text DEFAULT NULL)
     RETURNS TABLE (value numeric, checkins integer, state text, changed boolean)
     LANGUAGE plpgsql
@@ -1091,8 +1142,10 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
     AS $fn$
     DECLARE
         v_before record;
+        v_at_most boolean;
     BEGIN
-        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        SELECT t.target_type = 'at_most' INTO v_at_most FROM public.habit_templates t
+        WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RETURN;
         END IF;
@@ -1104,7 +1157,8 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
             RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
             RETURN;
         END IF;
-        IF p_value = 0 AND v_before.checkins = 0 AND v_before.state = 'none' THEN
+        -- (The CASE in parentheses: PL/pgSQL ends an IF's condition at its first THEN.)
+        IF p_value = 0 AND v_before.checkins = 0 AND v_before.state = (CASE WHEN v_at_most THEN 'done' ELSE 'none' END) THEN
             RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
             RETURN;
         END IF;
@@ -1114,12 +1168,14 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
         DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
         IF p_value > 0 THEN
             INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
+        ELSIF v_at_most THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
         END IF;
         RETURN QUERY SELECT d.value, d.checkins, d.state, true FROM habit.day_value(p_user, p_template, p_day) d;
     END
     $fn$;
 COMMENT ON FUNCTION habit.set_day_value(uuid, uuid, date, numeric, text) IS
-    'completions.set with a value: the day''s check-ins become one of p_value (none for 0), a skip goes; returns the day''s value, check-ins, state and whether anything changed. No row when the habit is not the user''s.';
+    'completions.set with a value: the day''s check-ins become one of p_value (none for 0; an at-most habit''s day then kept at 0), a skip goes; returns the day''s value, check-ins, state and whether anything changed. No row when the habit is not the user''s.';
 
 -- notes.set: p_note on the habit's day, or none (NULL or empty). No row when the habit is not
 -- p_user's; else whether anything changed.
@@ -1149,10 +1205,11 @@ CREATE OR REPLACE FUNCTION habit.set_day_note(p_user uuid, p_template uuid, p_da
 COMMENT ON FUNCTION habit.set_day_note(uuid, uuid, date, text) IS
     'notes.set: writes (or, for NULL or '''', deletes) the note of a habit''s day; whether anything changed. No row when the habit is not the user''s.';
 
--- A habit's target changed: each day with check-ins is done exactly when they meet the new one
--- (two set-based statements over the habit's check-ins: events, not days). A day without
--- check-ins keeps its state: a plain toggle stays done. Called by trigger habit_templates_after.
-CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric) RETURNS void
+-- A habit's target or its type changed: each day with check-ins is done exactly when they meet
+-- the new one (two set-based statements over the habit's check-ins: events, not days). A day
+-- without check-ins keeps its state: a plain toggle stays done (its value now habit.done_value).
+-- Called by trigger habit_templates_after.
+CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric, p_type text) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -1160,21 +1217,21 @@ CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid,
         DELETE FROM public.habit_completions c
         USING (SELECT i.checkin_date FROM public.habit_checkins i
                WHERE i.user_id = p_user AND i.template_id = p_template
-               GROUP BY i.checkin_date HAVING sum(i.value) < p_target) d
+               GROUP BY i.checkin_date HAVING NOT habit.value_meets(sum(i.value), p_target, p_type)) d
         WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date;
         INSERT INTO public.habit_completions (user_id, template_id, completed_date)
         SELECT p_user, p_template, d.checkin_date
         FROM (SELECT i.checkin_date FROM public.habit_checkins i
               WHERE i.user_id = p_user AND i.template_id = p_template
-              GROUP BY i.checkin_date HAVING sum(i.value) >= p_target) d
+              GROUP BY i.checkin_date HAVING habit.value_meets(sum(i.value), p_target, p_type)) d
         WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
                           WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date)
         ORDER BY d.checkin_date
         ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
     END
     $fn$;
-COMMENT ON FUNCTION habit.checkins_retarget(uuid, uuid, numeric) IS
-    'After a habit''s target changed: its days with check-ins get a completion exactly when their sum meets p_target. Called by trigger habit_templates_after.';
+COMMENT ON FUNCTION habit.checkins_retarget(uuid, uuid, numeric, text) IS
+    'After a habit''s target or its type changed: its days with check-ins get a completion exactly when their sum meets p_target (habit.value_meets). Called by trigger habit_templates_after.';
 
 """#),
         SQLFile(path: "functions/habits.sql", text: #"""
@@ -1685,7 +1742,8 @@ COMMENT ON FUNCTION habit.backfilling() IS
 -- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
 -- these rules.
 CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
-                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT kind text)
+                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT kind text,
+                                OUT target_type text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -1715,7 +1773,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             RETURN;
         END IF;
         SELECT habit.local_day(now(), z.tz, z.ds) AS today, z.tz, z.ds, x AS state, x.user_id IS NOT NULL AS has_state,
-               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind, t.target_type,
                -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_completions c
@@ -1744,6 +1802,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         tracking := rule.tracking;
         target := rule.target;
         kind := rule.kind;
+        target_type := rule.target_type;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
             request_zone := nullif(current_setting('habit.request_time_zone', true), '');
@@ -1798,7 +1857,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, and the habit''s target and kind.';
+    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, and the habit''s target, kind and target type.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void
@@ -4727,6 +4786,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
 -- Time zones, dates and weeks, and the rules of "on" and "due": whoever computes a day.
 GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(timestamptz, text),
     habit.local_day(timestamptz, text, time), habit.day_begins(date, text, time), habit.user_day_start(uuid), habit.user_today(uuid, text),
+    habit.is_counted(text, numeric, text), habit.value_meets(numeric, numeric, text), habit.done_value(numeric, text),
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
@@ -6315,6 +6375,32 @@ DROP FUNCTION IF EXISTS habit.habits_on(uuid, date, date, text);
 DROP FUNCTION IF EXISTS habit.streak_segments(uuid, uuid, text, date);
 
 """#),
+        SQLFile(path: "migrations/0031_at_most_targets.sql", text: #"""
+-- 0031 (issue 32, item 1): at-most targets ("at most 2 coffees a day").
+--
+-- A day of an at-most habit is done when it was entered and its value stays within the target:
+-- it has check-ins whose sum is at most the target, or it was marked kept without any (a
+-- toggle, completions.set "done" or a value of 0: the day's value is then 0). An empty day is
+-- not done, as Loop Habit Tracker shows it (its checkmark stays unknown: Habit.isCompletedToday
+-- asks for an entry); Loop's score counts an empty day as 0, within the target, and so will
+-- ours (issue 33). A day over the target is not done, and marking it done is refused (HB007):
+-- its check-ins say otherwise. Streaks and rates read the days done, as for every habit.
+--
+-- Weekly targets are still to come: habit_templates_target_supported now refuses only them.
+
+ALTER TABLE public.habit_templates DROP CONSTRAINT habit_templates_target_supported;
+ALTER TABLE public.habit_templates ADD CONSTRAINT habit_templates_target_supported CHECK (target_period = 'day');
+COMMENT ON COLUMN public.habit_templates.target_type IS
+    'at_least: a day is done when its value is >= target; at_most: when it was entered (check-ins, or marked kept at 0) and its value is <= target (sql/0031).';
+COMMENT ON COLUMN public.habit_templates.target_period IS
+    'day: the target is per day. (week is not built yet: habit_templates_target_supported.)';
+
+-- habit.check_day answers the target's type too (a new OUT parameter is a new result type).
+DROP FUNCTION IF EXISTS habit.check_day(uuid, uuid, date, text, boolean, uuid);
+-- habit.checkins_retarget takes the target's type (the trigger re-decides on either change).
+DROP FUNCTION IF EXISTS habit.checkins_retarget(uuid, uuid, numeric);
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -6650,6 +6736,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
     DECLARE
         day record;
         total numeric;
+        checkin_count bigint;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
         -- here may run first (its checks would tell that user something about the other's habit,
@@ -6668,13 +6755,16 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
             -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
-            -- un-toggle wins and the day's value becomes 0 (sql/0029). Their trigger, running
-            -- inside this one, leaves this row to this delete.
-            IF day.target IS NOT NULL
-               AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
-                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date) >= day.target THEN
-                DELETE FROM public.habit_checkins i
+            -- un-toggle wins and the day's check-ins go (sql/0029, sql/0031: an at-most day is
+            -- not entered any more). Their trigger, running inside this one, leaves this row to
+            -- this delete.
+            IF day.target IS NOT NULL THEN
+                SELECT coalesce(sum(i.value), 0), count(*) INTO total, checkin_count FROM public.habit_checkins i
                 WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
+                IF checkin_count > 0 AND habit.value_meets(total, day.target, day.target_type) THEN
+                    DELETE FROM public.habit_checkins i
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
+                END IF;
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
             IF day.tracking THEN
@@ -6699,15 +6789,24 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
             END IF;
-            -- A day counted from check-ins (a measurable habit, or a target other than 1) is done
-            -- when they meet the target. Marked done while they do not (a toggle, completions.set
-            -- "done"): the toggle wins, and a check-in of the rest makes the value the target.
-            IF (day.kind = 'measurable' OR day.target <> 1) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+            -- A day counted from check-ins (habit.is_counted) is done when they meet the target.
+            -- Marked done while they do not (a toggle, completions.set "done"): under an
+            -- at-least target the toggle wins, and a check-in of the rest makes the value the
+            -- target; over an at-most target it is refused (HB007: what was taken cannot be
+            -- undone by a tap; remove check-ins first). Without check-ins an at-most day is kept
+            -- at 0 (sql/0031).
+            IF habit.is_counted(day.kind, day.target, day.target_type) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
                                            WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                                              AND c.completed_date = NEW.completed_date) THEN
                 SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i
                 WHERE i.user_id = NEW.user_id AND i.template_id = NEW.template_id AND i.checkin_date = NEW.completed_date;
-                IF total < day.target THEN
+                IF day.target_type = 'at_most' THEN
+                    IF NOT habit.value_meets(total, day.target, day.target_type) THEN
+                        RAISE EXCEPTION 'habit % is over its target on %: % taken, at most % allowed', NEW.template_id, NEW.completed_date,
+                                        total, day.target
+                            USING ERRCODE = 'HB007', TABLE = 'habit_completions', SCHEMA = 'public';
+                    END IF;
+                ELSIF total < day.target THEN
                     INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
                     VALUES (NEW.user_id, NEW.template_id, NEW.completed_date, day.target - total);
                 END IF;
@@ -7023,7 +7122,7 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: a new target re-decides the days that have check-ins (habit.checkins_retarget); a
+-- AFTER: a new target or target type re-decides the days that have check-ins (habit.checkins_retarget); a
 -- new habit gets its first period [activated_at, deactivated_at) (open when active;
 -- none when deactivated at or before its activation) and its streak state (no events yet:
 -- nothing to count, whatever activated_at), and counts against the row limit; a deleted or
@@ -7063,8 +7162,8 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_after() RETURNS trigger
             IF habit.streak_unit(NEW.schedule) IS DISTINCT FROM habit.streak_unit(OLD.schedule) THEN
                 PERFORM habit.streak_invalidate(NEW.user_id, NEW.id);
             END IF;
-            IF NEW.target IS DISTINCT FROM OLD.target THEN
-                PERFORM habit.checkins_retarget(NEW.user_id, NEW.id, NEW.target);
+            IF (NEW.target, NEW.target_type) IS DISTINCT FROM (OLD.target, OLD.target_type) THEN
+                PERFORM habit.checkins_retarget(NEW.user_id, NEW.id, NEW.target, NEW.target_type);
             END IF;
         END IF;
         RETURN NULL;

@@ -239,7 +239,7 @@ public final class HabitRepository {
         return UserStatement(user: user, statement: statement) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
             // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
-            // matched), then the check-ins' sum and count (NULL: not counted) and the note, then
+            // matched), then the day's value and check-ins count (NULL: not counted) and the note, then
             // with streaks current_length, current_start.
             var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
             let detailColumn = 4 + Habit.columnNames.count
@@ -251,11 +251,8 @@ public final class HabitRepository {
                 if try row.decode(Bool.self, at: 1) { view.due.insert(habit.id) }
                 if try row.decode(Bool.self, at: 2) { view.completed.insert(habit.id) }
                 if try row.decode(Bool.self, at: 3) { view.skipped.insert(habit.id) }
-                let done = view.completed.contains(habit.id)
                 let count = try row.decode(Int64?.self, at: detailColumn + 1).map(Int.init)
-                let sum = try row.decode(PostgresNumeric?.self, at: detailColumn).map(DecimalValue.init) ?? .zero
-                // A completion without check-ins (a plain toggle) counts the whole target.
-                let value = done && (count ?? 0) == 0 ? habit.measure.target : (count == nil ? .zero : sum)
+                let value = count == nil ? .zero : try DecimalValue(row.decode(PostgresNumeric.self, at: detailColumn))
                 view.details[habit.id] = DayDetail(value: value, checkins: count,
                                                    note: try row.decode(String?.self, at: detailColumn + 2))
                 if includeStreaks {
@@ -281,19 +278,23 @@ public final class HabitRepository {
                    CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, $3::date AS day
             FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = $1
         )
-        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.checkin_sum, t.checkin_count, t.note\(includeStreaks ? ", t.current_length, t.current_start" : "")
+        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.day_value, t.checkin_count, t.note\(includeStreaks ? ", t.current_length, t.current_start" : "")
         FROM header LEFT JOIN LATERAL (
             -- The schedule in force on that day, not the habit's current one.
             SELECT d.due, d.done, d.skipped,
-                   \(Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"])), ci.checkin_sum, ci.checkin_count, n.note\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
+                   \(Habit.columnList(prefix: "h.", replacing: ["schedule": "d.schedule"])),
+                   -- The day's value: its check-ins' sum; done without any, habit.done_value (sql/0031).
+                   CASE WHEN ci.checkin_count = 0 AND d.done THEN habit.done_value(h.target, h.target_type)
+                        ELSE coalesce(ci.checkin_sum, 0) END AS day_value,
+                   ci.checkin_count, n.note\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
             FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk, header.ds) d
             JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
             -- The day's check-ins, only for a habit counted from them (sql/0029): for the others
             -- a one-time filter (no probe) and no row (HAVING).
             LEFT JOIN LATERAL (SELECT sum(x.value) AS checkin_sum, count(*) AS checkin_count FROM public.habit_checkins x
-                               WHERE (h.kind = 'measurable' OR h.target <> 1)
+                               WHERE habit.is_counted(h.kind, h.target, h.target_type)
                                  AND x.user_id = $1 AND x.template_id = h.id AND x.checkin_date = header.day
-                               HAVING h.kind = 'measurable' OR h.target <> 1) ci ON true
+                               HAVING habit.is_counted(h.kind, h.target, h.target_type)) ci ON true
             LEFT JOIN public.habit_day_notes n ON n.user_id = $1 AND n.template_id = h.id AND n.note_date = header.day
             \(includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
         ) t ON true

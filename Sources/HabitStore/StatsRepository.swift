@@ -30,9 +30,9 @@ extension HabitRepository {
                    v.value_total, v.value_7, v.value_30
             FROM r LEFT JOIN LATERAL habit.habit_stats(\(user), \(template)::uuid, r.day) WITH ORDINALITY s ON true
             -- A habit counted from check-ins (sql/0029): its days' values, each the check-ins'
-            -- sum or, done without check-ins (a toggle), the target; on or before R, and over the
-            -- 7 and 30 days ending at R. Grows with the habit's check-ins and completions.
-            LEFT JOIN public.habit_templates t ON t.id = s.template_id AND t.user_id = \(user) AND (t.kind = 'measurable' OR t.target <> 1)
+            -- sum or, done without check-ins (a toggle), habit.done_value; on or before R, and over
+            -- the 7 and 30 days ending at R. Grows with the habit's check-ins and completions.
+            LEFT JOIN public.habit_templates t ON t.id = s.template_id AND t.user_id = \(user) AND habit.is_counted(t.kind, t.target, t.target_type)
             LEFT JOIN LATERAL (
                 SELECT coalesce(sum(d.value), 0) AS value_total,
                        coalesce(sum(d.value) FILTER (WHERE d.day > r.day - 7), 0) AS value_7,
@@ -40,7 +40,7 @@ extension HabitRepository {
                 FROM (SELECT x.checkin_date AS day, x.value FROM public.habit_checkins x
                       WHERE x.user_id = \(user) AND x.template_id = t.id AND x.checkin_date <= r.day
                       UNION ALL
-                      SELECT c.completed_date, t.target FROM public.habit_completions c
+                      SELECT c.completed_date, habit.done_value(t.target, t.target_type) FROM public.habit_completions c
                       WHERE c.user_id = \(user) AND c.template_id = t.id AND c.completed_date <= r.day
                         AND NOT EXISTS (SELECT 1 FROM public.habit_checkins x
                                         WHERE x.user_id = \(user) AND x.template_id = t.id AND x.checkin_date = c.completed_date)) d

@@ -171,6 +171,8 @@ extension StoreError {
             return StoreError.habitNotActive
         case .doneAndSkipped:
             return StoreError.invalidState("done_and_skipped")
+        case .overTarget:
+            return StoreError.invalidState("over_target")
         default:
             break
         }
@@ -209,7 +211,7 @@ extension StoreError {
         "habit_templates_target_check": ("target", .outOfRange),
         "habit_templates_boolean_target_check": ("target", .notWhole),
         "habit_templates_boolean_unit_check": ("unit", .notAllowed),
-        "habit_templates_target_supported": ("target_type", .notSupported),
+        "habit_templates_target_supported": ("target_period", .notSupported),
         "habit_templates_kind_fixed": ("kind", .notSupported),
         "habit_checkins_date_range": ("date", .outOfRange),
         "habit_checkins_value_check": ("value", .outOfRange),
@@ -232,7 +234,7 @@ extension StoreError {
         "habit_skips_date_range": "must be on or after 1970-01-01",
         "habit_templates_activated_at_range": "must be at or after 1970-01-01T00:00:00Z",
         "habit_periods_started_at_range": "must be at or after 1970-01-01T00:00:00Z",
-        "habit_templates_target_supported": "at_most and weekly targets are not supported yet",
+        "habit_templates_target_supported": "weekly targets are not supported yet",
         "habit_templates_kind_fixed": "a habit's kind is fixed when it is created",
         "habit_templates_boolean_target_check": "a boolean habit's target is a whole number of times, at most 1000",
         "habit_templates_boolean_unit_check": "a boolean habit counts times and has no unit",

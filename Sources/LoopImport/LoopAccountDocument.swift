@@ -9,14 +9,14 @@ public struct LoopImportReport: Sendable, Equatable {
     public var archivedHabits = 0
     public var completions = 0
     public var skips = 0
-    /// Numeric habits imported as measurable habits (at least a target a day, sql/0029).
+    /// Numeric habits imported as measurable habits (at least or at most a target a day, sql/0029, sql/0031).
     public var measurableHabits = 0
     /// Check-ins: one per day of a numeric habit with an amount above 0.
     public var checkins = 0
     /// Days with a note (the Notes column), of any imported habit.
     public var notes = 0
-    /// Names of the numeric habits not imported: an at-most target, or a target per week or
-    /// month, which this version does not build yet.
+    /// Names of the numeric habits not imported: a target per week or month, which this version
+    /// does not build yet.
     public var numericHabitsNotImported: [String] = []
     /// YES_AUTO, NO and UNKNOWN checkmarks: "not done" in our model is the absence of a row.
     public var checkmarksWithoutRow = 0
@@ -73,14 +73,15 @@ extension LoopExport {
 
         for habit in habits {
             let label = Self.displayName(habit)
-            // A numeric habit: measurable when its target is at least an amount a day (Loop's
-            // frequency of a numeric habit is its target's period: 1/1 a day, 1/7 a week).
+            // A numeric habit: measurable when its target is an amount a day, at least or at most
+            // (Loop's frequency of a numeric habit is its target's period: 1/1 a day, 1/7 a week).
             var target: Int64?  // thousandths
+            let atMost = habit.targetType == "AT_MOST"
             if habit.type == .numerical {
-                guard habit.targetType.isEmpty || habit.targetType == "AT_LEAST", habit.numerator == habit.denominator,
+                guard habit.targetType.isEmpty || habit.targetType == "AT_LEAST" || atMost, habit.numerator == habit.denominator,
                       let value = Self.thousandths(habit.targetValue), value > 0 else {
                     report.numericHabitsNotImported.append(label)
-                    let why = habit.targetType == "AT_MOST" ? "an at-most target" : habit.numerator != habit.denominator
+                    let why = habit.numerator != habit.denominator
                         ? "a target per \(habit.denominator) days" : "target \"\(habit.targetValue)\" is not a positive amount with at most 3 decimals"
                     report.warnings.append("\"\(label)\": numeric habit (unit \"\(habit.unit)\") not imported: \(why) is not supported yet")
                     continue
@@ -127,16 +128,19 @@ extension LoopExport {
                 let kept = checkmark.date <= today && (end.map { checkmark.date < $0 } ?? true)
                 if kept, let note = Self.note(checkmark.note, cut: &notesCut) { notes.append((id, checkmark.date, note)) }
                 if let target, let amount = checkmark.thousandths {
-                    guard amount > 0 else { continue }
+                    // Below 0: no entry. 0: an entry of nothing, which keeps an at-most day (a
+                    // completion without check-ins, sql/0031) and does nothing for an at-least one.
+                    guard amount > 0 || (atMost && amount == 0) else { continue }
                     if checkmark.date > today { futureDropped += 1; continue }
                     if let end, checkmark.date >= end { archivedDropped += 1; continue }
+                    if amount == 0 { completions.append((id, checkmark.date)); continue }
                     // Loop's thousandths are exact decimals of three places; above our largest
                     // value, the day is full (the target met).
                     let value = min(amount, Self.maximumThousandths)
                     let checkinID = NameBasedUUID.v5(namespace: NameBasedUUID.loopHabitNamespace,
                                                      name: "\(id)\u{0}checkin\u{0}\(checkmark.date)").uuidString.lowercased()
                     checkins.append((checkinID, id, checkmark.date, Self.decimalText(value)))
-                    if value >= target { completions.append((id, checkmark.date)) }
+                    if atMost ? value <= target : value >= target { completions.append((id, checkmark.date)) }
                     continue
                 }
                 switch checkmark.value {
@@ -179,7 +183,8 @@ extension LoopExport {
                 let unit = Self.clean(habit.unit)
                 members += [("kind", .string("measurable")),
                             ("unit", unit.isEmpty ? .null : .string(String(String.UnicodeScalarView(unit.unicodeScalars.prefix(30))))),
-                            ("target", .string(Self.decimalText(target))), ("target_type", .string("at_least")), ("target_period", .string("day"))]
+                            ("target", .string(Self.decimalText(target))), ("target_type", .string(atMost ? "at_most" : "at_least")),
+                            ("target_period", .string("day"))]
             }
             members.append(("periods", .array([period])))
             habitValues.append((id, .object(JSONObject(members))))

@@ -74,6 +74,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let doneAndSkipped: SQLState = "HB005"
     /// `habit.backfill` set by a role that is not habit_admin (sql/functions/history.sql).
     public static let backfillNotAllowed: SQLState = "HB006"
+    /// An at-most habit's day marked done while its check-ins exceed the target (sql/triggers/habit_completions.sql, sql/0031).
+    public static let overTarget: SQLState = "HB007"
     /// `habit.import_account` refused a document: COLUMN = the JSON path, DETAIL = the reason
     /// (sql/functions/accounts.sql).
     public static let importRefused: SQLState = "HB010"

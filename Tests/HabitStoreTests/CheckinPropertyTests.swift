@@ -18,7 +18,12 @@ import Testing
 ///   target clears them;
 /// - a skip and check-ins (or a completion) never share a day (HB005); the worker's writers
 ///   replace the other state, a direct writer's row is refused;
-/// - a new target re-decides the days with check-ins; days without keep their state.
+/// - a new target re-decides the days with check-ins; days without keep their state;
+/// - at most (sql/0031): a day is done exactly when it was entered within the target — check-ins
+///   whose sum is at most the target, or kept without any (a toggle, a value of 0); the last
+///   check-in removed, the day is not entered; marking a day over the target done is refused
+///   (HB007); un-doing a day within it clears its check-ins; a change of the target's type
+///   re-decides the days with check-ins.
 @Suite("Check-ins: a day's value and state against a model (property)")
 struct CheckinPropertyTests {
     static let user = UUID(uuidString: "00000000-0000-0000-0000-0000000000c1")!
@@ -43,23 +48,42 @@ struct CheckinPropertyTests {
     struct Model {
         var measurable: Bool
         var target: Int64
+        var atMost = false
         var days: [Day]
-        var counted: Bool { measurable || target != 1000 }
+        var counted: Bool { measurable || target != 1000 || atMost }
+
+        func meets(_ sum: Int64) -> Bool { atMost ? sum <= target : sum >= target }
+        /// An at-most day: done exactly when entered within the target.
+        mutating func follow(_ day: Int) { days[day].done = !days[day].checkins.isEmpty && meets(days[day].sum) }
 
         mutating func added(_ day: Int, _ value: Int64, id: UUID?) {
             days[day].checkins.append((id, value))
-            if days[day].sum >= target { days[day].done = true }
+            if atMost { follow(day) } else if days[day].sum >= target { days[day].done = true }
         }
         mutating func removed(_ day: Int, at index: Int) {
             days[day].checkins.remove(at: index)
-            if days[day].sum < target { days[day].done = false }
+            if atMost { follow(day) } else if days[day].sum < target { days[day].done = false }
         }
-        mutating func markDone(_ day: Int) {
-            guard !days[day].done else { return }
-            if counted, days[day].sum < target { days[day].checkins.append((nil, target - days[day].sum)) }
+        /// Marking the day done: false when refused (over an at-most target, HB007).
+        mutating func markDone(_ day: Int) -> Bool {
+            guard !days[day].done else { return true }
+            if atMost {
+                if !days[day].checkins.isEmpty && !meets(days[day].sum) { return false }
+            } else if counted, days[day].sum < target {
+                days[day].checkins.append((nil, target - days[day].sum))
+            }
             days[day].done = true
+            return true
+        }
+        mutating func unmark(_ day: Int) {
+            guard days[day].done else { return }
+            if !days[day].checkins.isEmpty && meets(days[day].sum) { days[day].checkins = [] }
+            days[day].done = false
         }
         mutating func clear(_ day: Int) { days[day] = Day() }
+        mutating func retarget() {
+            for index in days.indices where !days[index].checkins.isEmpty { days[index].done = meets(days[index].sum) }
+        }
     }
 
     static func decimal(_ thousandths: Int64) -> String { DecimalValue(thousandths: thousandths).text }
@@ -90,8 +114,8 @@ struct CheckinPropertyTests {
         }
     }
 
-    @Test("random writers keep each day's check-ins, completion and skip as the model says", arguments: [false, true])
-    func againstTheModel(measurable: Bool) throws {
+    @Test("random writers keep each day's check-ins, completion and skip as the model says", arguments: [false, true], [false, true])
+    func againstTheModel(measurable: Bool, atMost: Bool) throws {
         try TestDatabase.with { database in
             let admin = try database.connect()
             defer { admin.close() }
@@ -100,21 +124,22 @@ struct CheckinPropertyTests {
             let today = try admin.queryOne("SELECT habit.local_date(now(), 'UTC')").decode(CalendarDate.self, at: 0)
             let dates = (1...3).map { today.adding(days: -$0) }
             for round in 0..<Self.rounds {
-                var random = SeededGenerator(seed: UInt64(round) &* 7919 &+ (measurable ? 1 : 0))
+                var random = SeededGenerator(seed: UInt64(round) &* 7919 &+ (measurable ? 1 : 0) &+ (atMost ? 2 : 0))
                 let targets: [Int64] = measurable ? [1000, 2500, 5000, 750] : [1000, 2000, 3000]
-                var model = Model(measurable: measurable, target: targets.randomElement(using: &random)!, days: Array(repeating: Day(), count: dates.count))
+                var model = Model(measurable: measurable, target: targets.randomElement(using: &random)!, atMost: atMost,
+                                  days: Array(repeating: Day(), count: dates.count))
                 try admin.execute("DELETE FROM public.habit_templates WHERE user_id = \(Self.user)")
                 try admin.execute("""
-                    INSERT INTO public.habit_templates (id, user_id, name, kind, unit, target, activated_at)
+                    INSERT INTO public.habit_templates (id, user_id, name, kind, unit, target, target_type, activated_at)
                     VALUES (\(Self.habit), \(Self.user), 'Habit', \(measurable ? "measurable" : "boolean"), \(measurable ? "km" : nil),
-                            \(Self.decimal(model.target))::numeric, now() - interval '30 days')
+                            \(Self.decimal(model.target))::numeric, \(atMost ? "at_most" : "at_least"), now() - interval '30 days')
                     """)
                 var trace: [String] = []
                 for _ in 0..<Self.steps {
                     let day = Int.random(in: 0..<dates.count, using: &random)
                     let date = dates[day]
                     let value: Int64 = measurable ? Int64.random(in: 1...6000, using: &random) : Int64.random(in: 1...3, using: &random) * 1000
-                    let step = Int.random(in: 0..<10, using: &random)
+                    let step = Int.random(in: 0..<11, using: &random)
                     var expectedState: String? = nil
                     let failure: String?
                     switch step {
@@ -136,32 +161,33 @@ struct CheckinPropertyTests {
                         trace.append("set value \(date) \(total)")
                         failure = Self.run(connection, "SELECT * FROM habit.set_day_value(\(Self.user), \(Self.habit), \(date), \(Self.decimal(total))::numeric)")
                         let before = model.days[day]
+                        // 0 clears an at-least day and keeps an at-most one (entered, nothing taken).
                         let unchanged = (before.checkins.count == 1 && before.sum == total && !before.skipped)
-                            || (total == 0 && before.checkins.isEmpty && !before.done && !before.skipped)
+                            || (total == 0 && before.checkins.isEmpty && before.done == model.atMost && !before.skipped)
                         if !unchanged {
                             model.clear(day)
-                            if total > 0 { model.added(day, total, id: nil) }
+                            if total > 0 { model.added(day, total, id: nil) } else if model.atMost { model.days[day].done = true }
                         }
                     case 4:
                         let state = ["done", "none", "skipped"].randomElement(using: &random)!
                         trace.append("set state \(date) \(state)")
                         failure = Self.run(connection, "SELECT * FROM habit.set_day_state(\(Self.user), \(Self.habit), \(date), \(state))")
                         switch state {
-                        case "done": model.days[day].skipped = false; model.markDone(day)
+                        case "done":
+                            var next = model
+                            next.days[day].skipped = false
+                            if next.markDone(day) { model = next } else { expectedState = "HB007" }
                         case "none": model.clear(day)
                         default: model.clear(day); model.days[day].skipped = true
                         }
                     case 5:
                         trace.append("direct toggle on \(date)")
                         failure = Self.run(connection, "INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (\(Self.user), \(Self.habit), \(date)) ON CONFLICT DO NOTHING")
-                        if model.days[day].skipped { expectedState = "HB005" } else { model.markDone(day) }
+                        if model.days[day].skipped { expectedState = "HB005" } else if !model.markDone(day) { expectedState = "HB007" }
                     case 6:
                         trace.append("direct toggle off \(date)")
                         failure = Self.run(connection, "DELETE FROM public.habit_completions WHERE user_id = \(Self.user) AND template_id = \(Self.habit) AND completed_date = \(date)")
-                        if model.days[day].done {
-                            if model.days[day].sum >= model.target { model.days[day].checkins = [] }
-                            model.days[day].done = false
-                        }
+                        model.unmark(day)
                     case 7:
                         trace.append("direct check-in \(date) \(value)")
                         failure = Self.run(connection, "INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (\(Self.user), \(Self.habit), \(date), \(Self.decimal(value))::numeric)")
@@ -170,16 +196,21 @@ struct CheckinPropertyTests {
                         trace.append("direct skip \(date)")
                         failure = Self.run(connection, "INSERT INTO public.habit_skips (user_id, template_id, skipped_date) VALUES (\(Self.user), \(Self.habit), \(date)) ON CONFLICT DO NOTHING")
                         if model.days[day].done || !model.days[day].checkins.isEmpty { expectedState = "HB005" } else { model.days[day].skipped = true }
-                    default:
+                    case 9:
                         let target = targets.randomElement(using: &random)!
                         trace.append("target \(target)")
                         failure = Self.run(connection, "UPDATE public.habit_templates SET target = \(Self.decimal(target))::numeric WHERE id = \(Self.habit) AND user_id = \(Self.user)")
                         if target != model.target {
                             model.target = target
-                            for index in model.days.indices where !model.days[index].checkins.isEmpty {
-                                model.days[index].done = model.days[index].sum >= target
-                            }
+                            model.retarget()
                         }
+                    default:
+                        // The target's type flips (sql/0031): the days with check-ins re-decided.
+                        let atMost = !model.atMost
+                        trace.append("target type \(atMost ? "at_most" : "at_least")")
+                        failure = Self.run(connection, "UPDATE public.habit_templates SET target_type = \(atMost ? "at_most" : "at_least") WHERE id = \(Self.habit) AND user_id = \(Self.user)")
+                        model.atMost = atMost
+                        model.retarget()
                     }
                     #expect(failure == expectedState, "round \(round): \(trace)")
                     let observed = try Self.observed(admin, dates: dates)

@@ -20,6 +20,8 @@ import Testing
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date,time without time zone)",
         "habit.local_day(timestamp with time zone,text,time without time zone)", "habit.day_begins(date,text,time without time zone)",
+        // A day's value rules (sql/0031).
+        "habit.is_counted(text,numeric,text)", "habit.value_meets(numeric,numeric,text)", "habit.done_value(numeric,text)",
         "habit.due_days(jsonb,date,daterange,date)", "habit.due_on(jsonb,date,date)",
         // The streak reads planned into their callers (day.get's statement, habit_stats), and
         // day.get's one-day path (issue 29).

@@ -176,11 +176,9 @@ struct CheckinMethodTests {
             let big = try add(["date": "2025-01-09", "value": "999999999.999"])
             #expect(big.result?["value"] == "1999999999.998" && big.result?["state"] == "done", "\(big.raw)")
 
-            // Kind is fixed; at_most and weekly targets are not built yet.
+            // Kind is fixed; weekly targets are not built yet.
             response = try worker.request("habits.update", params: params(user, ["id": habit, "kind": "boolean"]))
             expectError(response, code: Code.invalidParams, id: response.id, reason: "not_supported", field: "kind")
-            response = try worker.request("habits.create", params: params(user, ["name": "Coffee", "kind": "measurable", "target": "2", "target_type": "at_most"]))
-            expectError(response, code: Code.invalidParams, id: response.id, reason: "not_supported", field: "target_type")
             response = try worker.request("habits.create", params: params(user, ["name": "Read", "kind": "measurable", "target": "100", "target_period": "week"]))
             expectError(response, code: Code.invalidParams, id: response.id, reason: "not_supported", field: "target_period")
             response = try worker.request("habits.create", params: params(user, ["name": "Floss", "unit": "km"]))
@@ -209,6 +207,74 @@ struct CheckinMethodTests {
             #expect(again["results"] == first["results"], "the recorded outcomes: \(again)")
             let list = try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-07"]))
             #expect(list["value"] == "3" && list["checkins"]?.arrayValue?.count == 1, "applied once: \(list)")
+        }
+    }
+
+    /// At most (sql/0031): "at most 2 cups of coffee". A day is done when it was entered within
+    /// the target: check-ins summing to at most 2, or kept without any (a toggle, a value of 0,
+    /// its value 0). An empty day is not done (Loop's unknown checkmark); a day over the target
+    /// is not done, and marking it done is refused (-32004 over_target); un-toggling a kept day
+    /// clears its check-ins; switching the type re-decides the days with check-ins.
+    @Test("an at-most habit: done when entered within the target; over it, not done and not markable; 0 keeps the day")
+    func atMost() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            let created = try worker.createHabit(user: user, name: "Coffee", extra: [
+                .init("kind", "measurable"), .init("unit", "cups"), .init("target", "2"), .init("target_type", "at_most"),
+                .init("activated_at", "2025-01-06T07:00:00Z"),
+            ])
+            #expect(created["target_type"] == "at_most", "\(created)")
+            let habit = try #require(created["id"])
+            func add(_ day: String, _ value: String) throws -> WireJSON {
+                try worker.call("checkins.add", params(user, ["template_id": habit, "date": .string(day), "value": .string(value)]))
+            }
+            func day(_ date: String) throws -> WireJSON {
+                try #require(try worker.call("day.get", params(user, ["date": .string(date)]))["habits"]?.arrayValue?.first)
+            }
+            // Empty: not entered, not done; its value 0.
+            let empty = try day("2025-01-07")
+            #expect(empty["value"] == "0" && empty["checkins"] == 0, "\(empty)")
+            #expect(try worker.call("day.get", params(user, ["date": "2025-01-07"]))["completed"] == [], "an empty at-most day is not done")
+            var answer = try add("2025-01-07", "1")
+            #expect(answer["value"] == "1" && answer["state"] == "done", "\(answer)")
+            answer = try add("2025-01-07", "1")
+            #expect(answer["value"] == "2" && answer["state"] == "done", "at the target: within it: \(answer)")
+            let third = try add("2025-01-07", "0.5")
+            #expect(third["value"] == "2.5" && third["state"] == "none", "over the target: not done: \(third)")
+            #expect(try session.completionCount(user: user) == 0)
+            for (method, members) in [("completions.set", ["completed": true] as [String: WireJSON]), ("completions.toggle", [:])] {
+                let refused = try worker.request(method, params: params(user, ["template_id": habit, "date": "2025-01-07"].merging(members) { $1 }))
+                expectError(refused, code: -32004, id: refused.id, reason: "invalid_state")
+                #expect(refused.json["error"]?["data"]?["detail"] == "over_target", "\(refused.raw)")
+            }
+            let back = try worker.call("checkins.remove", params(user, ["checkin_id": try #require(third["id"])]))
+            #expect(back["value"] == "2" && back["state"] == "done", "\(back)")
+            // Un-toggled: the day is not entered any more (its check-ins go).
+            #expect(try worker.call("completions.toggle", params(user, ["template_id": habit, "date": "2025-01-07"])) == ["completed": false])
+            #expect(try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-07"]))["checkins"] == [])
+            // Kept without check-ins: a toggle, or a value of 0; the value is 0.
+            #expect(try worker.call("completions.toggle", params(user, ["template_id": habit, "date": "2025-01-08"])) == ["completed": true])
+            let kept = try day("2025-01-08")
+            #expect(kept["value"] == "0" && kept["checkins"] == 0, "\(kept)")
+            let zero = try worker.call("completions.set", params(user, ["template_id": habit, "date": "2025-01-09", "value": "0"]))
+            #expect(zero["state"] == "done" && zero["value"] == "0", "\(zero)")
+            // The last check-in removed: not entered.
+            let only = try add("2025-01-10", "1")
+            let gone = try worker.call("checkins.remove", params(user, ["checkin_id": try #require(only["id"])]))
+            #expect(gone["state"] == "none" && gone["value"] == "0", "\(gone)")
+            // habits.stats: a kept day counts 0; done days are the streak.
+            _ = try add("2025-01-10", "1.5")
+            let stats = try #require(try worker.call("habits.stats", params(user, ["id": habit, "date": "2025-01-10"]))["habits"]?.arrayValue?.first)
+            #expect(stats["value_total"] == "1.5" && stats["total_done"] == 3, "\(stats)")
+            // Switching to at least 2 re-decides the days with check-ins (1.5 < 2: not done);
+            // the kept days keep their state (and count the target as their value).
+            _ = try worker.call("habits.update", params(user, ["id": habit, "target_type": "at_least"]))
+            #expect(try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-10"]))["state"] == "none")
+            #expect(try day("2025-01-08")["value"] == "2")
+            // Weekly targets are still refused.
+            let weekly = try worker.request("habits.create", params: params(user, ["name": "Steps", "kind": "measurable", "target": "70000", "target_period": "week"]))
+            expectError(weekly, code: Code.invalidParams, id: weekly.id, reason: "not_supported", field: "target_period")
         }
     }
 

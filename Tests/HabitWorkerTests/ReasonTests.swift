@@ -114,7 +114,7 @@ struct ReasonTests {
             // Measurable habits and check-ins (sql/0029).
             (call("habits.create", #""name":"x","kind":"measurable","target":"1e3""#), -32602, "invalid_decimal", ("field", "target")),
             (call("checkins.add", #""template_id":"\#(user)","date":"2026-01-01","time":"7:30""#), -32602, "invalid_time", ("field", "time")),
-            (call("habits.create", #""name":"x","kind":"measurable","target":"2","target_type":"at_most""#), -32602, "not_supported", ("field", "target_type")),
+            (call("habits.create", #""name":"x","kind":"measurable","target":"2","target_period":"week""#), -32602, "not_supported", ("field", "target_period")),
             (call("habits.create", #""name":"x","target":"2.5""#), -32602, "not_whole", ("field", "target")),
             // account.import's document checks (AccountTests covers each in depth).
             (call("account.import", #""mode":"merge","document":{"format":"loop","version":1,"habits":[],"completions":[],"skips":[],"lists":[],"tasks":[]}"#),

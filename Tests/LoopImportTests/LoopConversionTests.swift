@@ -31,7 +31,10 @@ struct LoopConversionTests {
             ("2026-11-20", .yesManual, ""), ("2026-11-23", .yesManual, ""),
         ]),
         .init(name: "Not selected", paletteIndex: 5, selected: false),
-        .init(name: "Coffee", numerical: true, paletteIndex: 2, unit: "cups", targetValue: 2, targetType: "AT_MOST", amounts: [("2026-11-22", 3000)]),
+        // At most 2 cups (sql/0031): 1.5 is within (done), 0 an entry of nothing (kept, no
+        // check-in), 3 over (a check-in, not done).
+        .init(name: "Coffee", numerical: true, paletteIndex: 2, unit: "cups", targetValue: 2, targetType: "AT_MOST",
+              amounts: [("2026-11-20", 1500), ("2026-11-21", 0), ("2026-11-22", 3000)]),
     ])
 
     static func id(_ position: Int, _ name: String, user: UUID = user) -> String {
@@ -43,8 +46,8 @@ struct LoopConversionTests {
         var position: Int, loopName: String, name: String, color: String
         var startedAt: String, endedAt: String?, schedule: String
         var completions: [String], skips: [String]
-        /// A numeric habit imported as measurable: its unit and target (sql/0029).
-        var measure: (unit: String, target: String)? = nil
+        /// A numeric habit imported as measurable: its unit, target and target type (sql/0029, 0031).
+        var measure: (unit: String, target: String, type: String)? = nil
     }
 
     static let expected: [ExpectedHabit] = [
@@ -64,7 +67,7 @@ struct LoopConversionTests {
         // Numeric, at least 8 glasses a day: a measurable habit; its 8,000 thousandths are 8.
         .init(position: 5, loopName: "Water", name: "Water", color: "#039BE5",
               startedAt: "2026-11-21T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
-              completions: ["2026-11-22"], skips: [], measure: ("glasses", "8")),
+              completions: ["2026-11-22"], skips: [], measure: ("glasses", "8", "at_least")),
         .init(position: 6, loopName: "Old habit", name: "Old habit", color: "#5D4037",
               startedAt: "2026-06-29T22:00:00Z", endedAt: "2026-07-02T22:00:00Z", schedule: #"{"type":"daily"}"#,
               completions: ["2026-06-30", "2026-07-02"], skips: []),
@@ -74,6 +77,9 @@ struct LoopConversionTests {
         .init(position: 8, loopName: "Not selected", name: "Not selected", color: "#AFB42B",
               startedAt: "2026-11-22T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
               completions: [], skips: []),
+        .init(position: 9, loopName: "Coffee", name: "Coffee", color: "#F57C00",
+              startedAt: "2026-11-19T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
+              completions: ["2026-11-20", "2026-11-21"], skips: [], measure: ("cups", "2", "at_most")),
     ]
 
     @Test("the fixture's zip (stored and deflated entries) becomes the expected document, row by row")
@@ -101,7 +107,7 @@ struct LoopConversionTests {
                 #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at",
                                        "kind", "unit", "target", "target_type", "target_period", "periods"])
                 #expect(habit["kind"] == .string("measurable") && habit["unit"] == .string(measure.unit) && habit["target"] == .string(measure.target)
-                        && habit["target_type"] == .string("at_least") && habit["target_period"] == .string("day"))
+                        && habit["target_type"] == .string(measure.type) && habit["target_period"] == .string("day"))
             } else {
                 #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at", "periods"])
             }
@@ -132,37 +138,38 @@ struct LoopConversionTests {
         #expect(try rows("completions") == sortedCompletions)
         #expect(try rows("skips") == sortedSkips)
 
-        // The numeric habit's day as a check-in of its amount; the notes of the imported days.
-        let water = Self.id(5, "Water"), run = Self.id(1, "Morning run, 5 km")
+        // The numeric habits' days as check-ins of their amounts (none for Coffee's 0); the
+        // notes of the imported days.
+        let water = Self.id(5, "Water"), coffee = Self.id(9, "Coffee"), run = Self.id(1, "Morning run, 5 km")
         let checkins = try #require(root["checkins"]?.arrayValue).compactMap(\.objectValue)
-        #expect(checkins.count == 1 && checkins.first?["template_id"] == .string(water) && checkins.first?["date"] == .string("2026-11-22")
-                && checkins.first?["value"] == .string("8") && checkins.first?.keys == ["id", "template_id", "date", "value"], "\(checkins)")
+        #expect(checkins.allSatisfy { $0.keys == ["id", "template_id", "date", "value"] }, "\(checkins)")
+        let checkinRows = checkins.map { "\($0["template_id"]!.stringValue!) \($0["date"]!.stringValue!) \($0["value"]!.stringValue!)" }
+        #expect(Set(checkinRows) == ["\(water) 2026-11-22 8", "\(coffee) 2026-11-20 1.5", "\(coffee) 2026-11-22 3"], "\(checkins)")
         let notes = try #require(root["notes"]?.arrayValue).compactMap(\.objectValue).map {
             "\($0["template_id"]!.stringValue!) \($0["date"]!.stringValue!) \($0["note"]!.stringValue!)"
         }
         #expect(notes == ["\(run) 2026-11-18 felt good, \"fast\"\nand long", "\(run) 2026-11-21 rain"], "\(notes)")
 
-        #expect(report.habits == 8)
+        #expect(report.habits == 9)
         #expect(report.archivedHabits == 2)
-        #expect(report.completions == 11)
+        #expect(report.completions == 13)
         #expect(report.skips == 2)
-        #expect(report.measurableHabits == 1 && report.checkins == 1 && report.notes == 2)
-        #expect(report.numericHabitsNotImported == ["Coffee"])
+        #expect(report.measurableHabits == 2 && report.checkins == 3 && report.notes == 2)
+        #expect(report.numericHabitsNotImported == [])
         #expect(report.checkmarksWithoutRow == 4)
         #expect(report.futureCheckmarksDropped == 1)
         #expect(report.archivedTodayCheckmarksDropped == 1)
         let warnings = report.warnings.joined(separator: "\n")
         for fragment in ["\"Méditation 瞑想\": frequency 2 times in 3 days imported as 5 times per week",
                          "\"Did you floss?\": no name in Loop; its question is the name",
-                         "\"Coffee\": numeric habit (unit \"cups\") not imported: an at-most target is not supported yet",
                          "\"Morning run, 5 km\": 1 checkmark(s) after today (2026-11-23) not imported",
                          "\"Archived today\": frequency once in 14 days imported as every 14 days",
                          "\"Archived today\": archived; 1 checkmark(s) of today not imported",
                          "\"Not selected\": no Checkmarks.csv in the export"] {
             #expect(warnings.contains(fragment), "missing warning: \(fragment)\nin:\n\(warnings)")
         }
-        #expect(report.warnings.count == 7)
-        #expect(report.json.jsonString.hasPrefix(#"{"counts":{"habits":8,"archived_habits":2,"completions":11,"skips":2,"measurable_habits":1,"checkins":1,"notes":2,"numeric_habits_not_imported":1,"#))
+        #expect(report.warnings.count == 6)
+        #expect(report.json.jsonString.hasPrefix(#"{"counts":{"habits":9,"archived_habits":2,"completions":13,"skips":2,"measurable_habits":2,"checkins":3,"notes":2,"numeric_habits_not_imported":0,"#))
     }
 
     @Test("the zip and the files-by-name form give the same document; the fixture's folders are Loop's")

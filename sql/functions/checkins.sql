@@ -4,37 +4,85 @@
 -- "Migrations"). A changed signature or return type needs a DROP in a versioned migration first.
 --
 -- A day's value is the sum of its check-ins. A day with check-ins is done exactly when the value
--- meets the habit's target: its habit_completions row follows them (habit.checkin_day_follow,
--- called by habit_checkins' AFTER trigger), and a completion written while they do not meet it
--- (a toggle) adds a check-in of the rest (habit_completions' trigger). A day without check-ins is
--- done when it has a completion (a boolean habit's plain toggle: its value is then the target).
+-- meets the habit's target (habit.value_meets: at least, or at most, the target): its
+-- habit_completions row follows them (habit.checkin_day_follow, called by habit_checkins' AFTER
+-- trigger), and a completion written while they do not meet an at-least target (a toggle) adds a
+-- check-in of the rest (habit_completions' trigger; over an at-most target it is refused, HB007).
+-- A day without check-ins is done when it has a completion (a plain toggle: its value is then
+-- habit.done_value, the target, or 0 for an at-most habit, sql/0031).
 -- The worker's writers below are SECURITY INVOKER: row-level security and the triggers apply as
 -- to any writer, and the triggers are the one place of the rules.
 
 SET LOCAL check_function_bodies = off;
 
+-- The rules of a day's value, one function each (sql/0031), inlined into their callers (no SET
+-- clause, schema-qualified).
+-- Whether a habit's days are counted from check-ins: a measurable habit, a target other than 1,
+-- or an at-most target (whose kept day says how little).
+CREATE OR REPLACE FUNCTION habit.is_counted(kind text, target numeric, target_type text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT kind OPERATOR(pg_catalog.=) 'measurable' OR target OPERATOR(pg_catalog.<>) 1::pg_catalog.numeric
+           OR target_type OPERATOR(pg_catalog.=) 'at_most'
+    $fn$;
+COMMENT ON FUNCTION habit.is_counted(text, numeric, text) IS
+    'Whether a habit''s days are counted from check-ins: measurable, a target other than 1, or an at-most target (sql/0029, sql/0031).';
+
+-- Whether a day's check-ins (their sum) meet the target.
+CREATE OR REPLACE FUNCTION habit.value_meets(value numeric, target numeric, target_type text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN target_type OPERATOR(pg_catalog.=) 'at_most' THEN value OPERATOR(pg_catalog.<=) target
+                ELSE value OPERATOR(pg_catalog.>=) target END
+    $fn$;
+COMMENT ON FUNCTION habit.value_meets(numeric, numeric, text) IS
+    'Whether a day''s value meets the target: >= target (at_least), <= target (at_most) (sql/0031).';
+
+-- The value of a day done without check-ins (a plain toggle): the target (at least), 0 (at most:
+-- kept, nothing taken).
+CREATE OR REPLACE FUNCTION habit.done_value(target numeric, target_type text) RETURNS numeric
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN target_type OPERATOR(pg_catalog.=) 'at_most' THEN 0::pg_catalog.numeric ELSE target END
+    $fn$;
+COMMENT ON FUNCTION habit.done_value(numeric, text) IS
+    'The value of a day done without check-ins: the target (at_least), 0 (at_most) (sql/0031).';
+
 -- The day's completion row after a check-in of (p_user, p_template, p_day) was added or grew
--- (p_added: the row may only appear) or was removed or shrank (the row may only go).
+-- (p_added: for an at-least target the row may only appear) or was removed or shrank (it may
+-- only go). For an at-most target the row follows whichever way: present exactly when the day
+-- has check-ins within the target (the last one removed, the day is no longer entered).
 CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid, p_day date, p_added boolean) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         v_target numeric;
+        v_type text;
         v_total numeric;
+        v_count bigint;
         v_done boolean;
+        v_want boolean;
     BEGIN
-        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        SELECT coalesce(sum(i.value), 0),
+        SELECT coalesce(sum(i.value), 0), count(*),
                EXISTS (SELECT 1 FROM public.habit_completions c
                        WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day)
-        INTO v_total, v_done
+        INTO v_total, v_count, v_done
         FROM public.habit_checkins i
         WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
-        IF p_added AND v_total >= v_target AND NOT v_done THEN
+        IF v_type = 'at_most' THEN
+            v_want := v_count > 0 AND habit.value_meets(v_total, v_target, v_type);
+            IF v_want AND NOT v_done THEN
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day)
+                ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+            ELSIF v_done AND NOT v_want THEN
+                DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
+            END IF;
+        ELSIF p_added AND v_total >= v_target AND NOT v_done THEN
             INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day)
             ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
         ELSIF NOT p_added AND v_total < v_target AND v_done THEN
@@ -43,10 +91,10 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
     END
     $fn$;
 COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
-    'Keeps a day''s habit_completions row to its check-ins: added when their sum meets the target (p_added), removed when it falls below (not p_added). Called by trigger habit_checkins_after.';
+    'Keeps a day''s habit_completions row to its check-ins: at least, added when their sum meets the target (p_added), removed when it falls below (not p_added); at most, present exactly when there are check-ins and their sum is within the target. Called by trigger habit_checkins_after.';
 
 -- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
--- check-ins counts the target), how many check-ins, and its state. PL/pgSQL for its cached
+-- check-ins counts habit.done_value), how many check-ins, and its state. PL/pgSQL for its cached
 -- plans: as a SQL function with a SET clause (not inlined) it was planned on every call, 0.9 ms.
 -- All NULL when the habit is not p_user's.
 CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day date,
@@ -56,10 +104,11 @@ CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day d
     AS $fn$
     DECLARE
         v_target numeric;
+        v_type text;
         v_total numeric;
         v_done boolean;
     BEGIN
-        SELECT t.target INTO v_target FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
         IF NOT FOUND THEN
             RETURN;
         END IF;
@@ -67,7 +116,7 @@ CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day d
         WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = p_day;
         v_done := EXISTS (SELECT 1 FROM public.habit_completions y
                           WHERE y.user_id = p_user AND y.template_id = p_template AND y.completed_date = p_day);
-        value := CASE WHEN checkins = 0 AND v_done THEN v_target ELSE v_total END;
+        value := CASE WHEN checkins = 0 AND v_done THEN habit.done_value(v_target, v_type) ELSE v_total END;
         state := CASE WHEN v_done THEN 'done'
                       WHEN EXISTS (SELECT 1 FROM public.habit_skips y
                                    WHERE y.user_id = p_user AND y.template_id = p_template AND y.skipped_date = p_day) THEN 'skipped'
@@ -75,7 +124,7 @@ CREATE OR REPLACE FUNCTION habit.day_value(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.day_value(uuid, uuid, date) IS
-    'A habit''s day: value (the check-ins'' sum; the target for a completion without check-ins), the number of check-ins, and state (done, skipped or none); all NULL when the habit is not the user''s.';
+    'A habit''s day: value (the check-ins'' sum; habit.done_value for a completion without check-ins), the number of check-ins, and state (done, skipped or none); all NULL when the habit is not the user''s.';
 
 -- checkins.add: a check-in of p_value on p_day, replacing a skip of that day (checking in means
 -- it was done, as completions.set "done" replaces a skip). With p_client_id, a retried add finds
@@ -152,7 +201,9 @@ COMMENT ON FUNCTION habit.remove_checkin(uuid, uuid) IS
     'checkins.remove: deletes the user''s check-in; returns its habit, day and the day''s value, check-ins and state; no row when it is not the user''s.';
 
 -- completions.set with a value: the day's total becomes p_value (its check-ins replaced by one,
--- none for 0; a skip goes). No row when the habit is not p_user's.
+-- none for 0; a skip goes). 0 for an at-most habit enters the day as kept with nothing taken (a
+-- completion without check-ins, sql/0031); for an at-least one it clears the day. No row when
+-- the habit is not p_user's.
 CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_day date, p_value numeric, p_zone text DEFAULT NULL)
     RETURNS TABLE (value numeric, checkins integer, state text, changed boolean)
     LANGUAGE plpgsql
@@ -160,8 +211,10 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
     AS $fn$
     DECLARE
         v_before record;
+        v_at_most boolean;
     BEGIN
-        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        SELECT t.target_type = 'at_most' INTO v_at_most FROM public.habit_templates t
+        WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RETURN;
         END IF;
@@ -173,7 +226,8 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
             RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
             RETURN;
         END IF;
-        IF p_value = 0 AND v_before.checkins = 0 AND v_before.state = 'none' THEN
+        -- (The CASE in parentheses: PL/pgSQL ends an IF's condition at its first THEN.)
+        IF p_value = 0 AND v_before.checkins = 0 AND v_before.state = (CASE WHEN v_at_most THEN 'done' ELSE 'none' END) THEN
             RETURN QUERY SELECT v_before.value, v_before.checkins, v_before.state, false;
             RETURN;
         END IF;
@@ -183,12 +237,14 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
         DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
         IF p_value > 0 THEN
             INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
+        ELSIF v_at_most THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
         END IF;
         RETURN QUERY SELECT d.value, d.checkins, d.state, true FROM habit.day_value(p_user, p_template, p_day) d;
     END
     $fn$;
 COMMENT ON FUNCTION habit.set_day_value(uuid, uuid, date, numeric, text) IS
-    'completions.set with a value: the day''s check-ins become one of p_value (none for 0), a skip goes; returns the day''s value, check-ins, state and whether anything changed. No row when the habit is not the user''s.';
+    'completions.set with a value: the day''s check-ins become one of p_value (none for 0; an at-most habit''s day then kept at 0), a skip goes; returns the day''s value, check-ins, state and whether anything changed. No row when the habit is not the user''s.';
 
 -- notes.set: p_note on the habit's day, or none (NULL or empty). No row when the habit is not
 -- p_user's; else whether anything changed.
@@ -218,10 +274,11 @@ CREATE OR REPLACE FUNCTION habit.set_day_note(p_user uuid, p_template uuid, p_da
 COMMENT ON FUNCTION habit.set_day_note(uuid, uuid, date, text) IS
     'notes.set: writes (or, for NULL or '''', deletes) the note of a habit''s day; whether anything changed. No row when the habit is not the user''s.';
 
--- A habit's target changed: each day with check-ins is done exactly when they meet the new one
--- (two set-based statements over the habit's check-ins: events, not days). A day without
--- check-ins keeps its state: a plain toggle stays done. Called by trigger habit_templates_after.
-CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric) RETURNS void
+-- A habit's target or its type changed: each day with check-ins is done exactly when they meet
+-- the new one (two set-based statements over the habit's check-ins: events, not days). A day
+-- without check-ins keeps its state: a plain toggle stays done (its value now habit.done_value).
+-- Called by trigger habit_templates_after.
+CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric, p_type text) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -229,18 +286,18 @@ CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid,
         DELETE FROM public.habit_completions c
         USING (SELECT i.checkin_date FROM public.habit_checkins i
                WHERE i.user_id = p_user AND i.template_id = p_template
-               GROUP BY i.checkin_date HAVING sum(i.value) < p_target) d
+               GROUP BY i.checkin_date HAVING NOT habit.value_meets(sum(i.value), p_target, p_type)) d
         WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date;
         INSERT INTO public.habit_completions (user_id, template_id, completed_date)
         SELECT p_user, p_template, d.checkin_date
         FROM (SELECT i.checkin_date FROM public.habit_checkins i
               WHERE i.user_id = p_user AND i.template_id = p_template
-              GROUP BY i.checkin_date HAVING sum(i.value) >= p_target) d
+              GROUP BY i.checkin_date HAVING habit.value_meets(sum(i.value), p_target, p_type)) d
         WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
                           WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = d.checkin_date)
         ORDER BY d.checkin_date
         ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
     END
     $fn$;
-COMMENT ON FUNCTION habit.checkins_retarget(uuid, uuid, numeric) IS
-    'After a habit''s target changed: its days with check-ins get a completion exactly when their sum meets p_target. Called by trigger habit_templates_after.';
+COMMENT ON FUNCTION habit.checkins_retarget(uuid, uuid, numeric, text) IS
+    'After a habit''s target or its type changed: its days with check-ins get a completion exactly when their sum meets p_target (habit.value_meets). Called by trigger habit_templates_after.';

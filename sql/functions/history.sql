@@ -357,7 +357,8 @@ COMMENT ON FUNCTION habit.backfilling() IS
 -- BEFORE triggers of habit_completions and habit_skips (sql/triggers/), the one place of
 -- these rules.
 CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day date, p_kind text, p_present boolean, p_id uuid,
-                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT kind text)
+                                OUT st public.habit_streak_state, OUT tracking boolean, OUT target numeric, OUT kind text,
+                                OUT target_type text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -387,7 +388,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
             RETURN;
         END IF;
         SELECT habit.local_day(now(), z.tz, z.ds) AS today, z.tz, z.ds, x AS state, x.user_id IS NOT NULL AS has_state,
-               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind,
+               EXISTS (SELECT 1 FROM habit.weekly_counts_state) AS tracking, t.target, t.kind, t.target_type,
                -- A skip excuses the day: it has no value, so no check-in either (sql/0029).
                p_present AND CASE WHEN skipping
                     THEN EXISTS (SELECT 1 FROM public.habit_completions c
@@ -416,6 +417,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
         tracking := rule.tracking;
         target := rule.target;
         kind := rule.kind;
+        target_type := rule.target_type;
         IF p_present THEN
             backfill := coalesce(current_setting('habit.backfill', true), '') IN ('on', 'true') AND habit.backfilling();
             request_zone := nullif(current_setting('habit.request_time_zone', true), '');
@@ -470,7 +472,7 @@ CREATE OR REPLACE FUNCTION habit.check_day(p_user uuid, p_template uuid, p_day d
     END
     $fn$;
 COMMENT ON FUNCTION habit.check_day(uuid, uuid, date, text, boolean, uuid) IS
-    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, and the habit''s target and kind.';
+    'Locks the habit and, for a completion, check-in or skip becoming present, raises 23514 (before habit.earliest_day()), HB003 (future), HB004 (not on that day) or HB005 (done or checked in and skipped; HB003/HB004 not while backfilling); returns its streak state when its runs are to change (never for a check-in), whether weekly counts are tracked, and the habit''s target, kind and target type.';
 
 -- HB003: completing after today, or skipping more than 366 days after it (DETAIL: that today).
 CREATE OR REPLACE FUNCTION habit.check_future(p_day date, p_today date, p_skipping boolean) RETURNS void

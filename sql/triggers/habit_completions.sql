@@ -26,6 +26,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
     DECLARE
         day record;
         total numeric;
+        checkin_count bigint;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
         -- here may run first (its checks would tell that user something about the other's habit,
@@ -44,13 +45,16 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
             -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
-            -- un-toggle wins and the day's value becomes 0 (sql/0029). Their trigger, running
-            -- inside this one, leaves this row to this delete.
-            IF day.target IS NOT NULL
-               AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
-                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date) >= day.target THEN
-                DELETE FROM public.habit_checkins i
+            -- un-toggle wins and the day's check-ins go (sql/0029, sql/0031: an at-most day is
+            -- not entered any more). Their trigger, running inside this one, leaves this row to
+            -- this delete.
+            IF day.target IS NOT NULL THEN
+                SELECT coalesce(sum(i.value), 0), count(*) INTO total, checkin_count FROM public.habit_checkins i
                 WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
+                IF checkin_count > 0 AND habit.value_meets(total, day.target, day.target_type) THEN
+                    DELETE FROM public.habit_checkins i
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
+                END IF;
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
             IF day.tracking THEN
@@ -75,15 +79,24 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
             END IF;
-            -- A day counted from check-ins (a measurable habit, or a target other than 1) is done
-            -- when they meet the target. Marked done while they do not (a toggle, completions.set
-            -- "done"): the toggle wins, and a check-in of the rest makes the value the target.
-            IF (day.kind = 'measurable' OR day.target <> 1) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+            -- A day counted from check-ins (habit.is_counted) is done when they meet the target.
+            -- Marked done while they do not (a toggle, completions.set "done"): under an
+            -- at-least target the toggle wins, and a check-in of the rest makes the value the
+            -- target; over an at-most target it is refused (HB007: what was taken cannot be
+            -- undone by a tap; remove check-ins first). Without check-ins an at-most day is kept
+            -- at 0 (sql/0031).
+            IF habit.is_counted(day.kind, day.target, day.target_type) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
                                            WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                                              AND c.completed_date = NEW.completed_date) THEN
                 SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i
                 WHERE i.user_id = NEW.user_id AND i.template_id = NEW.template_id AND i.checkin_date = NEW.completed_date;
-                IF total < day.target THEN
+                IF day.target_type = 'at_most' THEN
+                    IF NOT habit.value_meets(total, day.target, day.target_type) THEN
+                        RAISE EXCEPTION 'habit % is over its target on %: % taken, at most % allowed', NEW.template_id, NEW.completed_date,
+                                        total, day.target
+                            USING ERRCODE = 'HB007', TABLE = 'habit_completions', SCHEMA = 'public';
+                    END IF;
+                ELSIF total < day.target THEN
                     INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
                     VALUES (NEW.user_id, NEW.template_id, NEW.completed_date, day.target - total);
                 END IF;

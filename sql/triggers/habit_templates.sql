@@ -97,7 +97,7 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: a new target re-decides the days that have check-ins (habit.checkins_retarget); a
+-- AFTER: a new target or target type re-decides the days that have check-ins (habit.checkins_retarget); a
 -- new habit gets its first period [activated_at, deactivated_at) (open when active;
 -- none when deactivated at or before its activation) and its streak state (no events yet:
 -- nothing to count, whatever activated_at), and counts against the row limit; a deleted or
@@ -137,8 +137,8 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_after() RETURNS trigger
             IF habit.streak_unit(NEW.schedule) IS DISTINCT FROM habit.streak_unit(OLD.schedule) THEN
                 PERFORM habit.streak_invalidate(NEW.user_id, NEW.id);
             END IF;
-            IF NEW.target IS DISTINCT FROM OLD.target THEN
-                PERFORM habit.checkins_retarget(NEW.user_id, NEW.id, NEW.target);
+            IF (NEW.target, NEW.target_type) IS DISTINCT FROM (OLD.target, OLD.target_type) THEN
+                PERFORM habit.checkins_retarget(NEW.user_id, NEW.id, NEW.target, NEW.target_type);
             END IF;
         END IF;
         RETURN NULL;
