@@ -99,15 +99,19 @@ public struct CalendarDay: Sendable, Equatable {
     public var due: Int
     public var done: Int
     public var skipped: Int
-    /// 0 when done = 0 or due = skipped, else ceil(4 × done ÷ (due − skipped)) within 1…4.
+    /// 0 when done = 0 or due = skipped, else ceil(4 × done ÷ (due − skipped)) within 1…4; for
+    /// one habit counted from check-ins, its value against the target (sql/0032).
     public var level: Int
+    /// One habit counted from check-ins: the day's value; else nil.
+    public var value: DecimalValue?
 
-    public init(date: CalendarDate, due: Int, done: Int, skipped: Int, level: Int) {
+    public init(date: CalendarDate, due: Int, done: Int, skipped: Int, level: Int, value: DecimalValue? = nil) {
         self.date = date
         self.due = due
         self.done = done
         self.skipped = skipped
         self.level = level
+        self.value = value
     }
 }
 

@@ -94,7 +94,7 @@ extension HabitRepository {
                 SELECT \(template)::uuid IS NULL
                        OR EXISTS (SELECT 1 FROM public.habit_templates WHERE id = \(template) AND user_id = \(user)) AS found
             )
-            SELECT found.found, c.day, c.due, c.done, c.skipped, c.level
+            SELECT found.found, c.day, c.due, c.done, c.skipped, c.level, c.value
             FROM found LEFT JOIN LATERAL (
                 SELECT * FROM habit.stats_calendar(\(user), \(template)::uuid, \(from), \(to)) WITH ORDINALITY WHERE found.found
             ) c ON true
@@ -105,7 +105,8 @@ extension HabitRepository {
             let days = try rows.filter { !$0.isNull(at: 1) }.map { row in
                 CalendarDay(date: try row.decode(CalendarDate.self, at: 1), due: try row.decode(Int.self, at: 2),
                             done: try row.decode(Int.self, at: 3), skipped: try row.decode(Int.self, at: 4),
-                            level: try row.decode(Int.self, at: 5))
+                            level: try row.decode(Int.self, at: 5),
+                            value: try row.decode(PostgresNumeric?.self, at: 6).map(DecimalValue.init))
             }
             return StatsCalendar(from: from, to: to, days: days)
         }

@@ -175,8 +175,10 @@ extension StatsCalendar: MethodResult {
             ("due", JSONSchema.described(JSONSchema.integer(0...Int.max), "Habits on and due that day.")),
             ("done", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the done ones.")),
             ("skipped", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the skipped ones.")),
-            ("level", JSONSchema.described(JSONSchema.integer(0...4), "0 when done = 0 or due = skipped, else ceil(4 × done ÷ (due − skipped)), at most 4.")),
-        ])), "Every day of from…to, in order.")),
+            ("level", JSONSchema.described(JSONSchema.integer(0...4),
+                                           "0 when done = 0 or due = skipped, else ceil(4 × done ÷ (due − skipped)), at most 4. One habit counted from check-ins: its value against the target (ceil(4 × value ÷ target), at most 4; an at-most habit's done day 4), 0 when not due or skipped.")),
+            ("value", JSONSchema.described(ValueSchema.decimal, "Only for one habit counted from check-ins (id given): the day's value.")),
+        ], optional: ["value"])), "Every day of from…to, in order.")),
     ])
 
     public func write(to json: inout JSONWriter) {
@@ -191,6 +193,7 @@ extension StatsCalendar: MethodResult {
             json.key("done"); json.int(day.done)
             json.key("skipped"); json.int(day.skipped)
             json.key("level"); json.int(day.level)
+            if let value = day.value { json.member("value", value.text) }
             json.endObject()
         }
         json.endArray()

@@ -278,6 +278,39 @@ struct CheckinMethodTests {
         }
     }
 
+    /// The calendar of one counted habit (sql/0032): each day's value, and a level by value ÷
+    /// target, so a partial day shows; an at-most habit's done day is full. Several habits keep
+    /// the done ÷ due level and have no value.
+    @Test("stats.calendar of one counted habit: the day's value, and the level by value against the target")
+    func calendarByValue() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            let run = try Self.measurable(worker, user: user, target: "4")
+            for (day, value) in [("2025-01-07", "1"), ("2025-01-08", "2.5"), ("2025-01-09", "4")] {
+                _ = try worker.call("completions.set", params(user, ["template_id": run, "date": .string(day), "value": .string(value)]))
+            }
+            _ = try worker.call("completions.set", params(user, ["template_id": run, "date": "2025-01-11", "state": "skipped"]))
+            let calendar = try worker.call("stats.calendar", params(user, ["id": run, "from": "2025-01-07", "to": "2025-01-11"]))
+            let days = try #require(calendar["days"]?.arrayValue)
+            #expect(days.map { $0["level"] } == [1, 3, 4, 0, 0], "\(calendar)")
+            #expect(days.map { $0["value"] } == ["1", "2.5", "4", "0", "0"], "\(calendar)")
+            let coffee = try #require(try worker.createHabit(user: user, name: "Coffee", extra: [
+                .init("kind", "measurable"), .init("unit", "cups"), .init("target", "2"), .init("target_type", "at_most"),
+                .init("activated_at", "2025-01-06T07:00:00Z"),
+            ])["id"])
+            for (day, value) in [("2025-01-07", "1"), ("2025-01-08", "3")] {
+                _ = try worker.call("checkins.add", params(user, ["template_id": coffee, "date": .string(day), "value": .string(value)]))
+            }
+            let cups = try worker.call("stats.calendar", params(user, ["id": coffee, "from": "2025-01-07", "to": "2025-01-09"]))
+            #expect(cups["days"]?.arrayValue?.map { $0["level"] } == [4, 0, 0], "\(cups)")
+            #expect(cups["days"]?.arrayValue?.map { $0["value"] } == ["1", "3", "0"], "\(cups)")
+            // Every habit: done ÷ due, no value.
+            let all = try worker.call("stats.calendar", params(user, ["from": "2025-01-07", "to": "2025-01-07"]))
+            #expect(all["days"]?.arrayValue?.first?["value"] == nil && all["days"]?.arrayValue?.first?["level"] == 2, "\(all)")
+        }
+    }
+
     @Test("a new target re-decides the days with check-ins, not the others")
     func retarget() throws {
         try WorkerSession.with { session in

@@ -187,25 +187,41 @@ COMMENT ON FUNCTION habit.habit_stats_scan(uuid, uuid, date, date) IS
     'One habit''s streaks, rates and totals at p_date (today p_today), computed by scanning its slots: the reference implementation .';
 
 -- The calendar ---------------------------------------------------------------------------------
--- Per day of [p_from, p_to] (at most 366 days; else data_exception), over the user's habits
--- (or p_template), counting the (habit, day) pairs on and due (habit.habit_days_at with the
--- real today): due, done and skipped among them, and level = 0 when done = 0 or
--- due − skipped = 0, else ceil(4 × done ÷ (due − skipped)) (1…4). Every day, ordered.
+-- The calendar (stats.calendar, the heatmap picture): per day of [p_from, p_to] (at most 366),
+-- the due habit-days of the user's habits (or of p_template), how many done and skipped, and a
+-- level 0-4: ceil(4 x done / (due - skipped)). For one habit counted from check-ins
+-- (habit.is_counted, sql/0032) also the day's value (its check-ins' sum; done without any,
+-- habit.done_value), and the level is that value against the target: ceil(4 x value / target)
+-- within 0-4 at least (a partial day shows), 4 for a done at-most day; 0 on a day not due or
+-- skipped. Reads the habit's check-ins and completions of the range: events, not days.
 CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_from date, p_to date)
-    RETURNS TABLE (day date, due integer, done integer, skipped integer, level integer)
+    RETURNS TABLE (day date, due integer, done integer, skipped integer, level integer, value numeric)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
     DECLARE
         v_today date := habit.user_today(p_user, NULL);
+        v_counted boolean := false;
+        v_target numeric;
+        v_type text;
     BEGIN
         IF p_from IS NULL OR p_to IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
         END IF;
+        IF p_template IS NOT NULL THEN
+            SELECT habit.is_counted(t.kind, t.target, t.target_type), t.target, t.target_type INTO v_counted, v_target, v_type
+            FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+            v_counted := coalesce(v_counted, false);
+        END IF;
         RETURN QUERY
         SELECT g.day::date, coalesce(a.due, 0), coalesce(a.done, 0), coalesce(a.skipped, 0),
-               CASE WHEN coalesce(a.done, 0) = 0 OR a.due - a.skipped = 0 THEN 0
-                    ELSE least(4, greatest(1, (4 * a.done + (a.due - a.skipped) - 1) / (a.due - a.skipped))) END
+               CASE WHEN v_counted THEN
+                        CASE WHEN coalesce(a.due, 0) = 0 OR a.skipped > 0 THEN 0
+                             WHEN v_type = 'at_most' THEN CASE WHEN a.done > 0 THEN 4 ELSE 0 END
+                             ELSE least(4, ceil(4 * v.value / v_target))::integer END
+                    WHEN coalesce(a.done, 0) = 0 OR a.due - a.skipped = 0 THEN 0
+                    ELSE least(4, greatest(1, (4 * a.done + (a.due - a.skipped) - 1) / (a.due - a.skipped))) END,
+               v.value
         FROM generate_series(p_from::timestamp, p_to::timestamp, interval '1 day') AS g(day)
         LEFT JOIN (
             SELECT d.day, count(*)::integer AS due, (count(*) FILTER (WHERE d.done))::integer AS done,
@@ -214,11 +230,20 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
             WHERE d.due AND (p_template IS NULL OR d.template_id = p_template)
             GROUP BY d.day
         ) a ON a.day = g.day::date
+        -- The counted habit's day values: its check-ins' sums, and its completions without any.
+        LEFT JOIN LATERAL (
+            SELECT coalesce((SELECT sum(x.value) FROM public.habit_checkins x
+                             WHERE x.user_id = p_user AND x.template_id = p_template AND x.checkin_date = g.day::date),
+                            CASE WHEN EXISTS (SELECT 1 FROM public.habit_completions c
+                                              WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = g.day::date)
+                                 THEN habit.done_value(v_target, v_type) ELSE 0 END) AS value
+            WHERE v_counted
+        ) v ON true
         ORDER BY 1;
     END
     $fn$;
 COMMENT ON FUNCTION habit.stats_calendar(uuid, uuid, date, date) IS
-    'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, and a level 0–4 .';
+    'Per day of [p_from, p_to] (at most 366 days): the due habit-days of the user''s habits (or one), how many done and skipped, a level 0-4, and for one habit counted from check-ins its value (the level then the value against the target, sql/0032).';
 
 -- The habits of p_user on at R (habit.period_on_days, in zone p_zone, days beginning at p_ds,
 -- with today p_today): the rule habit.habit_days_at expands, for one day and without due, done
