@@ -384,8 +384,16 @@ public final class HabitRepository {
     /// skipped ≤ due, as in habit.stats_calendar and the batch (habit.weekly_counts_of).
     public func weekCounts(user: UUID, containing date: CalendarDate, weekStart: WeekStart? = nil,
                            timeZone: String? = nil) throws -> [DayCount] {
+        try weekSummary(user: user, containing: date, weekStart: weekStart, timeZone: timeZone).days
+    }
+
+    /// `weekCounts`' days, and the week's value of each habit counted from check-ins that is on
+    /// some day of it (`habit.is_counted`: its days' values summed, each its check-ins' sum or,
+    /// done without any, `habit.done_value`; 0 for a week without), by id. One statement.
+    public func weekSummary(user: UUID, containing date: CalendarDate, weekStart: WeekStart? = nil,
+                            timeZone: String? = nil) throws -> (days: [DayCount], values: [(templateID: UUID, value: DecimalValue)]) {
         try Validation.timeZone(timeZone, using: connection)
-        return try scope.query(as: user, """
+        let rows = try scope.query(as: user, """
             WITH zone AS MATERIALIZED (
                 SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz,
                        habit.week_start(\(date), CASE WHEN \(weekStart?.rawValue)::text IS NULL THEN habit.user_week_start_isodow(\(user))
@@ -393,22 +401,51 @@ public final class HabitRepository {
             ),
             days AS (SELECT zone.first_day + offset_days AS day FROM zone, generate_series(0, 6) AS offset_days),
             on_days AS MATERIALIZED (
-                SELECT d.day, d.due, d.done, d.skipped
+                SELECT d.template_id, d.day, d.due, d.done, d.skipped
                 FROM zone, habit.habit_days_at(\(user), zone.first_day, zone.first_day + 6, habit.user_today(\(user), \(timeZone)), \(timeZone)) d
+            ),
+            -- The week's value of each counted habit on in it (sql/0029, sql/0031): events of the
+            -- week (its check-ins, its completions without any), not days.
+            week_values AS (
+                SELECT t.id, coalesce((SELECT sum(v.value) FROM (
+                           SELECT x.value FROM public.habit_checkins x
+                           WHERE x.user_id = \(user) AND x.template_id = t.id
+                             AND x.checkin_date >= zone.first_day AND x.checkin_date <= zone.first_day + 6
+                           UNION ALL
+                           SELECT habit.done_value(t.target, t.target_type) FROM public.habit_completions c
+                           WHERE c.user_id = \(user) AND c.template_id = t.id
+                             AND c.completed_date >= zone.first_day AND c.completed_date <= zone.first_day + 6
+                             AND NOT EXISTS (SELECT 1 FROM public.habit_checkins y
+                                             WHERE y.user_id = \(user) AND y.template_id = t.id AND y.checkin_date = c.completed_date)) v), 0) AS total
+                FROM zone, public.habit_templates t
+                WHERE t.user_id = \(user) AND habit.is_counted(t.kind, t.target, t.target_type)
+                  AND t.id IN (SELECT o.template_id FROM on_days o)
             )
             SELECT days.day,
                    count(o.day) FILTER (WHERE o.done) AS completed,
                    count(o.day) AS active,
                    count(o.day) FILTER (WHERE o.due) AS due,
-                   count(o.day) FILTER (WHERE o.skipped AND o.due) AS skipped
+                   count(o.day) FILTER (WHERE o.skipped AND o.due) AS skipped,
+                   (SELECT string_agg(w.id::text || '=' || trim_scale(w.total)::text, ',' ORDER BY w.id) FROM week_values w) AS week_values
             FROM days LEFT JOIN on_days o ON o.day = days.day
             GROUP BY days.day ORDER BY days.day
-            """).map { row in
+            """)
+        let days = try rows.map { row in
             DayCount(date: try row.decode(CalendarDate.self, "day"),
                      completed: try row.decode(Int.self, "completed"),
                      active: try row.decode(Int.self, "active"),
                      due: try row.decode(Int.self, "due"),
                      skipped: try row.decode(Int.self, "skipped"))
         }
+        // "<id>=<value>,…" (ids sort as their text: lowercase hex).
+        let text = try rows.first?.decode(String?.self, "week_values") ?? nil
+        let values = try (text?.split(separator: ",") ?? []).map { pair -> (templateID: UUID, value: DecimalValue) in
+            let parts = pair.split(separator: "=")
+            guard parts.count == 2, let id = UUID(uuidString: String(parts[0])), let value = DecimalValue(normalizing: String(parts[1]), integerDigits: 15) else {
+                throw PostgresError(kind: .decoding, message: "unreadable week value \"\(pair)\"")
+            }
+            return (id, value)
+        }
+        return (days, values)
     }
 }

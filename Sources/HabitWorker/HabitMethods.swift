@@ -414,7 +414,7 @@ extension SkipRangeChange: MethodResult {
 enum WeekCounts: DatabaseMethod {
     static let name = "week.counts"
     static let retry = RetrySafety.always
-    static let summary = "Per day of one week: the habits on it, and how many are done, due and skipped."
+    static let summary = "Per day of one week: the habits on it, and how many are done, due and skipped; the week's value of each counted habit."
     struct Params: Sendable { let user: UUID; let date: CalendarDate; let weekStart: WeekStart?; let timeZone: String? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let weekStart = try params.optionalOneOf("week_start", WeekStart.self)
@@ -423,15 +423,16 @@ enum WeekCounts: DatabaseMethod {
         return Params(user: try params.userID(), date: date, weekStart: weekStart, timeZone: try params.timeZone())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Week {
-        let days = try context.habits.weekCounts(user: params.user, containing: params.date, weekStart: params.weekStart,
-                                                 timeZone: params.timeZone)
-        guard let first = days.first else { throw PostgresError(kind: .unexpectedRowCount, message: "week.counts returned no day") }
-        return Week(start: first.date, days: days)
+        let week = try context.habits.weekSummary(user: params.user, containing: params.date, weekStart: params.weekStart,
+                                                  timeZone: params.timeZone)
+        guard let first = week.days.first else { throw PostgresError(kind: .unexpectedRowCount, message: "week.counts returned no day") }
+        return Week(start: first.date, days: week.days, values: week.values)
     }
 
     struct Week: MethodResult {
         let start: CalendarDate
         let days: [DayCount]
+        let values: [(templateID: UUID, value: DecimalValue)]
 
         static let schema = JSONSchema.object([
             ("week_start", ValueSchema.date),
@@ -442,6 +443,10 @@ enum WeekCounts: DatabaseMethod {
                 ("due", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of those, the due ones (day.get's due).")),
                 ("skipped", JSONSchema.described(JSONSchema.integer(0...Int.max), "Of the due ones, the skipped ones (never more than due).")),
             ]))),
+            ("values", JSONSchema.described(JSONSchema.array(of: JSONSchema.object([
+                ("template_id", ValueSchema.uuid),
+                ("value", JSONSchema.described(ValueSchema.decimal, "The week's value: its days' values summed (each the check-ins' sum; done without any, the target, or 0 at most).")),
+            ])), "Each habit counted from check-ins (measurable, a target other than 1, or at most) that is on some day of the week, by id.")),
         ])
         func write(to json: inout JSONWriter) {
             json.beginObject()
@@ -454,6 +459,14 @@ enum WeekCounts: DatabaseMethod {
                 json.key("active"); json.int(day.active)
                 json.key("due"); json.int(day.due)
                 json.key("skipped"); json.int(day.skipped)
+                json.endObject()
+            }
+            json.endArray()
+            json.key("values"); json.beginArray()
+            for (id, value) in values {
+                json.beginObject()
+                json.key("template_id"); json.uuid(id)
+                json.member("value", value.text)
                 json.endObject()
             }
             json.endArray()

@@ -308,6 +308,15 @@ struct CheckinMethodTests {
             // Every habit: done ÷ due, no value.
             let all = try worker.call("stats.calendar", params(user, ["from": "2025-01-07", "to": "2025-01-07"]))
             #expect(all["days"]?.arrayValue?.first?["value"] == nil && all["days"]?.arrayValue?.first?["level"] == 2, "\(all)")
+            // week.counts: the week's value of each counted habit (Monday 01-06 … 01-12): Run
+            // 1 + 2.5 + 4, Coffee 1 + 3; a plain habit has none; a week without entries 0.
+            _ = try worker.createHabit(user: user, name: "Floss", extra: [.init("activated_at", "2025-01-06T07:00:00Z")])
+            let week = try worker.call("week.counts", params(user, ["date": "2025-01-07", "week_start": "monday"]))
+            let values = try #require(week["values"]?.arrayValue)
+            let byHabit = Dictionary(uniqueKeysWithValues: values.map { ($0["template_id"]?.stringValue ?? "", $0["value"]) })
+            #expect(byHabit == [try #require(run.stringValue): "7.5", try #require(coffee.stringValue): "4"], "\(week)")
+            let later = try worker.call("week.counts", params(user, ["date": "2025-02-05"]))
+            #expect(later["values"]?.arrayValue?.map { $0["value"] } == ["0", "0"], "\(later)")
         }
     }
 
