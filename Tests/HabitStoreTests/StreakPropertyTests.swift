@@ -80,8 +80,8 @@ struct StreakDatabase {
         let picked = ids[streakCase.picked]
         var found: [String] = []
         try RuleFunctionsTests.asUser(user, on: caller) { connection in
-            // The function's today: the zone's at this transaction's now().
-            let today = try connection.queryOne("SELECT habit.local_date(now(), \(streakCase.zone))").decode(CalendarDate.self, at: 0)
+            // The function's today: the user's at this transaction's now() (zone and day start).
+            let today = try connection.queryOne("SELECT habit.local_day(now(), \(streakCase.zone), \(streakCase.dayStartText)::time)").decode(CalendarDate.self, at: 0)
             let model = streakCase.model(today: today)
             found += Self.compare(streakCase, model: model, today: today, on: connection, user: user, ids: ids, order: order, picked: picked)
             let unknown = try connection.query("SELECT * FROM habit.habit_stats(\(user), \(UUID()), NULL)")
@@ -89,7 +89,7 @@ struct StreakDatabase {
         }
         // habit_admin (psql) gets the same answer without claims.
         try admin.withTransaction(prelude: ["SET LOCAL ROLE habit_admin"]) { connection in
-            let today = try connection.queryOne("SELECT habit.local_date(now(), \(streakCase.zone))").decode(CalendarDate.self, at: 0)
+            let today = try connection.queryOne("SELECT habit.local_day(now(), \(streakCase.zone), \(streakCase.dayStartText)::time)").decode(CalendarDate.self, at: 0)
             let rows = try connection.query("SELECT \(unsafeSQL: Self.statsColumns) FROM habit.habit_stats(\(user), NULL, NULL)")
             let expected = streakCase.model(today: today).stats(at: today, order: order)
             let actual = try Self.stats(rows, ids: ids)

@@ -16,6 +16,9 @@ struct StreakCase: Sendable, CustomStringConvertible {
     /// The zone's today when the case was generated (the checks use the database's today).
     var today: CalendarDate
     var weekStart = 1
+    /// Seconds after local midnight at which the user's days begin (profiles.day_starts_at;
+    /// issue 32): streaks, rates and the calendar follow the day's start.
+    var dayStart: Int64 = 0
     var habits: [[HistoryPeriod]]
     var schedules: [HistorySchedule]
     /// habit_templates.sort_order (nil = NULL): the order day.get and habit_stats list habits in.
@@ -35,7 +38,7 @@ struct StreakCase: Sendable, CustomStringConvertible {
 
     /// The model with the database's today of the zone.
     func model(today: CalendarDate) -> StreakModel {
-        StreakModel(history: HistoryModel(clock: ZoneClock(zone), today: today, weekStart: weekStart,
+        StreakModel(history: HistoryModel(clock: ZoneClock(zone, dayStart: dayStart), today: today, weekStart: weekStart,
                                           completions: completions, skips: skips),
                     habits: habits, schedules: schedules)
     }
@@ -63,6 +66,7 @@ struct StreakCase: Sendable, CustomStringConvertible {
             for day in days { var copy = self; copy.skips[habit].remove(day); result.append(copy) }
         }
         if weekStart != 1 { var monday = self; monday.weekStart = 1; result.append(monday) }
+        if dayStart != 0 { var midnight = self; midnight.dayStart = 0; result.append(midnight) }
         for (habit, periods) in habits.enumerated() {
             for index in periods.indices {
                 var copy = self
@@ -83,9 +87,12 @@ struct StreakCase: Sendable, CustomStringConvertible {
         return result
     }
 
+    /// The day start as profiles.day_starts_at takes it, "HH:MM".
+    var dayStartText: String { String(format: "%02lld:%02lld", dayStart / 3_600, dayStart / 60 % 60) }
+
     /// The history as a person reads it: instants in UTC and in the zone.
     var description: String {
-        let clock = ZoneClock(zone)
+        let clock = ZoneClock(zone, dayStart: dayStart)
         func show(_ instant: Int64) -> String {
             let offset = clock.offset(at: instant)
             let wall = instant + offset
@@ -93,7 +100,7 @@ struct StreakCase: Sendable, CustomStringConvertible {
             let local = String(format: "%02lld:%02lld:%02lld", second / 3600, second / 60 % 60, second % 60)
             return "\(instant)s (\(clock.localDate(instant)) \(local) local, offset \(offset)s)"
         }
-        var lines = ["zone \(zone), generated on its \(today), weeks from ISO weekday \(weekStart), "
+        var lines = ["zone \(zone), days from \(dayStartText), generated on its \(today), weeks from ISO weekday \(weekStart), "
                      + "R \(references.map(\.description).joined(separator: " ")), picked habit \(picked), calendar \(calendarFrom)…\(calendarTo), "
                      + "rows written in the order of seed \(writeSeed)\(writeSeed % 3 == 0 ? ", periods after them" : "")"]
         for (index, periods) in habits.enumerated() {
@@ -118,8 +125,8 @@ struct StreakCase: Sendable, CustomStringConvertible {
         try admin.withTransaction { connection in
             try connection.execute("SET LOCAL habit.backfill = 'on'")
             try connection.execute("""
-                INSERT INTO public.profiles (user_id, timezone, week_start)
-                VALUES (\(user), \(zone), \(weekStart == 7 ? "sunday" : "monday"))
+                INSERT INTO public.profiles (user_id, timezone, week_start, day_starts_at)
+                VALUES (\(user), \(zone), \(weekStart == 7 ? "sunday" : "monday"), \(dayStartText)::time)
                 """)
             for (index, periods) in habits.enumerated() {
                 // The seed's columns stay as created: the functions read only the periods.
@@ -204,12 +211,23 @@ struct StreakCase: Sendable, CustomStringConvertible {
 enum StreakGenerator {
     /// UTC±12/14, DST at 02:00 / 01:00, a 30-minute DST change, DST that skips or repeats
     /// midnight (Havana, Beirut), a half-hour offset without DST.
+    /// Helsinki changes its clocks at 03:00, the day start night owls pick.
     static let zones = ["Pacific/Kiritimati", "Etc/GMT+12", "America/New_York", "Europe/London", "Australia/Lord_Howe",
-                        "Asia/Kolkata", "UTC", "America/Havana", "Asia/Beirut"]
+                        "Asia/Kolkata", "UTC", "America/Havana", "Asia/Beirut", "Europe/Helsinki"]
+
+    /// Day starts (issue 32): midnight in half the cases, else 03:00, 01:30 or any minute.
+    static func dayStart<R: RandomNumberGenerator>(using rng: inout R) -> Int64 {
+        switch Int.random(in: 0..<8, using: &rng) {
+        case 0..<4: return 0
+        case 4, 5: return 3 * 3_600
+        case 6: return 5_400
+        default: return Int64.random(in: 0..<1_440, using: &rng) * 60
+        }
+    }
 
     static func generate<R: RandomNumberGenerator>(using rng: inout R, now: Date = Date()) -> StreakCase {
         let zone = zones.randomElement(using: &rng)!
-        let clock = ZoneClock(zone)
+        let clock = ZoneClock(zone, dayStart: dayStart(using: &rng))
         let today = clock.localDate(Int64(now.timeIntervalSince1970))
         var anchor: CalendarDate
         switch Int.random(in: 0..<3, using: &rng) {
@@ -237,12 +255,12 @@ enum StreakGenerator {
         func boundary() -> Int64 {
             let day = anchor.adding(days: Int.random(in: -20...10, using: &rng))
             switch Int.random(in: 0..<8, using: &rng) {
-            case 0: return clock.midnight(day)
-            case 1: return clock.midnight(day) - 1
-            case 2: return clock.midnight(day) + 1
-            case 3: return clock.midnight(day.adding(days: 1)) - 1_800
-            case 4: return transition ?? clock.midnight(day)
-            default: return clock.midnight(day) + Int64.random(in: 0..<86_400, using: &rng)
+            case 0: return clock.dayBegins(day)
+            case 1: return clock.dayBegins(day) - 1
+            case 2: return clock.dayBegins(day) + 1
+            case 3: return clock.dayBegins(day.adding(days: 1)) - 1_800
+            case 4: return transition ?? clock.dayBegins(day)
+            default: return clock.dayBegins(day) + Int64.random(in: 0..<86_400, using: &rng)
             }
         }
 
@@ -321,7 +339,7 @@ enum StreakGenerator {
         }
         let calendarFrom = firstDay.adding(days: Int.random(in: -5...15, using: &rng))
         let calendarTo = calendarFrom.adding(days: Int.random(in: 0...45, using: &rng))
-        return StreakCase(zone: zone, today: today, weekStart: Bool.random(using: &rng) ? 1 : 7, habits: habits,
+        return StreakCase(zone: zone, today: today, weekStart: Bool.random(using: &rng) ? 1 : 7, dayStart: clock.dayStart, habits: habits,
                           schedules: schedules,
                           sortOrders: habits.map { _ in Int.random(in: 0..<4, using: &rng) == 0 ? nil : Int.random(in: 0...2, using: &rng) },
                           completions: completions, skips: skips, references: references,

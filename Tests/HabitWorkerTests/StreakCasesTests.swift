@@ -83,7 +83,7 @@ struct StreakCasesTests {
             var members: [String: WireJSON] = [:]
             if let reference { members["date"] = .string(reference.description) }
             if let id { members["id"] = .uuid(ids[id]) }
-            let today = try session.today(in: streakCase.zone)
+            let today = try session.today(in: streakCase.zone, dayStart: streakCase.dayStartText)
             let result = try session.worker.call("habits.stats", params(user, members))
             let elements = result["habits"]?.arrayValue ?? []
             let actual = elements.compactMap { StreakCasesTests.stats($0, ids: ids) }
@@ -106,7 +106,7 @@ struct StreakCasesTests {
         func calendarAndModel(_ from: String, _ to: String, id: Int? = nil) throws -> (actual: [CalendarDay], expected: [CalendarDay]) {
             var members: [String: WireJSON] = ["from": .string(from), "to": .string(to)]
             if let id { members["id"] = .uuid(ids[id]) }
-            let today = try session.today(in: streakCase.zone)
+            let today = try session.today(in: streakCase.zone, dayStart: streakCase.dayStartText)
             let result = try session.worker.call("stats.calendar", params(user, members))
             var actual: [CalendarDay] = []
             for day in result["days"]?.arrayValue ?? [] {
@@ -308,7 +308,7 @@ struct StreakCasesTests {
                 let streakCase = StreakGenerator.generate(using: &random)
                 let (user, ids) = try streakCase.write(on: session.admin)
                 let written = Written(session: session, streakCase: streakCase, user: user, ids: ids)
-                let before = try session.today(in: streakCase.zone)
+                let before = try session.today(in: streakCase.zone, dayStart: streakCase.dayStartText)
                 var differences: [String] = []
                 for reference in [nil] + streakCase.references.map(Optional.some) {
                     for id in [nil, streakCase.picked] {
@@ -320,8 +320,8 @@ struct StreakCasesTests {
                 }
                 let (actual, expected) = try written.calendarAndModel(streakCase.calendarFrom.description, streakCase.calendarTo.description)
                 if actual != expected { differences.append("stats.calendar:\n  worker \(actual)\n  model  \(expected)") }
-                // A case that straddled the zone's midnight is not evidence either way.
-                if !differences.isEmpty, try session.today(in: streakCase.zone) == before {
+                // A case that straddled the user's day start is not evidence either way.
+                if !differences.isEmpty, try session.today(in: streakCase.zone, dayStart: streakCase.dayStartText) == before {
                     failures += 1
                     Issue.record("""
                         round \(round) of HABIT_STREAK_WORKER_SEED=\(seed) (set it to replay the run): the worker disagrees with the model for

@@ -71,8 +71,8 @@ struct WorkerSession {
     }
 
     /// Today in `zone` as PostgreSQL computes it.
-    func today(in zone: String = "UTC") throws -> CalendarDate {
-        try admin.queryOne("SELECT habit.local_date(now(), \(zone))").decode(CalendarDate.self, at: 0)
+    func today(in zone: String = "UTC", dayStart: String = "00:00") throws -> CalendarDate {
+        try admin.queryOne("SELECT habit.local_day(now(), \(zone), \(dayStart)::time)").decode(CalendarDate.self, at: 0)
     }
 
     func habitCount(user: UUID) throws -> Int {
