@@ -31,7 +31,7 @@ public final class HabitRepository {
         let row = try scope.query(as: user, """
             SELECT habit.user_time_zone(\(user), NULL),
                    coalesce((SELECT p.week_start FROM public.profiles p WHERE p.user_id = \(user)), 'monday'),
-                   to_char(habit.user_day_start(\(user)), 'HH24:MI')
+                   left(habit.user_day_start(\(user))::text, 5)
             """).single()
         return try Self.profile(user: user, row)
     }
@@ -40,13 +40,23 @@ public final class HabitRepository {
     /// the default for a new profile: UTC, Monday, days from 00:00). `dayStartsAt`: "HH:MM".
     public func setProfile(user: UUID, timeZone: String?, weekStart: WeekStart? = nil, dayStartsAt: String? = nil) throws -> Profile {
         try Validation.timeZone(timeZone, using: connection)
+        // The day's start as minutes, made a time by make_time (IMMUTABLE): Citus refuses a
+        // STABLE function, such as text's cast to time, in an upsert's DO UPDATE SET.
+        let minutes: Int32? = try dayStartsAt.map { text in
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let hours = Int32(parts[0]), let minutes = Int32(parts[1]), (0..<24).contains(hours), (0..<60).contains(minutes) else {
+                throw StoreError.invalidInput(field: "day_starts_at", reason: .invalidTime, message: "expected a local time of day \"HH:MM\"")
+            }
+            return hours * 60 + minutes
+        }
         let row = try scope.query(as: user, """
             INSERT INTO public.profiles (user_id, timezone, week_start, day_starts_at)
-            VALUES (\(user), coalesce(\(timeZone), 'UTC'), coalesce(\(weekStart?.rawValue), 'monday'), coalesce(\(dayStartsAt)::time, '00:00'))
+            VALUES (\(user), coalesce(\(timeZone), 'UTC'), coalesce(\(weekStart?.rawValue), 'monday'),
+                    coalesce(make_time(\(minutes)::int / 60, \(minutes)::int % 60, 0), '00:00'))
             ON CONFLICT (user_id) DO UPDATE SET
                 timezone = coalesce(\(timeZone), profiles.timezone),
                 week_start = coalesce(\(weekStart?.rawValue), profiles.week_start),
-                day_starts_at = coalesce(\(dayStartsAt)::time, profiles.day_starts_at)
+                day_starts_at = coalesce(make_time(\(minutes)::int / 60, \(minutes)::int % 60, 0), profiles.day_starts_at)
             RETURNING \(unsafeSQL: Self.profileColumns)
             """).single()
         return try Self.profile(user: user, row)
@@ -57,8 +67,9 @@ public final class HabitRepository {
     }
 
     /// The columns `profile(user:_:)` reads, in its order (the sync pull and the export read
-    /// them the same way).
-    static let profileColumns = "timezone, week_start, to_char(day_starts_at, 'HH24:MI')"
+    /// them the same way). The day's start as "HH:MM" by IMMUTABLE functions only (the time's
+    /// text, cut): Citus refuses a STABLE one such as to_char in an INSERT's RETURNING.
+    static let profileColumns = "timezone, week_start, left(day_starts_at::text, 5)"
 
     /// A profile from `profileColumns`.
     static func profile(user: UUID, _ row: Row) throws -> Profile {

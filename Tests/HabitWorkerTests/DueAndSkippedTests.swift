@@ -73,6 +73,7 @@ struct DueAndSkippedTests {
                 "days": [counts("2025-01-05", 0, 4, 3, 0), counts("2025-01-06", 1, 4, 3, 0), counts("2025-01-07", 1, 4, 2, 0),
                          counts("2025-01-08", 0, 4, 3, 0), counts("2025-01-09", 0, 4, 1, 1), counts("2025-01-10", 0, 4, 2, 0),
                          counts("2025-01-11", 0, 4, 2, 0)],
+                "values": [],
             ])
             // Monday weeks group the days differently; T's target still counts in the user's
             // (Sunday) weeks, so Sunday the 12th starts a new one and T is due again.
@@ -117,6 +118,7 @@ struct DueAndSkippedTests {
                 "days": [counts("2025-01-06", 3, 2, 0), counts("2025-01-07", 3, 1, 1), counts("2025-01-08", 3, 2, 2),
                          counts("2025-01-09", 3, 1, 0), counts("2025-01-10", 3, 1, 0), counts("2025-01-11", 3, 1, 0),
                          counts("2025-01-12", 3, 1, 0)],
+                "values": [],
             ])
 
             // A holiday ahead, then a habit created today: on during the holiday, not skipped.

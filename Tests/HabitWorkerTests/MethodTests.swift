@@ -240,6 +240,8 @@ struct MethodTests {
                          day("2025-01-08", completed: 2, active: 2), day("2025-01-09", completed: 0, active: 2),
                          day("2025-01-10", completed: 0, active: 2), day("2025-01-11", completed: 0, active: 2),
                          day("2025-01-12", completed: 0, active: 2)],
+                // No habit counted from check-ins: no week values.
+                "values": [],
             ])
             #expect(try worker.call("week.counts", params(user, ["date": "2025-01-12", "week_start": "monday"]))["week_start"] == "2025-01-06")
             let sunday = try worker.call("week.counts", params(user, ["date": "2025-01-08", "week_start": "sunday"]))
