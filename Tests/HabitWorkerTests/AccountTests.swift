@@ -71,7 +71,9 @@ struct AccountTests {
             // keeps it); the target changes between states (sql/0029).
             let measurable = "01234".contains(id.lowercaseString.first!)
             let target = measurable ? (g.chance(50) ? "5" : "2.5") : (g.chance(20) ? "3" : "1")
-            let counted = measurable || target != "1"
+            // At most (sql/0031): done when entered within the target; may change between states.
+            let atMost = g.chance(30)
+            let counted = measurable || target != "1" || atMost
             // Check-ins meeting the target: one of it, or two halves (whole times for a boolean habit).
             let halves: [String] = switch target { case "5": ["2.5", "2.5"]; case "2.5": ["1.25", "1.25"]; case "3": ["1", "2"]; default: ["1"] }
             var periods: [WireJSON] = []
@@ -100,12 +102,18 @@ struct AccountTests {
                 if g.chance(80) {
                     completions.append((template, day))
                     if counted {
-                        if g.chance(50) { checkin(target) } else { halves.forEach(checkin) }
+                        if atMost && g.chance(30) {
+                            // Kept without check-ins: an at-most day entered at 0.
+                        } else if g.chance(50) { checkin(target) } else { halves.forEach(checkin) }
                     } else if g.chance(10) {
                         checkin("1")
                     }
                 } else if counted && g.chance(50) {
-                    checkin(halves[0])  // below the target: not done
+                    if atMost {
+                        checkin(target); checkin(halves[0])  // over the target: not done
+                    } else {
+                        checkin(halves[0])  // below the target: not done
+                    }
                 } else {
                     skips.append((template, day))
                 }
@@ -118,7 +126,7 @@ struct AccountTests {
                 .init("color", g.chance(50) ? "#3366FF" : .null),
                 .init("sort_order", g.chance(50) ? .number(String(g.int(-5...50))) : .null),
                 .init("kind", measurable ? "measurable" : "boolean"), .init("unit", measurable ? "km" : .null),
-                .init("target", .string(target)), .init("target_type", "at_least"), .init("target_period", "day"),
+                .init("target", .string(target)), .init("target_type", atMost ? "at_most" : "at_least"), .init("target_period", "day"),
                 .init("periods", .array(periods)),
             ]))
         }
