@@ -171,11 +171,11 @@ public struct DayView: Sendable, Equatable {
     public var details: [UUID: DayDetail] = [:]
 }
 
-/// A habit's day as day.get shows it: its value (a counted habit's check-ins' sum, or the
-/// target when done without check-ins; a boolean habit of target 1: 1 when done), the number of
-/// check-ins (counted habits only: nil otherwise), and its note.
+/// A habit's day as day.get shows it: for a habit counted from check-ins (habit.is_counted; nil
+/// for the others) its value (the check-ins' sum, or habit.done_value when done without any) and
+/// the number of check-ins; and its note.
 public struct DayDetail: Sendable, Equatable {
-    public var value: DecimalValue
+    public var value: DecimalValue?
     public var checkins: Int?
     public var note: String?
 }

@@ -263,7 +263,7 @@ public final class HabitRepository {
                 if try row.decode(Bool.self, at: 2) { view.completed.insert(habit.id) }
                 if try row.decode(Bool.self, at: 3) { view.skipped.insert(habit.id) }
                 let count = try row.decode(Int64?.self, at: detailColumn + 1).map(Int.init)
-                let value = count == nil ? .zero : try DecimalValue(row.decode(PostgresNumeric.self, at: detailColumn))
+                let value = count == nil ? nil : try DecimalValue(row.decode(PostgresNumeric.self, at: detailColumn))
                 view.details[habit.id] = DayDetail(value: value, checkins: count,
                                                    note: try row.decode(String?.self, at: detailColumn + 2))
                 if includeStreaks {

@@ -116,10 +116,6 @@ public struct HabitMeasure: Sendable, Equatable {
                   targetType: targetType, targetPeriod: targetPeriod)
     }
 
-    /// Whether the habit's days are counted from check-ins (a measurable habit, a target other
-    /// than 1, or an at-most target): their completion follows the check-ins' sum (the rule is
-    /// habit.is_counted, sql/functions/checkins.sql; this mirrors it for the answer's shape).
-    public var isCounted: Bool { kind == .measurable || target != .one || targetType == .atMost }
 }
 
 /// One check-in (public.habit_checkins).

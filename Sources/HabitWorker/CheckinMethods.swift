@@ -173,35 +173,50 @@ enum CheckinsList: DatabaseMethod {
     }
 }
 
+extension Checkin {
+    /// A check-in as checkins.list lists it; `withDay`, with its habit and day, as sync.pull
+    /// sends it (JSONWriter.checkin writes the same members).
+    static func schema(withDay: Bool) -> JSONValue {
+        JSONSchema.object([("id", ValueSchema.uuid)]
+            + (withDay ? [("template_id", ValueSchema.uuid), ("date", ValueSchema.date)] : [])
+            + [("value", ValueSchema.decimal),
+               ("time", JSONSchema.nullable(ValueSchema.localTime)),
+               ("client_id", JSONSchema.nullable(JSONSchema.string())),
+               ("created_at", ValueSchema.timestamp)])
+    }
+}
+
+extension JSONWriter {
+    /// `Checkin.schema(withDay:)`'s object.
+    mutating func checkin(_ checkin: Checkin, withDay: Bool) {
+        beginObject()
+        key("id"); uuid(checkin.id)
+        if withDay {
+            key("template_id"); uuid(checkin.templateID)
+            key("date"); date(checkin.date)
+        }
+        member("value", checkin.value.text)
+        key("time"); string(checkin.time)
+        key("client_id"); string(checkin.clientID)
+        key("created_at"); timestamp(checkin.createdAt)
+        endObject()
+    }
+}
+
 struct CheckinList: MethodResult {
     let checkins: [Checkin]
     let day: DayValue
 
     static let schema = JSONSchema.object([
-        ("checkins", JSONSchema.array(of: JSONSchema.object([
-            ("id", ValueSchema.uuid),
-            ("value", ValueSchema.decimal),
-            ("time", JSONSchema.nullable(ValueSchema.localTime)),
-            ("client_id", JSONSchema.nullable(JSONSchema.string())),
-            ("created_at", ValueSchema.timestamp),
-        ]))),
-        ("value", JSONSchema.described(ValueSchema.decimal, "The day's value: its check-ins' sum (the target for a day done without check-ins).")),
+        ("checkins", JSONSchema.array(of: Checkin.schema(withDay: false))),
+        ("value", JSONSchema.described(ValueSchema.decimal,
+                                       "The day's value: its check-ins' sum (for a day done without check-ins the target, or 0 at most).")),
         ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state.")),
     ])
 
     func write(to json: inout JSONWriter) {
         json.beginObject()
-        json.key("checkins"); json.beginArray()
-        for checkin in checkins {
-            json.beginObject()
-            json.key("id"); json.uuid(checkin.id)
-            json.member("value", checkin.value.text)
-            json.key("time"); json.string(checkin.time)
-            json.key("client_id"); json.string(checkin.clientID)
-            json.key("created_at"); json.timestamp(checkin.createdAt)
-            json.endObject()
-        }
-        json.endArray()
+        json.key("checkins"); json.array(checkins) { json, checkin in json.checkin(checkin, withDay: false) }
         json.member("value", day.value.text)
         json.member("state", day.state.rawValue)
         json.endObject()

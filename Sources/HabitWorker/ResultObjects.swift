@@ -61,9 +61,10 @@ extension JSONWriter {
         if let due { key("due"); bool(due) }
         if let detail {
             // Where they apply (docs/protocol.md, "day.get"): the value and check-ins of a habit
-            // counted from them, the note of a day that has one.
-            if habit.measure.isCounted, let checkins = detail.checkins {
-                key("value"); string(detail.value.text)
+            // counted from them (habit.is_counted in the statement: nil otherwise), the note of a
+            // day that has one.
+            if let value = detail.value, let checkins = detail.checkins {
+                key("value"); string(value.text)
                 key("checkins"); int(checkins)
             }
             if let note = detail.note { key("note"); string(note) }

@@ -81,11 +81,7 @@ extension SyncPage: MethodResult {
             ("skips", JSONSchema.array(of: dayKeySchema)),
             ("lists", JSONSchema.array(of: TaskList.schema)),
             ("tasks", JSONSchema.array(of: TaskItem.schema)),
-            ("checkins", JSONSchema.array(of: JSONSchema.object([
-                ("id", ValueSchema.uuid), ("template_id", ValueSchema.uuid), ("date", ValueSchema.date), ("value", ValueSchema.decimal),
-                ("time", JSONSchema.nullable(ValueSchema.localTime)), ("client_id", JSONSchema.nullable(JSONSchema.string())),
-                ("created_at", ValueSchema.timestamp),
-            ]))),
+            ("checkins", JSONSchema.array(of: Checkin.schema(withDay: true))),
             ("notes", JSONSchema.array(of: JSONSchema.object([
                 ("template_id", ValueSchema.uuid), ("date", ValueSchema.date), ("note", JSONSchema.string()), ("updated_at", ValueSchema.timestamp),
             ]))),
@@ -129,17 +125,7 @@ extension SyncPage: MethodResult {
         json.key("skips"); json.array(skips) { json, key in json.dayKey(key) }
         json.key("lists"); json.array(lists) { json, list in json.taskList(list) }
         json.key("tasks"); json.array(tasks) { json, task in json.task(task) }
-        json.key("checkins"); json.array(checkins) { json, checkin in
-            json.beginObject()
-            json.key("id"); json.uuid(checkin.id)
-            json.key("template_id"); json.uuid(checkin.templateID)
-            json.key("date"); json.date(checkin.date)
-            json.member("value", checkin.value.text)
-            json.key("time"); json.string(checkin.time)
-            json.key("client_id"); json.string(checkin.clientID)
-            json.key("created_at"); json.timestamp(checkin.createdAt)
-            json.endObject()
-        }
+        json.key("checkins"); json.array(checkins) { json, checkin in json.checkin(checkin, withDay: true) }
         json.key("notes"); json.array(notes) { json, note in
             json.beginObject()
             json.key("template_id"); json.uuid(note.day.templateID)

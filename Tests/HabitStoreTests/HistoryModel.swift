@@ -88,6 +88,19 @@ struct ZoneClock: Sendable {
         Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant))))
     }
 
+    /// A day start for a generated user (issue 32): midnight in four cases of ten, 03:00 (the
+    /// DST hours of Helsinki and Chisinau) in three, 01:30 or 02:30 (inside New York's and
+    /// London's repeated or skipped hours), or any minute.
+    static func randomDayStart<R: RandomNumberGenerator>(using rng: inout R) -> Int64 {
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0..<4: return 0
+        case 4..<7: return 3 * 3_600
+        case 7: return 5_400
+        case 8: return 9_000
+        default: return Int64.random(in: 0..<1_440, using: &rng) * 60
+        }
+    }
+
     /// The user's day of `instant`: the date of its wall-clock time in the zone minus the day
     /// start (what `habit.local_day` computes; `habit.local_date` at a midnight start).
     func localDate(_ instant: Int64) -> CalendarDate {

@@ -108,17 +108,6 @@ enum HistoryGenerator {
     static let zones = ["Pacific/Kiritimati", "Etc/GMT+12", "America/New_York", "Europe/London", "Australia/Lord_Howe",
                         "America/Sao_Paulo", "Asia/Kolkata", "UTC", "America/Havana", "Asia/Beirut",
                         "Europe/Helsinki", "Europe/Chisinau"]
-    /// Day starts: midnight, 03:00 (the DST hours of Helsinki and Chisinau), 01:30 and 02:30
-    /// (inside New York's and London's repeated or skipped hours), or any minute.
-    static func dayStart<R: RandomNumberGenerator>(using rng: inout R) -> Int64 {
-        switch Int.random(in: 0..<10, using: &rng) {
-        case 0..<4: return 0
-        case 4..<7: return 3 * 3_600
-        case 7: return 5_400
-        case 8: return 9_000
-        default: return Int64.random(in: 0..<1_440, using: &rng) * 60
-        }
-    }
 
     static let firstAnchor = CalendarDate(year: 2017, month: 10, day: 1)!
     static let lastAnchor = CalendarDate(year: 2026, month: 12, day: 31)!
@@ -129,7 +118,7 @@ enum HistoryGenerator {
 
     static func generate<R: RandomNumberGenerator>(using rng: inout R) -> HistoryCase {
         let zone = zones.randomElement(using: &rng)!
-        let clock = ZoneClock(zone, dayStart: dayStart(using: &rng))
+        let clock = ZoneClock(zone, dayStart: ZoneClock.randomDayStart(using: &rng))
         var anchor = firstAnchor.adding(days: Int.random(in: 0...firstAnchor.days(until: lastAnchor), using: &rng))
         if zone == "America/Sao_Paulo", Bool.random(using: &rng) {
             // Its last DST years (2017–2019), midnight skipped in November, repeated in February.

@@ -215,19 +215,9 @@ enum StreakGenerator {
     static let zones = ["Pacific/Kiritimati", "Etc/GMT+12", "America/New_York", "Europe/London", "Australia/Lord_Howe",
                         "Asia/Kolkata", "UTC", "America/Havana", "Asia/Beirut", "Europe/Helsinki"]
 
-    /// Day starts (issue 32): midnight in half the cases, else 03:00, 01:30 or any minute.
-    static func dayStart<R: RandomNumberGenerator>(using rng: inout R) -> Int64 {
-        switch Int.random(in: 0..<8, using: &rng) {
-        case 0..<4: return 0
-        case 4, 5: return 3 * 3_600
-        case 6: return 5_400
-        default: return Int64.random(in: 0..<1_440, using: &rng) * 60
-        }
-    }
-
     static func generate<R: RandomNumberGenerator>(using rng: inout R, now: Date = Date()) -> StreakCase {
         let zone = zones.randomElement(using: &rng)!
-        let clock = ZoneClock(zone, dayStart: dayStart(using: &rng))
+        let clock = ZoneClock(zone, dayStart: ZoneClock.randomDayStart(using: &rng))
         let today = clock.localDate(Int64(now.timeIntervalSince1970))
         var anchor: CalendarDate
         switch Int.random(in: 0..<3, using: &rng) {
