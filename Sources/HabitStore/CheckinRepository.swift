@@ -16,7 +16,7 @@ extension HabitRepository {
         let clientID = try clientID.map(Validation.checkinClientID)
         guard value > .zero else { throw StoreError.invalidInput(field: "value", reason: .outOfRange, message: "must be above 0") }
         let rows = try scope.query(as: user, """
-            SELECT a.id, a.created, a.value, a.checkins, a.state
+            SELECT a.id, a.created, a.value, a.checkins, a.state, habit.week_value(\(user), \(template), \(date))
             FROM habit.add_checkin(\(user), \(template), \(date), \(value.text)::numeric, \(time)::time, \(clientID), \(timeZone)) a
             """)
         guard let row = rows.first else { throw StoreError.notFound }
@@ -27,7 +27,8 @@ extension HabitRepository {
     /// Removes one of the user's check-ins; `notFound` when it is not theirs (or gone).
     public func removeCheckin(user: UUID, id: UUID) throws -> CheckinRemoved {
         let rows = try scope.query(as: user, """
-            SELECT r.template_id, r.checkin_date, r.value, r.checkins, r.state FROM habit.remove_checkin(\(user), \(id)) r
+            SELECT r.template_id, r.checkin_date, r.value, r.checkins, r.state, habit.week_value(\(user), r.template_id, r.checkin_date)
+            FROM habit.remove_checkin(\(user), \(id)) r
             """)
         guard let row = rows.first else { throw StoreError.notFound }
         return CheckinRemoved(templateID: try row.decode(UUID.self, at: 0), date: try row.decode(CalendarDate.self, at: 1),
@@ -38,7 +39,7 @@ extension HabitRepository {
     /// habit is not the user's.
     public func checkins(user: UUID, template: UUID, date: CalendarDate) throws -> (checkins: [Checkin], day: DayValue) {
         let rows = try scope.query(as: user, """
-            SELECT d.value, d.checkins, d.state, i.id, i.value AS checkin_value, to_char(i.at_time, 'HH24:MI:SS') AS at_time,
+            SELECT d.value, d.checkins, d.state, habit.week_value(\(user), \(template), \(date)), i.id, i.value AS checkin_value, to_char(i.at_time, 'HH24:MI:SS') AS at_time,
                    i.client_id, i.created_at
             FROM habit.day_value(\(user), \(template), \(date)) d
             LEFT JOIN public.habit_checkins i
@@ -50,11 +51,11 @@ extension HabitRepository {
         guard let first = rows.first else { throw StoreError.notFound }
         let day = try Self.dayValue(first, at: 0)
         var list: [Checkin] = []
-        for row in rows where !row.isNull(at: 3) {
-            list.append(Checkin(id: try row.decode(UUID.self, at: 3), templateID: template, date: date,
-                                value: try DecimalValue(row.decode(PostgresNumeric.self, at: 4)),
-                                time: try row.decode(String?.self, at: 5).map(Self.shortTime),
-                                clientID: try row.decode(String?.self, at: 6), createdAt: try row.decode(PostgresTimestamp.self, at: 7)))
+        for row in rows where !row.isNull(at: 4) {
+            list.append(Checkin(id: try row.decode(UUID.self, at: 4), templateID: template, date: date,
+                                value: try DecimalValue(row.decode(PostgresNumeric.self, at: 5)),
+                                time: try row.decode(String?.self, at: 6).map(Self.shortTime),
+                                clientID: try row.decode(String?.self, at: 7), createdAt: try row.decode(PostgresTimestamp.self, at: 8)))
         }
         return (list, day)
     }
@@ -65,11 +66,11 @@ extension HabitRepository {
                             timeZone: String? = nil) throws -> DayValueChange {
         try Validation.timeZone(timeZone, using: connection)
         let rows = try scope.query(as: user, """
-            SELECT s.value, s.checkins, s.state, s.changed
+            SELECT s.value, s.checkins, s.state, habit.week_value(\(user), \(template), \(date)), s.changed
             FROM habit.set_day_value(\(user), \(template), \(date), \(value.text)::numeric, \(timeZone)) s
             """)
         guard let row = rows.first else { throw StoreError.notFound }
-        return DayValueChange(day: try Self.dayValue(row, at: 0), changed: try row.decode(Bool.self, at: 3))
+        return DayValueChange(day: try Self.dayValue(row, at: 0), changed: try row.decode(Bool.self, at: 4))
     }
 
     /// notes.set: the note of `template`'s `date`, or none (nil or ""). Whether it changed.
@@ -82,12 +83,14 @@ extension HabitRepository {
         return try row.decode(Bool.self, at: 0)
     }
 
+    /// value, checkins, state and the week's value (NULL: a daily target) from column `first`.
     static func dayValue(_ row: Row, at first: Int) throws -> DayValue {
         guard let state = DayState(rawValue: try row.decode(String.self, at: first + 2)) else {
             throw PostgresError(kind: .decoding, message: "unknown day state")
         }
         return DayValue(value: try DecimalValue(row.decode(PostgresNumeric.self, at: first)),
-                        checkins: Int(try row.decode(Int32.self, at: first + 1)), state: state)
+                        checkins: Int(try row.decode(Int32.self, at: first + 1)), state: state,
+                        weekValue: try row.decode(PostgresNumeric?.self, at: first + 3).map(DecimalValue.init))
     }
 
     /// "07:30:00" → "07:30"; seconds stay when they are not zero.

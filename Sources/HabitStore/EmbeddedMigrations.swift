@@ -982,7 +982,8 @@ COMMENT ON FUNCTION habit.done_value(numeric, text) IS
 -- The day's completion row after a check-in of (p_user, p_template, p_day) was added or grew
 -- (p_added: for an at-least target the row may only appear) or was removed or shrank (it may
 -- only go). For an at-most target the row follows whichever way: present exactly when the day
--- has check-ins within the target (the last one removed, the day is no longer entered).
+-- has check-ins within the target (the last one removed, the day is no longer entered). A
+-- weekly target: the week's (habit.week_follow).
 CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid, p_day date, p_added boolean) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -994,9 +995,13 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
         v_count bigint;
         v_done boolean;
         v_want boolean;
+        v_period text;
     BEGIN
-        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        SELECT t.target, t.target_type, t.target_period INTO v_target, v_type, v_period FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
         IF NOT FOUND THEN
+            RETURN;
+        ELSIF v_period = 'week' THEN
+            PERFORM habit.week_follow(p_user, p_template, p_day);
             RETURN;
         END IF;
         SELECT coalesce(sum(i.value), 0), count(*),
@@ -1023,6 +1028,145 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
     $fn$;
 COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
     'Keeps a day''s habit_completions row to its check-ins: at least, added when their sum meets the target (p_added), removed when it falls below (not p_added); at most, present exactly when there are check-ins and their sum is within the target. Called by trigger habit_checkins_after.';
+
+-- Weekly targets (sql/0033): a week's one completion lies on the day the week was met.
+-- The day the check-ins of the user's week [p_week, p_week + 7) meet a weekly target: at least,
+-- the first day on which their running sum reaches it; at most, the first day with a check-in
+-- while their sum stays within it. NULL: not met (or nothing entered).
+CREATE OR REPLACE FUNCTION habit.week_value_met_on(p_user uuid, p_template uuid, p_week date, p_target numeric, p_type text) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        RETURN (SELECT CASE WHEN p_type = 'at_most' THEN CASE WHEN sum(d.value) <= p_target THEN min(d.day) END
+                            ELSE min(d.day) FILTER (WHERE d.running >= p_target) END
+                FROM (SELECT i.checkin_date AS day, sum(i.value) AS value,
+                             sum(sum(i.value)) OVER (ORDER BY i.checkin_date) AS running
+                      FROM public.habit_checkins i
+                      WHERE i.user_id = p_user AND i.template_id = p_template
+                        AND i.checkin_date >= p_week AND i.checkin_date < p_week + 7
+                      GROUP BY i.checkin_date) d);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_value_met_on(uuid, uuid, date, numeric, text) IS
+    'The day a week''s check-ins meet a weekly target: at least, the first day their running sum reaches it; at most, the first day entered while their sum is within it; NULL when not met (sql/0033).';
+
+-- The week of p_day of a weekly-target habit once its check-ins changed, or its target, its type
+-- or the user's weeks: its completions become the one on the day it was met, or none. At most, a
+-- week kept by a toggle without check-ins (entered at 0) stays kept while its sum is within the
+-- target, on the earlier of that day and the first check-in. Nothing for a habit with a daily
+-- target. The completions it writes run their own trigger (one level down, which applies no
+-- toggle rule).
+CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day date) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_target numeric;
+        v_type text;
+        v_week date;
+        v_want date;
+        v_kept date;
+    BEGIN
+        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t
+        WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week';
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        v_week := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
+        v_want := habit.week_value_met_on(p_user, p_template, v_week, v_target, v_type);
+        IF v_type = 'at_most' THEN
+            SELECT min(c.completed_date) INTO v_kept FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template
+              AND c.completed_date >= v_week AND c.completed_date < v_week + 7
+              AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
+                              WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date);
+            IF v_kept IS NOT NULL AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                                       WHERE i.user_id = p_user AND i.template_id = p_template
+                                         AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) <= v_target THEN
+                v_want := least(v_want, v_kept);
+            END IF;
+        END IF;
+        DELETE FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date IS DISTINCT FROM v_want;
+        IF v_want IS NOT NULL THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, v_want)
+            ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_follow(uuid, uuid, date) IS
+    'Keeps the week of p_day of a weekly-target habit to its check-ins: one completion, on the day the week was met (habit.week_value_met_on; at most, a kept toggle''s day when earlier), or none (sql/0033).';
+
+-- A completion written by a writer (a toggle, completions.set "done", a direct insert) on p_day
+-- of a weekly-target habit says the week was met by that day. Refused when the week was met on
+-- an earlier day (HB008: it cannot be met twice) or, at most, when its check-ins are over the
+-- target (HB007). Otherwise, at least, a check-in of the rest (the target less the week's sum up
+-- to p_day) makes p_day the day it is met; the week's other completion (a later day) goes.
+-- Returns whether one went (the caller's streak state changed under it).
+CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day date, p_target numeric, p_type text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_week date := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
+        v_first date;
+        v_sum numeric;
+    BEGIN
+        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
+        FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
+        IF p_type = 'at_most' THEN
+            SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
+            WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7;
+            IF v_sum > p_target THEN
+                RAISE EXCEPTION 'habit % is over its weekly target in the week of %: % taken, at most % allowed', p_template, v_week, v_sum, p_target
+                    USING ERRCODE = 'HB007', TABLE = 'habit_completions', SCHEMA = 'public';
+            END IF;
+        END IF;
+        IF v_first < p_day THEN
+            RAISE EXCEPTION 'habit % met its weekly target on % already', p_template, v_first
+                USING ERRCODE = 'HB008', DETAIL = to_char(v_first, 'YYYY-MM-DD'), TABLE = 'habit_completions', SCHEMA = 'public';
+        END IF;
+        IF p_type = 'at_least' THEN
+            SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
+            WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date <= p_day;
+            IF v_sum < p_target THEN
+                INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+                VALUES (p_user, p_template, p_day, p_target - v_sum);
+            END IF;
+        END IF;
+        DELETE FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
+        RETURN FOUND;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_toggle(uuid, uuid, date, numeric, text) IS
+    'A completion written on p_day of a weekly-target habit: HB008 when the week was met earlier, HB007 when at most and over; else (at least) a check-in of the rest, and the week''s later completion goes; whether one went (sql/0033). Called by trigger habit_completions_before.';
+
+-- The value of the user's week holding p_day of a weekly-target habit: its check-ins' sum;
+-- NULL for a daily target. VOLATILE, so that a statement asking it after one of the writers
+-- below (the worker's: SELECT …, habit.week_value(…) FROM habit.add_checkin(…)) reads their rows.
+CREATE OR REPLACE FUNCTION habit.week_value(p_user uuid, p_template uuid, p_day date) RETURNS numeric
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_week date;
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week') THEN
+            RETURN NULL;
+        END IF;
+        v_week := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
+        RETURN (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_value(uuid, uuid, date) IS
+    'The check-ins'' sum of the user''s week holding p_day of a weekly-target habit; NULL for a daily target (sql/0033).';
 
 -- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
 -- check-ins counts habit.done_value), how many check-ins, and its state. PL/pgSQL for its cached
@@ -1143,8 +1287,9 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
     DECLARE
         v_before record;
         v_at_most boolean;
+        v_weekly boolean;
     BEGIN
-        SELECT t.target_type = 'at_most' INTO v_at_most FROM public.habit_templates t
+        SELECT t.target_type = 'at_most', t.target_period = 'week' INTO v_at_most, v_weekly FROM public.habit_templates t
         WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RETURN;
@@ -1164,6 +1309,22 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
         END IF;
         DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
         DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+        IF v_weekly THEN
+            -- A weekly target (sql/0033): the week follows its check-ins (their trigger); the
+            -- day's completion is the week's, not this day's to remove. 0 at most enters the day
+            -- kept, unless the week was entered already.
+            IF p_value > 0 THEN
+                INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
+            ELSIF v_at_most AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                            WHERE c.user_id = p_user AND c.template_id = p_template
+                                              AND c.completed_date >= habit.week_start(p_day, habit.user_week_start_isodow(p_user))
+                                              AND c.completed_date < habit.week_start(p_day, habit.user_week_start_isodow(p_user)) + 7) THEN
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
+            END IF;
+            RETURN QUERY SELECT d.value, d.checkins, d.state, (d.value, d.checkins, d.state) IS DISTINCT FROM (v_before.value, v_before.checkins, v_before.state)
+                         FROM habit.day_value(p_user, p_template, p_day) d;
+            RETURN;
+        END IF;
         -- A plain toggle's row (no check-ins) is not theirs to remove.
         DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
         IF p_value > 0 THEN
@@ -1208,12 +1369,29 @@ COMMENT ON FUNCTION habit.set_day_note(uuid, uuid, date, text) IS
 -- A habit's target or its type changed: each day with check-ins is done exactly when they meet
 -- the new one (two set-based statements over the habit's check-ins: events, not days). A day
 -- without check-ins keeps its state: a plain toggle stays done (its value now habit.done_value).
--- Called by trigger habit_templates_after.
+-- A weekly target re-decides each week with events (habit.week_follow), as after a change of the
+-- user's week start (profiles' trigger). Called by trigger habit_templates_after.
 CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric, p_type text) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        v_week date;
+        v_wk integer;
     BEGIN
+        IF EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week') THEN
+            -- A weekly target: each week with check-ins or a completion, once.
+            v_wk := habit.user_week_start_isodow(p_user);
+            FOR v_week IN SELECT habit.week_start(i.checkin_date, v_wk) FROM public.habit_checkins i
+                          WHERE i.user_id = p_user AND i.template_id = p_template
+                          UNION
+                          SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
+                          WHERE c.user_id = p_user AND c.template_id = p_template
+                          ORDER BY 1 LOOP
+                PERFORM habit.week_follow(p_user, p_template, v_week);
+            END LOOP;
+            RETURN;
+        END IF;
         DELETE FROM public.habit_completions c
         USING (SELECT i.checkin_date FROM public.habit_checkins i
                WHERE i.user_id = p_user AND i.template_id = p_template
@@ -6434,6 +6612,30 @@ DROP FUNCTION IF EXISTS habit.checkins_retarget(uuid, uuid, numeric);
 DROP FUNCTION IF EXISTS habit.stats_calendar(uuid, uuid, date, date);
 
 """#),
+        SQLFile(path: "migrations/0033_weekly_targets.sql", text: #"""
+-- 0033 (issue 32, item 1): weekly targets ("run 15 km a week", "at most 10 coffees a week").
+--
+-- A habit with target_period 'week' sums its check-ins over the user's week (profiles.week_start)
+-- and is met once a week. It is a times_per_week habit with times 1 whose one completion in a
+-- week lies on the day the week was met: the first day on which the week's running sum reaches
+-- an at-least target, or, at most, the first day entered while the week stays within it. So the
+-- schedule of every such habit is {"type": "times_per_week", "times": 1}, and what that schedule
+-- already means carries over unchanged: due every day until the week is met, streaks and rates
+-- in weeks, the weekly counts. habit.week_follow keeps the completion on its day for every
+-- writer (functions/checkins.sql). A boolean habit needs a count above 1 for a weekly target
+-- (with 1, it is times_per_week 1 without check-ins), and the period is fixed once created:
+-- a week's completion and a day's mean different things.
+
+ALTER TABLE public.habit_templates DROP CONSTRAINT habit_templates_target_supported;
+ALTER TABLE public.habit_templates
+    ADD CONSTRAINT habit_templates_week_target_schedule
+        CHECK (target_period = 'day' OR schedule = '{"type": "times_per_week", "times": 1}'::jsonb),
+    ADD CONSTRAINT habit_templates_week_target_counted
+        CHECK (target_period = 'day' OR kind = 'measurable' OR target <> 1 OR target_type = 'at_most');
+COMMENT ON COLUMN public.habit_templates.target_period IS
+    'day: the target is per day; week: per user week (profiles.week_start), the schedule then times_per_week 1 and the week''s one completion on the day it was met (sql/0033). Fixed at creation.';
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -6770,6 +6972,8 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         day record;
         total numeric;
         checkin_count bigint;
+        weekly boolean;
+        st public.habit_streak_state;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
         -- here may run first (its checks would tell that user something about the other's habit,
@@ -6787,11 +6991,22 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
+            weekly := habit.is_counted(day.kind, day.target, day.target_type) AND EXISTS (SELECT 1 FROM public.habit_templates t
+                                                         WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id AND t.target_period = 'week');
             -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
             -- un-toggle wins and the day's check-ins go (sql/0029, sql/0031: an at-most day is
             -- not entered any more). Their trigger, running inside this one, leaves this row to
-            -- this delete.
-            IF day.target IS NOT NULL THEN
+            -- this delete. A weekly target's completion is the week's (sql/0033): un-doing it
+            -- (this trigger not run by another's) clears the week's check-ins; removed by the
+            -- week's own bookkeeping (habit.week_follow, one level down), it leaves them.
+            IF weekly THEN
+                IF pg_trigger_depth() = 1 THEN
+                    DELETE FROM public.habit_checkins i
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id
+                      AND i.checkin_date >= habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id))
+                      AND i.checkin_date < habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id)) + 7;
+                END IF;
+            ELSIF day.target IS NOT NULL THEN
                 SELECT coalesce(sum(i.value), 0), count(*) INTO total, checkin_count FROM public.habit_checkins i
                 WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
                 IF checkin_count > 0 AND habit.value_meets(total, day.target, day.target_type) THEN
@@ -6819,8 +7034,23 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
-            IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
-                PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
+            st := day.st;
+            -- A weekly target (sql/0033): the completion says the week was met by this day
+            -- (habit.week_toggle: refused when met earlier; a check-in of the rest; the week's
+            -- later completion goes, so the runs are read again). Written by the week's own
+            -- bookkeeping (one level down), it is already the day the week was met.
+            weekly := habit.is_counted(day.kind, day.target, day.target_type)
+                      AND EXISTS (SELECT 1 FROM public.habit_templates t
+                                  WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id AND t.target_period = 'week');
+            IF weekly AND pg_trigger_depth() = 1 AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                                                  WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
+                                                                    AND c.completed_date = NEW.completed_date) THEN
+                IF habit.week_toggle(NEW.user_id, NEW.template_id, NEW.completed_date, day.target, day.target_type) THEN
+                    SELECT x.* INTO st FROM public.habit_streak_state x WHERE x.user_id = NEW.user_id AND x.template_id = NEW.template_id;
+                END IF;
+            END IF;
+            IF st.user_id IS NOT NULL AND NOT st.pending THEN
+                PERFORM habit.streak_apply(st, NEW.completed_date, 'completion', true);
             END IF;
             -- A day counted from check-ins (habit.is_counted) is done when they meet the target.
             -- Marked done while they do not (a toggle, completions.set "done"): under an
@@ -6828,7 +7058,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             -- target; over an at-most target it is refused (HB007: what was taken cannot be
             -- undone by a tap; remove check-ins first). Without check-ins an at-most day is kept
             -- at 0 (sql/0031).
-            IF habit.is_counted(day.kind, day.target, day.target_type) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+            IF NOT weekly AND habit.is_counted(day.kind, day.target, day.target_type) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
                                            WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                                              AND c.completed_date = NEW.completed_date) THEN
                 SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i
@@ -7105,6 +7335,13 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
                     USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_kind_fixed',
                           TABLE = 'habit_templates', COLUMN = 'kind', SCHEMA = 'public';
             END IF;
+            -- So is its target's period (sql/0033): a week's completion and a day's mean
+            -- different things, and the days recorded under one cannot be read as the other.
+            IF NEW.target_period IS DISTINCT FROM OLD.target_period THEN
+                RAISE EXCEPTION 'a habit''s target period is fixed when it is created (% to %): violates check constraint "habit_templates_target_period_fixed"', OLD.target_period, NEW.target_period
+                    USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_target_period_fixed',
+                          TABLE = 'habit_templates', COLUMN = 'target_period', SCHEMA = 'public';
+            END IF;
             IF OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule THEN
                 SELECT p.* INTO open_period FROM public.habit_periods p
                 WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;
@@ -7250,7 +7487,8 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
 
 -- AFTER: the zone, the day's start and the week decide every day and week of the user's habits:
 -- when they change (a profile inserted or deleted counts as a change from or to UTC, 00:00 and Monday),
--- the user's streaks are rebuilt at commit and every week marked for the weekly counts.
+-- the user's streaks are rebuilt at commit and every week marked for the weekly counts; a new
+-- week start re-decides the weeks of weekly targets.
 CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -7271,6 +7509,12 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
             END IF;
         END IF;
         IF TG_OP <> 'DELETE' THEN
+            -- The weeks of weekly targets (sql/0033) are the user's: each such habit's weeks
+            -- are decided again in the new ones (their events, not their days).
+            IF (TG_OP = 'INSERT' AND NEW.week_start <> 'monday') OR (TG_OP = 'UPDATE' AND NEW.week_start IS DISTINCT FROM OLD.week_start) THEN
+                PERFORM habit.checkins_retarget(t.user_id, t.id, t.target, t.target_type)
+                FROM public.habit_templates t WHERE t.user_id = NEW.user_id AND t.target_period = 'week';
+            END IF;
             IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
                     PERFORM habit.streak_invalidate(NEW.user_id, NULL);

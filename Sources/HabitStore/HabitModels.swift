@@ -178,6 +178,8 @@ public struct DayDetail: Sendable, Equatable {
     public var value: DecimalValue?
     public var checkins: Int?
     public var note: String?
+    /// A weekly target's (sql/0033): the value of the user's week holding the day.
+    public var weekValue: DecimalValue? = nil
 }
 
 /// A habit's state on a day: done (a completion), skipped (a skip) or none. A day is at most

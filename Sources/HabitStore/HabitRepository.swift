@@ -250,11 +250,12 @@ public final class HabitRepository {
         return UserStatement(user: user, statement: statement) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
             // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
-            // matched), then the day's value and check-ins count (NULL: not counted) and the note, then
-            // with streaks current_length, current_start.
+            // matched), then the day's value and check-ins count (NULL: not counted), the note and
+            // the week's value (NULL: not a weekly target), then with streaks current_length,
+            // current_start.
             var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
             let detailColumn = 4 + Habit.columnNames.count
-            let streakColumn = detailColumn + 3
+            let streakColumn = detailColumn + 4
             if includeStreaks { view.currentStreaks = [:] }
             for row in rows where !row.isNull(at: 4) {
                 let habit = try Habit(row: row, at: 4)
@@ -265,7 +266,8 @@ public final class HabitRepository {
                 let count = try row.decode(Int64?.self, at: detailColumn + 1).map(Int.init)
                 let value = count == nil ? nil : try DecimalValue(row.decode(PostgresNumeric.self, at: detailColumn))
                 view.details[habit.id] = DayDetail(value: value, checkins: count,
-                                                   note: try row.decode(String?.self, at: detailColumn + 2))
+                                                   note: try row.decode(String?.self, at: detailColumn + 2),
+                                                   weekValue: try row.decode(PostgresNumeric?.self, at: detailColumn + 3).map(DecimalValue.init))
                 if includeStreaks {
                     view.currentStreaks?[habit.id] = CurrentStreak(
                         length: try row.decode(Int?.self, at: streakColumn) ?? 0,
@@ -289,7 +291,7 @@ public final class HabitRepository {
                    CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, $3::date AS day
             FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = $1
         )
-        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.day_value, t.checkin_count, t.note\(includeStreaks ? ", t.current_length, t.current_start" : "")
+        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.day_value, t.checkin_count, t.note, t.week_value\(includeStreaks ? ", t.current_length, t.current_start" : "")
         FROM header LEFT JOIN LATERAL (
             -- The schedule in force on that day, not the habit's current one.
             SELECT d.due, d.done, d.skipped,
@@ -297,7 +299,7 @@ public final class HabitRepository {
                    -- The day's value: its check-ins' sum; done without any, habit.done_value (sql/0031).
                    CASE WHEN ci.checkin_count = 0 AND d.done THEN habit.done_value(h.target, h.target_type)
                         ELSE coalesce(ci.checkin_sum, 0) END AS day_value,
-                   ci.checkin_count, n.note\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
+                   ci.checkin_count, n.note, wv.week_value\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
             FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk, header.ds) d
             JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
             -- The day's check-ins, only for a habit counted from them (sql/0029): for the others
@@ -307,6 +309,13 @@ public final class HabitRepository {
                                  AND x.user_id = $1 AND x.template_id = h.id AND x.checkin_date = header.day
                                HAVING habit.is_counted(h.kind, h.target, h.target_type)) ci ON true
             LEFT JOIN public.habit_day_notes n ON n.user_id = $1 AND n.template_id = h.id AND n.note_date = header.day
+            -- A weekly target's week (sql/0033): its check-ins' sum, for those habits only (a
+            -- kept at-most week without any: 0).
+            LEFT JOIN LATERAL (SELECT coalesce(sum(x.value), 0) AS week_value FROM public.habit_checkins x
+                               WHERE h.target_period = 'week' AND x.user_id = $1 AND x.template_id = h.id
+                                 AND x.checkin_date >= habit.week_start(header.day, header.wk)
+                                 AND x.checkin_date < habit.week_start(header.day, header.wk) + 7
+                               HAVING h.target_period = 'week') wv ON true
             \(includeStreaks ? "LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.profile_today) streak ON true" : "")
         ) t ON true
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id

@@ -136,6 +136,8 @@ public struct DayValue: Sendable, Equatable {
     public var value: DecimalValue
     public var checkins: Int
     public var state: DayState
+    /// A weekly target's (sql/0033): the check-ins' sum of the user's week holding the day.
+    public var weekValue: DecimalValue? = nil
 }
 
 /// What `checkins.add` did.

@@ -105,8 +105,7 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case invalidDecimal = "invalid_decimal"
     /// Not a local time of day "HH:MM" (or "HH:MM:SS").
     case invalidTime = "invalid_time"
-    /// A value this version does not build yet (an at-most or weekly target, sql/0029's
-    /// habit_templates_target_supported), or one a habit cannot change (its kind).
+    /// A change a habit cannot take: its kind or its target's period, fixed when it is created.
     case notSupported = "not_supported"
     /// A boolean habit's value or target that is not a whole number of times.
     case notWhole = "not_whole"
@@ -173,6 +172,8 @@ extension StoreError {
             return StoreError.invalidState("done_and_skipped")
         case .overTarget:
             return StoreError.invalidState("over_target")
+        case .weekTargetMet:
+            return StoreError.invalidState("week_target_met")
         default:
             break
         }
@@ -211,7 +212,10 @@ extension StoreError {
         "habit_templates_target_check": ("target", .outOfRange),
         "habit_templates_boolean_target_check": ("target", .notWhole),
         "habit_templates_boolean_unit_check": ("unit", .notAllowed),
-        "habit_templates_target_supported": ("target_period", .notSupported),
+        // Weekly targets (sql/migrations/0033).
+        "habit_templates_week_target_schedule": ("schedule", .invalidSchedule),
+        "habit_templates_week_target_counted": ("target", .outOfRange),
+        "habit_templates_target_period_fixed": ("target_period", .notSupported),
         "habit_templates_kind_fixed": ("kind", .notSupported),
         "habit_checkins_date_range": ("date", .outOfRange),
         "habit_checkins_value_check": ("value", .outOfRange),
@@ -234,7 +238,9 @@ extension StoreError {
         "habit_skips_date_range": "must be on or after 1970-01-01",
         "habit_templates_activated_at_range": "must be at or after 1970-01-01T00:00:00Z",
         "habit_periods_started_at_range": "must be at or after 1970-01-01T00:00:00Z",
-        "habit_templates_target_supported": "weekly targets are not supported yet",
+        "habit_templates_week_target_schedule": "a weekly target's schedule is {\"type\":\"times_per_week\",\"times\":1}",
+        "habit_templates_week_target_counted": "a boolean habit's weekly target counts 2 times or more (once a week is the times_per_week schedule)",
+        "habit_templates_target_period_fixed": "a habit's target period is fixed when it is created",
         "habit_templates_kind_fixed": "a habit's kind is fixed when it is created",
         "habit_templates_boolean_target_check": "a boolean habit's target is a whole number of times, at most 1000",
         "habit_templates_boolean_unit_check": "a boolean habit counts times and has no unit",

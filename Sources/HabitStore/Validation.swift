@@ -98,7 +98,8 @@ extension Validation {
     }
 
     /// A kind and target the database takes: a boolean habit's target whole (at most 1000) and
-    /// without a unit; the target above 0; weekly targets refused until built.
+    /// without a unit; the target above 0. A weekly target's rules (its schedule, a boolean one's
+    /// count above 1) are the database's CHECKs alone (sql/0033).
     static func measure(_ measure: HabitMeasure) throws -> HabitMeasure {
         var measure = measure
         measure.unit = try measure.unit.map(unit)
@@ -112,9 +113,6 @@ extension Validation {
         }
         guard measure.target > .zero else {
             throw StoreError.invalidInput(field: "target", reason: .outOfRange, message: "must be above 0")
-        }
-        if measure.targetPeriod != .day {
-            throw StoreError.invalidInput(field: "target_period", reason: .notSupported, message: "weekly targets are not supported yet")
         }
         return measure
     }

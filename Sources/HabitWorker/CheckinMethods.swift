@@ -80,13 +80,15 @@ extension DayValue {
     static let schemaMembers: [(String, JSONValue)] = [
         ("value", JSONSchema.described(ValueSchema.decimal, "The day's value: its check-ins' sum (the target for a day done without check-ins).")),
         ("checkins", JSONSchema.described(JSONSchema.integer(0...100), "How many check-ins the day has.")),
-        ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state now: done when the value meets the target.")),
+        ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state now: done when the value meets the target (a weekly target: the day the week was met).")),
+        ("week_value", JSONSchema.described(ValueSchema.decimal, "Only for a weekly target: the check-ins' sum of the user's week holding the day.")),
     ]
 
     func writeMembers(to json: inout JSONWriter) {
         json.member("value", value.text)
         json.member("checkins", checkins)
         json.member("state", state.rawValue)
+        if let weekValue { json.member("week_value", weekValue.text) }
     }
 }
 
@@ -117,7 +119,7 @@ extension CheckinAdded: MethodResult {
     static let schema = JSONSchema.object([
         ("id", JSONSchema.described(ValueSchema.uuid, "The check-in's id (checkins.remove takes it).")),
         ("created", JSONSchema.described(JSONSchema.boolean, "False when a retried client id found its check-in: nothing was written.")),
-    ] + DayValue.schemaMembers)
+    ] + DayValue.schemaMembers, optional: ["week_value"])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -146,7 +148,7 @@ extension CheckinRemoved: MethodResult {
     static let schema = JSONSchema.object([
         ("template_id", ValueSchema.uuid),
         ("date", ValueSchema.date),
-    ] + DayValue.schemaMembers)
+    ] + DayValue.schemaMembers, optional: ["week_value"])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -212,13 +214,15 @@ struct CheckinList: MethodResult {
         ("value", JSONSchema.described(ValueSchema.decimal,
                                        "The day's value: its check-ins' sum (for a day done without check-ins the target, or 0 at most).")),
         ("state", JSONSchema.described(JSONSchema.string(oneOf: DayState.allCases.map(\.rawValue)), "The day's state.")),
-    ])
+        ("week_value", JSONSchema.described(ValueSchema.decimal, "Only for a weekly target: the check-ins' sum of the user's week holding the day.")),
+    ], optional: ["week_value"])
 
     func write(to json: inout JSONWriter) {
         json.beginObject()
         json.key("checkins"); json.array(checkins) { json, checkin in json.checkin(checkin, withDay: false) }
         json.member("value", day.value.text)
         json.member("state", day.state.rawValue)
+        if let weekValue = day.weekValue { json.member("week_value", weekValue.text) }
         json.endObject()
     }
 

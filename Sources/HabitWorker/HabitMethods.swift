@@ -88,16 +88,20 @@ enum HabitsCreate: DatabaseMethod {
     static let errors: [DomainErrorCode] = [.limitExceeded, .idConflict]
     struct Params: Sendable { let user: UUID; let draft: HabitDraft }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), draft: HabitDraft(
+        let user = try params.userID()
+        var draft = HabitDraft(
             id: try params.clientID(),
             name: try params.requiredString("name", description: "Trimmed, then 1–100 characters, no control characters."),
             icon: try params.optionalString("icon", description: "SF Symbol name: lowercase dot-separated words."),
             color: try params.optionalString("color", description: "#rrggbb in any case, stored uppercase."),
             activatedAt: try params.activationInstant(),
             sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest."),
-            schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily."),
+            schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily; with a weekly target, times_per_week 1 (the one it takes)."),
             measure: try measure(params)
-        ))
+        )
+        // A weekly target is met once a week (sql/0033): its schedule is times_per_week 1.
+        if draft.schedule == nil, draft.measure.targetPeriod == .week { draft.schedule = .timesPerWeek(1) }
+        return Params(user: user, draft: draft)
     }
     /// kind (default boolean), unit, target (default "1"), target_type, target_period.
     static func measure(_ params: ParamsReader) throws(RPCError) -> HabitMeasure {
@@ -226,7 +230,8 @@ extension DayView: MethodResult {
         ("value", JSONSchema.described(ValueSchema.decimal, "A measurable habit, or a target other than 1: the day's value (its check-ins' sum; the target when done without check-ins).")),
         ("checkins", JSONSchema.described(JSONSchema.integer(0...100), "With value: how many check-ins the day has.")),
         ("note", JSONSchema.described(JSONSchema.string(), "Only when the day has a note: the note (notes.set).")),
-    ], optional: ["current_streak", "value", "checkins", "note"])
+        ("week_value", JSONSchema.described(ValueSchema.decimal, "A weekly target (target_period week): the value of the user's week holding date, its check-ins' sum; the week is met on the one day it shows done.")),
+    ], optional: ["current_streak", "value", "checkins", "note", "week_value"])
 
     public func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -328,7 +333,8 @@ extension CompletionChange: MethodResult {
         ("changed", JSONSchema.described(JSONSchema.boolean, "False when the day already was in that state (with value: had that value in one check-in).")),
         ("value", JSONSchema.described(ValueSchema.decimal, "Only with the value param: the day's value now.")),
         ("checkins", JSONSchema.described(JSONSchema.integer(0...100), "Only with the value param: the day's check-ins now.")),
-    ], optional: ["value", "checkins"])
+        ("week_value", JSONSchema.described(ValueSchema.decimal, "Only with the value param, for a weekly target: the check-ins' sum of the user's week holding the day.")),
+    ], optional: ["value", "checkins", "week_value"])
 
     public func write(to json: inout JSONWriter) {
         json.object { json in
@@ -338,6 +344,7 @@ extension CompletionChange: MethodResult {
             if let day {
                 json.member("value", day.value.text)
                 json.member("checkins", day.checkins)
+                if let weekValue = day.weekValue { json.member("week_value", weekValue.text) }
             }
         }
     }

@@ -68,6 +68,7 @@ extension JSONWriter {
                 key("checkins"); int(checkins)
             }
             if let note = detail.note { key("note"); string(note) }
+            if let weekValue = detail.weekValue { key("week_value"); string(weekValue.text) }
         }
         if let currentStreak { key("current_streak"); self.currentStreak(currentStreak) }
         endObject()
@@ -116,9 +117,9 @@ extension Habit: SchemaComponent {
         ("schedule", JSONSchema.described(HabitSchedule.schema, "The schedule in force now (the open period's), or from the next activation while inactive.")),
         ("kind", JSONSchema.described(JSONSchema.string(oneOf: HabitKind.allCases.map(\.rawValue)), "boolean (done or not) or measurable (a value a day); fixed at creation.")),
         ("unit", JSONSchema.described(JSONSchema.nullable(JSONSchema.string()), "A measurable habit's unit; null for a boolean habit, which counts times.")),
-        ("target", JSONSchema.described(ValueSchema.decimal, "The value a day must reach to be done (a boolean habit: check-ins a day, default \"1\").")),
+        ("target", JSONSchema.described(ValueSchema.decimal, "The value a day (a week, with target_period week) must reach to be done (a boolean habit: check-ins, default \"1\").")),
         ("target_type", JSONSchema.string(oneOf: TargetType.allCases.map(\.rawValue))),
-        ("target_period", JSONSchema.string(oneOf: TargetPeriod.allCases.map(\.rawValue))),
+        ("target_period", JSONSchema.described(JSONSchema.string(oneOf: TargetPeriod.allCases.map(\.rawValue)), "day, or week: the user's week's values summed, met once a week (schedule times_per_week 1); fixed at creation.")),
     ])
 
     public func write(to json: inout JSONWriter) { json.habit(self) }

@@ -76,6 +76,9 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     public static let backfillNotAllowed: SQLState = "HB006"
     /// An at-most habit's day marked done while its check-ins exceed the target (sql/triggers/habit_completions.sql, sql/0031).
     public static let overTarget: SQLState = "HB007"
+    /// A weekly target's week marked met on a day after the one it was met on; DETAIL is that
+    /// day as YYYY-MM-DD (functions/checkins.sql, habit.week_toggle, sql/0033).
+    public static let weekTargetMet: SQLState = "HB008"
     /// `habit.import_account` refused a document: COLUMN = the JSON path, DETAIL = the reason
     /// (sql/functions/accounts.sql).
     public static let importRefused: SQLState = "HB010"

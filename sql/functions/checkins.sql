@@ -51,7 +51,8 @@ COMMENT ON FUNCTION habit.done_value(numeric, text) IS
 -- The day's completion row after a check-in of (p_user, p_template, p_day) was added or grew
 -- (p_added: for an at-least target the row may only appear) or was removed or shrank (it may
 -- only go). For an at-most target the row follows whichever way: present exactly when the day
--- has check-ins within the target (the last one removed, the day is no longer entered).
+-- has check-ins within the target (the last one removed, the day is no longer entered). A
+-- weekly target: the week's (habit.week_follow).
 CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid, p_day date, p_added boolean) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -63,9 +64,13 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
         v_count bigint;
         v_done boolean;
         v_want boolean;
+        v_period text;
     BEGIN
-        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
+        SELECT t.target, t.target_type, t.target_period INTO v_target, v_type, v_period FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
         IF NOT FOUND THEN
+            RETURN;
+        ELSIF v_period = 'week' THEN
+            PERFORM habit.week_follow(p_user, p_template, p_day);
             RETURN;
         END IF;
         SELECT coalesce(sum(i.value), 0), count(*),
@@ -92,6 +97,145 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
     $fn$;
 COMMENT ON FUNCTION habit.checkin_day_follow(uuid, uuid, date, boolean) IS
     'Keeps a day''s habit_completions row to its check-ins: at least, added when their sum meets the target (p_added), removed when it falls below (not p_added); at most, present exactly when there are check-ins and their sum is within the target. Called by trigger habit_checkins_after.';
+
+-- Weekly targets (sql/0033): a week's one completion lies on the day the week was met.
+-- The day the check-ins of the user's week [p_week, p_week + 7) meet a weekly target: at least,
+-- the first day on which their running sum reaches it; at most, the first day with a check-in
+-- while their sum stays within it. NULL: not met (or nothing entered).
+CREATE OR REPLACE FUNCTION habit.week_value_met_on(p_user uuid, p_template uuid, p_week date, p_target numeric, p_type text) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        RETURN (SELECT CASE WHEN p_type = 'at_most' THEN CASE WHEN sum(d.value) <= p_target THEN min(d.day) END
+                            ELSE min(d.day) FILTER (WHERE d.running >= p_target) END
+                FROM (SELECT i.checkin_date AS day, sum(i.value) AS value,
+                             sum(sum(i.value)) OVER (ORDER BY i.checkin_date) AS running
+                      FROM public.habit_checkins i
+                      WHERE i.user_id = p_user AND i.template_id = p_template
+                        AND i.checkin_date >= p_week AND i.checkin_date < p_week + 7
+                      GROUP BY i.checkin_date) d);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_value_met_on(uuid, uuid, date, numeric, text) IS
+    'The day a week''s check-ins meet a weekly target: at least, the first day their running sum reaches it; at most, the first day entered while their sum is within it; NULL when not met (sql/0033).';
+
+-- The week of p_day of a weekly-target habit once its check-ins changed, or its target, its type
+-- or the user's weeks: its completions become the one on the day it was met, or none. At most, a
+-- week kept by a toggle without check-ins (entered at 0) stays kept while its sum is within the
+-- target, on the earlier of that day and the first check-in. Nothing for a habit with a daily
+-- target. The completions it writes run their own trigger (one level down, which applies no
+-- toggle rule).
+CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day date) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_target numeric;
+        v_type text;
+        v_week date;
+        v_want date;
+        v_kept date;
+    BEGIN
+        SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t
+        WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week';
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        v_week := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
+        v_want := habit.week_value_met_on(p_user, p_template, v_week, v_target, v_type);
+        IF v_type = 'at_most' THEN
+            SELECT min(c.completed_date) INTO v_kept FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template
+              AND c.completed_date >= v_week AND c.completed_date < v_week + 7
+              AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
+                              WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date);
+            IF v_kept IS NOT NULL AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                                       WHERE i.user_id = p_user AND i.template_id = p_template
+                                         AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) <= v_target THEN
+                v_want := least(v_want, v_kept);
+            END IF;
+        END IF;
+        DELETE FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date IS DISTINCT FROM v_want;
+        IF v_want IS NOT NULL THEN
+            INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, v_want)
+            ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_follow(uuid, uuid, date) IS
+    'Keeps the week of p_day of a weekly-target habit to its check-ins: one completion, on the day the week was met (habit.week_value_met_on; at most, a kept toggle''s day when earlier), or none (sql/0033).';
+
+-- A completion written by a writer (a toggle, completions.set "done", a direct insert) on p_day
+-- of a weekly-target habit says the week was met by that day. Refused when the week was met on
+-- an earlier day (HB008: it cannot be met twice) or, at most, when its check-ins are over the
+-- target (HB007). Otherwise, at least, a check-in of the rest (the target less the week's sum up
+-- to p_day) makes p_day the day it is met; the week's other completion (a later day) goes.
+-- Returns whether one went (the caller's streak state changed under it).
+CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day date, p_target numeric, p_type text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_week date := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
+        v_first date;
+        v_sum numeric;
+    BEGIN
+        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
+        FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
+        IF p_type = 'at_most' THEN
+            SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
+            WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7;
+            IF v_sum > p_target THEN
+                RAISE EXCEPTION 'habit % is over its weekly target in the week of %: % taken, at most % allowed', p_template, v_week, v_sum, p_target
+                    USING ERRCODE = 'HB007', TABLE = 'habit_completions', SCHEMA = 'public';
+            END IF;
+        END IF;
+        IF v_first < p_day THEN
+            RAISE EXCEPTION 'habit % met its weekly target on % already', p_template, v_first
+                USING ERRCODE = 'HB008', DETAIL = to_char(v_first, 'YYYY-MM-DD'), TABLE = 'habit_completions', SCHEMA = 'public';
+        END IF;
+        IF p_type = 'at_least' THEN
+            SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
+            WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date <= p_day;
+            IF v_sum < p_target THEN
+                INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+                VALUES (p_user, p_template, p_day, p_target - v_sum);
+            END IF;
+        END IF;
+        DELETE FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
+        RETURN FOUND;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_toggle(uuid, uuid, date, numeric, text) IS
+    'A completion written on p_day of a weekly-target habit: HB008 when the week was met earlier, HB007 when at most and over; else (at least) a check-in of the rest, and the week''s later completion goes; whether one went (sql/0033). Called by trigger habit_completions_before.';
+
+-- The value of the user's week holding p_day of a weekly-target habit: its check-ins' sum;
+-- NULL for a daily target. VOLATILE, so that a statement asking it after one of the writers
+-- below (the worker's: SELECT …, habit.week_value(…) FROM habit.add_checkin(…)) reads their rows.
+CREATE OR REPLACE FUNCTION habit.week_value(p_user uuid, p_template uuid, p_day date) RETURNS numeric
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_week date;
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week') THEN
+            RETURN NULL;
+        END IF;
+        v_week := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
+        RETURN (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.week_value(uuid, uuid, date) IS
+    'The check-ins'' sum of the user''s week holding p_day of a weekly-target habit; NULL for a daily target (sql/0033).';
 
 -- A day of one habit as the worker answers it: its value (check-ins' sum; a completion without
 -- check-ins counts habit.done_value), how many check-ins, and its state. PL/pgSQL for its cached
@@ -212,8 +356,9 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
     DECLARE
         v_before record;
         v_at_most boolean;
+        v_weekly boolean;
     BEGIN
-        SELECT t.target_type = 'at_most' INTO v_at_most FROM public.habit_templates t
+        SELECT t.target_type = 'at_most', t.target_period = 'week' INTO v_at_most, v_weekly FROM public.habit_templates t
         WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RETURN;
@@ -233,6 +378,22 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
         END IF;
         DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
         DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
+        IF v_weekly THEN
+            -- A weekly target (sql/0033): the week follows its check-ins (their trigger); the
+            -- day's completion is the week's, not this day's to remove. 0 at most enters the day
+            -- kept, unless the week was entered already.
+            IF p_value > 0 THEN
+                INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
+            ELSIF v_at_most AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                            WHERE c.user_id = p_user AND c.template_id = p_template
+                                              AND c.completed_date >= habit.week_start(p_day, habit.user_week_start_isodow(p_user))
+                                              AND c.completed_date < habit.week_start(p_day, habit.user_week_start_isodow(p_user)) + 7) THEN
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
+            END IF;
+            RETURN QUERY SELECT d.value, d.checkins, d.state, (d.value, d.checkins, d.state) IS DISTINCT FROM (v_before.value, v_before.checkins, v_before.state)
+                         FROM habit.day_value(p_user, p_template, p_day) d;
+            RETURN;
+        END IF;
         -- A plain toggle's row (no check-ins) is not theirs to remove.
         DELETE FROM public.habit_completions c WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day;
         IF p_value > 0 THEN
@@ -277,12 +438,29 @@ COMMENT ON FUNCTION habit.set_day_note(uuid, uuid, date, text) IS
 -- A habit's target or its type changed: each day with check-ins is done exactly when they meet
 -- the new one (two set-based statements over the habit's check-ins: events, not days). A day
 -- without check-ins keeps its state: a plain toggle stays done (its value now habit.done_value).
--- Called by trigger habit_templates_after.
+-- A weekly target re-decides each week with events (habit.week_follow), as after a change of the
+-- user's week start (profiles' trigger). Called by trigger habit_templates_after.
 CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid, p_target numeric, p_type text) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        v_week date;
+        v_wk integer;
     BEGIN
+        IF EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week') THEN
+            -- A weekly target: each week with check-ins or a completion, once.
+            v_wk := habit.user_week_start_isodow(p_user);
+            FOR v_week IN SELECT habit.week_start(i.checkin_date, v_wk) FROM public.habit_checkins i
+                          WHERE i.user_id = p_user AND i.template_id = p_template
+                          UNION
+                          SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
+                          WHERE c.user_id = p_user AND c.template_id = p_template
+                          ORDER BY 1 LOOP
+                PERFORM habit.week_follow(p_user, p_template, v_week);
+            END LOOP;
+            RETURN;
+        END IF;
         DELETE FROM public.habit_completions c
         USING (SELECT i.checkin_date FROM public.habit_checkins i
                WHERE i.user_id = p_user AND i.template_id = p_template

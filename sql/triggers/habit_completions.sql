@@ -27,6 +27,8 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         day record;
         total numeric;
         checkin_count bigint;
+        weekly boolean;
+        st public.habit_streak_state;
     BEGIN
         -- A user's request writing another user's row: row-level security refuses it; nothing
         -- here may run first (its checks would tell that user something about the other's habit,
@@ -44,11 +46,22 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
+            weekly := habit.is_counted(day.kind, day.target, day.target_type) AND EXISTS (SELECT 1 FROM public.habit_templates t
+                                                         WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id AND t.target_period = 'week');
             -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
             -- un-toggle wins and the day's check-ins go (sql/0029, sql/0031: an at-most day is
             -- not entered any more). Their trigger, running inside this one, leaves this row to
-            -- this delete.
-            IF day.target IS NOT NULL THEN
+            -- this delete. A weekly target's completion is the week's (sql/0033): un-doing it
+            -- (this trigger not run by another's) clears the week's check-ins; removed by the
+            -- week's own bookkeeping (habit.week_follow, one level down), it leaves them.
+            IF weekly THEN
+                IF pg_trigger_depth() = 1 THEN
+                    DELETE FROM public.habit_checkins i
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id
+                      AND i.checkin_date >= habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id))
+                      AND i.checkin_date < habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id)) + 7;
+                END IF;
+            ELSIF day.target IS NOT NULL THEN
                 SELECT coalesce(sum(i.value), 0), count(*) INTO total, checkin_count FROM public.habit_checkins i
                 WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
                 IF checkin_count > 0 AND habit.value_meets(total, day.target, day.target_type) THEN
@@ -76,8 +89,23 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
-            IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
-                PERFORM habit.streak_apply(day.st, NEW.completed_date, 'completion', true);
+            st := day.st;
+            -- A weekly target (sql/0033): the completion says the week was met by this day
+            -- (habit.week_toggle: refused when met earlier; a check-in of the rest; the week's
+            -- later completion goes, so the runs are read again). Written by the week's own
+            -- bookkeeping (one level down), it is already the day the week was met.
+            weekly := habit.is_counted(day.kind, day.target, day.target_type)
+                      AND EXISTS (SELECT 1 FROM public.habit_templates t
+                                  WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id AND t.target_period = 'week');
+            IF weekly AND pg_trigger_depth() = 1 AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                                                  WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
+                                                                    AND c.completed_date = NEW.completed_date) THEN
+                IF habit.week_toggle(NEW.user_id, NEW.template_id, NEW.completed_date, day.target, day.target_type) THEN
+                    SELECT x.* INTO st FROM public.habit_streak_state x WHERE x.user_id = NEW.user_id AND x.template_id = NEW.template_id;
+                END IF;
+            END IF;
+            IF st.user_id IS NOT NULL AND NOT st.pending THEN
+                PERFORM habit.streak_apply(st, NEW.completed_date, 'completion', true);
             END IF;
             -- A day counted from check-ins (habit.is_counted) is done when they meet the target.
             -- Marked done while they do not (a toggle, completions.set "done"): under an
@@ -85,7 +113,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             -- target; over an at-most target it is refused (HB007: what was taken cannot be
             -- undone by a tap; remove check-ins first). Without check-ins an at-most day is kept
             -- at 0 (sql/0031).
-            IF habit.is_counted(day.kind, day.target, day.target_type) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+            IF NOT weekly AND habit.is_counted(day.kind, day.target, day.target_type) AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
                                            WHERE c.user_id = NEW.user_id AND c.template_id = NEW.template_id
                                              AND c.completed_date = NEW.completed_date) THEN
                 SELECT coalesce(sum(i.value), 0) INTO total FROM public.habit_checkins i

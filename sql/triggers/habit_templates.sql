@@ -47,6 +47,13 @@ CREATE OR REPLACE FUNCTION habit.habit_templates_before() RETURNS trigger
                     USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_kind_fixed',
                           TABLE = 'habit_templates', COLUMN = 'kind', SCHEMA = 'public';
             END IF;
+            -- So is its target's period (sql/0033): a week's completion and a day's mean
+            -- different things, and the days recorded under one cannot be read as the other.
+            IF NEW.target_period IS DISTINCT FROM OLD.target_period THEN
+                RAISE EXCEPTION 'a habit''s target period is fixed when it is created (% to %): violates check constraint "habit_templates_target_period_fixed"', OLD.target_period, NEW.target_period
+                    USING ERRCODE = 'check_violation', CONSTRAINT = 'habit_templates_target_period_fixed',
+                          TABLE = 'habit_templates', COLUMN = 'target_period', SCHEMA = 'public';
+            END IF;
             IF OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.schedule IS DISTINCT FROM NEW.schedule THEN
                 SELECT p.* INTO open_period FROM public.habit_periods p
                 WHERE p.user_id = OLD.user_id AND p.template_id = OLD.id AND p.ended_at IS NULL FOR UPDATE;

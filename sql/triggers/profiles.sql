@@ -36,7 +36,8 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
 
 -- AFTER: the zone, the day's start and the week decide every day and week of the user's habits:
 -- when they change (a profile inserted or deleted counts as a change from or to UTC, 00:00 and Monday),
--- the user's streaks are rebuilt at commit and every week marked for the weekly counts.
+-- the user's streaks are rebuilt at commit and every week marked for the weekly counts; a new
+-- week start re-decides the weeks of weekly targets.
 CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -57,6 +58,12 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
             END IF;
         END IF;
         IF TG_OP <> 'DELETE' THEN
+            -- The weeks of weekly targets (sql/0033) are the user's: each such habit's weeks
+            -- are decided again in the new ones (their events, not their days).
+            IF (TG_OP = 'INSERT' AND NEW.week_start <> 'monday') OR (TG_OP = 'UPDATE' AND NEW.week_start IS DISTINCT FROM OLD.week_start) THEN
+                PERFORM habit.checkins_retarget(t.user_id, t.id, t.target, t.target_type)
+                FROM public.habit_templates t WHERE t.user_id = NEW.user_id AND t.target_period = 'week';
+            END IF;
             IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
                     PERFORM habit.streak_invalidate(NEW.user_id, NULL);
