@@ -79,7 +79,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
 -- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
 -- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks,
--- checkin_day_follow, checkins_retarget. They run as their
+-- checkin_day_follow, checkins_retarget, week_follow, week_toggle. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -92,6 +92,7 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
+    habit.week_value_met_on(uuid, uuid, date, numeric, text),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
 -- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role
@@ -115,7 +116,7 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
     habit.add_checkin(uuid, uuid, date, numeric, time, text, text), habit.remove_checkin(uuid, uuid),
-    habit.set_day_value(uuid, uuid, date, numeric, text), habit.day_value(uuid, uuid, date),
+    habit.set_day_value(uuid, uuid, date, numeric, text), habit.day_value(uuid, uuid, date), habit.week_value(uuid, uuid, date),
     habit.set_day_note(uuid, uuid, date, text),
     habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
     habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),

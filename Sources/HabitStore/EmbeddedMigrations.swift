@@ -1001,7 +1001,7 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
         IF NOT FOUND THEN
             RETURN;
         ELSIF v_period = 'week' THEN
-            PERFORM habit.week_follow(p_user, p_template, p_day);
+            PERFORM habit.week_follow(p_user, p_template, p_day, p_day, NULL);
             RETURN;
         END IF;
         SELECT coalesce(sum(i.value), 0), count(*),
@@ -1051,13 +1051,15 @@ CREATE OR REPLACE FUNCTION habit.week_value_met_on(p_user uuid, p_template uuid,
 COMMENT ON FUNCTION habit.week_value_met_on(uuid, uuid, date, numeric, text) IS
     'The day a week''s check-ins meet a weekly target: at least, the first day their running sum reaches it; at most, the first day entered while their sum is within it; NULL when not met (sql/0033).';
 
--- The week of p_day of a weekly-target habit once its check-ins changed, or its target, its type
--- or the user's weeks: its completions become the one on the day it was met, or none. At most, a
--- week kept by a toggle without check-ins (entered at 0) stays kept while its sum is within the
--- target, on the earlier of that day and the first check-in. Nothing for a habit with a daily
--- target. The completions it writes run their own trigger (one level down, which applies no
--- toggle rule).
-CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day date) RETURNS void
+-- The week of p_day of a weekly-target habit once its check-ins changed (on p_changed), or its
+-- target, its type or the user's weeks (p_changed NULL). At least: one completion, on the day the
+-- week was met (habit.week_value_met_on), or none. At most: none while the week is over the
+-- target; within it, one on the first day with check-ins, and the days kept without any (a
+-- toggle, a value of 0) keep theirs, unless it is p_changed's (its check-ins just went: it is no
+-- longer entered). A completion on p_deleting is left to the caller deleting it (the completion
+-- trigger's un-toggle). Nothing for a habit with a daily target. The completions written here
+-- run their own trigger one level down, which applies no toggle rule.
+CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day date, p_changed date, p_deleting date) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -1066,7 +1068,7 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         v_type text;
         v_week date;
         v_want date;
-        v_kept date;
+        v_over boolean;
     BEGIN
         SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t
         WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week';
@@ -1075,36 +1077,32 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         END IF;
         v_week := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
         v_want := habit.week_value_met_on(p_user, p_template, v_week, v_target, v_type);
-        IF v_type = 'at_most' THEN
-            SELECT min(c.completed_date) INTO v_kept FROM public.habit_completions c
-            WHERE c.user_id = p_user AND c.template_id = p_template
-              AND c.completed_date >= v_week AND c.completed_date < v_week + 7
-              AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
-                              WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date);
-            IF v_kept IS NOT NULL AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
-                                       WHERE i.user_id = p_user AND i.template_id = p_template
-                                         AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) <= v_target THEN
-                v_want := least(v_want, v_kept);
-            END IF;
-        END IF;
+        v_over := v_type = 'at_most' AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                                          WHERE i.user_id = p_user AND i.template_id = p_template
+                                            AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) > v_target;
         DELETE FROM public.habit_completions c
         WHERE c.user_id = p_user AND c.template_id = p_template
-          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date IS DISTINCT FROM v_want;
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7
+          AND c.completed_date IS DISTINCT FROM v_want AND c.completed_date IS DISTINCT FROM p_deleting
+          -- (At most, within the target: a day kept without check-ins stays.)
+          AND (v_type = 'at_least' OR v_over OR c.completed_date = p_changed
+               OR EXISTS (SELECT 1 FROM public.habit_checkins i
+                          WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date));
         IF v_want IS NOT NULL THEN
             INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, v_want)
             ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
         END IF;
     END
     $fn$;
-COMMENT ON FUNCTION habit.week_follow(uuid, uuid, date) IS
-    'Keeps the week of p_day of a weekly-target habit to its check-ins: one completion, on the day the week was met (habit.week_value_met_on; at most, a kept toggle''s day when earlier), or none (sql/0033).';
+COMMENT ON FUNCTION habit.week_follow(uuid, uuid, date, date, date) IS
+    'Keeps the week of p_day of a weekly-target habit to its check-ins: at least, one completion on the day it was met; at most, none when over, else the first day with check-ins and the days kept without any (but p_changed''s) (sql/0033).';
 
 -- A completion written by a writer (a toggle, completions.set "done", a direct insert) on p_day
--- of a weekly-target habit says the week was met by that day. Refused when the week was met on
--- an earlier day (HB008: it cannot be met twice) or, at most, when its check-ins are over the
--- target (HB007). Otherwise, at least, a check-in of the rest (the target less the week's sum up
--- to p_day) makes p_day the day it is met; the week's other completion (a later day) goes.
--- Returns whether one went (the caller's streak state changed under it).
+-- of a weekly-target habit. At least, it says the week was met by that day: refused when it was
+-- met earlier (HB008: a week is met once), else a check-in of the rest (the target less the
+-- week's sum up to p_day) makes p_day the day, and the week's later completion goes. At most, it
+-- enters the day kept at 0: refused when the week's check-ins are over the target (HB007).
+-- Returns whether a completion went (the caller's streak state changed under it).
 CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day date, p_target numeric, p_type text) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -1114,10 +1112,6 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
         v_first date;
         v_sum numeric;
     BEGIN
-        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
-        FROM public.habit_completions c
-        WHERE c.user_id = p_user AND c.template_id = p_template
-          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
         IF p_type = 'at_most' THEN
             SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
             WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7;
@@ -1125,18 +1119,21 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
                 RAISE EXCEPTION 'habit % is over its weekly target in the week of %: % taken, at most % allowed', p_template, v_week, v_sum, p_target
                     USING ERRCODE = 'HB007', TABLE = 'habit_completions', SCHEMA = 'public';
             END IF;
+            RETURN false;
         END IF;
+        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
+        FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
         IF v_first < p_day THEN
             RAISE EXCEPTION 'habit % met its weekly target on % already', p_template, v_first
                 USING ERRCODE = 'HB008', DETAIL = to_char(v_first, 'YYYY-MM-DD'), TABLE = 'habit_completions', SCHEMA = 'public';
         END IF;
-        IF p_type = 'at_least' THEN
-            SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
-            WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date <= p_day;
-            IF v_sum < p_target THEN
-                INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
-                VALUES (p_user, p_template, p_day, p_target - v_sum);
-            END IF;
+        SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
+        WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date <= p_day;
+        IF v_sum < p_target THEN
+            INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+            VALUES (p_user, p_template, p_day, p_target - v_sum);
         END IF;
         DELETE FROM public.habit_completions c
         WHERE c.user_id = p_user AND c.template_id = p_template
@@ -1145,7 +1142,7 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
     END
     $fn$;
 COMMENT ON FUNCTION habit.week_toggle(uuid, uuid, date, numeric, text) IS
-    'A completion written on p_day of a weekly-target habit: HB008 when the week was met earlier, HB007 when at most and over; else (at least) a check-in of the rest, and the week''s later completion goes; whether one went (sql/0033). Called by trigger habit_completions_before.';
+    'A completion written on p_day of a weekly-target habit: at least, HB008 when the week was met earlier, else a check-in of the rest and the week''s later completion goes; at most, HB007 when over; whether one went (sql/0033). Called by trigger habit_completions_before.';
 
 -- The value of the user's week holding p_day of a weekly-target habit: its check-ins' sum;
 -- NULL for a daily target. VOLATILE, so that a statement asking it after one of the writers
@@ -1310,16 +1307,16 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
         DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
         DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
         IF v_weekly THEN
-            -- A weekly target (sql/0033): the week follows its check-ins (their trigger); the
-            -- day's completion is the week's, not this day's to remove. 0 at most enters the day
-            -- kept, unless the week was entered already.
+            -- A weekly target (sql/0033): the week follows its check-ins (their trigger), and a
+            -- completion of the day is the week's, not this day's to remove. 0 at most enters the
+            -- day kept (a toggle).
             IF p_value > 0 THEN
                 INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
-            ELSIF v_at_most AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
-                                            WHERE c.user_id = p_user AND c.template_id = p_template
-                                              AND c.completed_date >= habit.week_start(p_day, habit.user_week_start_isodow(p_user))
-                                              AND c.completed_date < habit.week_start(p_day, habit.user_week_start_isodow(p_user)) + 7) THEN
-                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
+            ELSIF v_at_most THEN
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT p_user, p_template, p_day
+                WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day);
             END IF;
             RETURN QUERY SELECT d.value, d.checkins, d.state, (d.value, d.checkins, d.state) IS DISTINCT FROM (v_before.value, v_before.checkins, v_before.state)
                          FROM habit.day_value(p_user, p_template, p_day) d;
@@ -1388,7 +1385,7 @@ CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid,
                           SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
                           WHERE c.user_id = p_user AND c.template_id = p_template
                           ORDER BY 1 LOOP
-                PERFORM habit.week_follow(p_user, p_template, v_week);
+                PERFORM habit.week_follow(p_user, p_template, v_week, NULL, NULL);
             END LOOP;
             RETURN;
         END IF;
@@ -4980,7 +4977,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
 -- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
 -- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks,
--- checkin_day_follow, checkins_retarget. They run as their
+-- checkin_day_follow, checkins_retarget, week_follow, week_toggle. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -4993,6 +4990,7 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
     habit.week_start(date, integer), habit.week_start_isodow(text), habit.user_week_start_isodow(uuid),
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
+    habit.week_value_met_on(uuid, uuid, date, numeric, text),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
 -- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role
@@ -5016,7 +5014,7 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
     habit.add_checkin(uuid, uuid, date, numeric, time, text, text), habit.remove_checkin(uuid, uuid),
-    habit.set_day_value(uuid, uuid, date, numeric, text), habit.day_value(uuid, uuid, date),
+    habit.set_day_value(uuid, uuid, date, numeric, text), habit.day_value(uuid, uuid, date), habit.week_value(uuid, uuid, date),
     habit.set_day_note(uuid, uuid, date, text),
     habit.import_account(uuid, jsonb, text), habit.account_document_with_new_ids(uuid, jsonb), habit.account_new_id(uuid, text, text),
     habit.sync_mutation_claim(uuid, text, text), habit.sync_mutation_record(uuid, text, text, jsonb),
@@ -6996,15 +6994,15 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
             -- un-toggle wins and the day's check-ins go (sql/0029, sql/0031: an at-most day is
             -- not entered any more). Their trigger, running inside this one, leaves this row to
-            -- this delete. A weekly target's completion is the week's (sql/0033): un-doing it
-            -- (this trigger not run by another's) clears the week's check-ins; removed by the
-            -- week's own bookkeeping (habit.week_follow, one level down), it leaves them.
+            -- this delete. A weekly target (sql/0033): un-doing the day (this trigger not run by
+            -- another's) clears the day's check-ins as well, and the week is decided again from
+            -- the rest (habit.week_follow: it may be met on a later day); removed by the week's
+            -- own bookkeeping (one level down), it leaves them.
             IF weekly THEN
                 IF pg_trigger_depth() = 1 THEN
                     DELETE FROM public.habit_checkins i
-                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id
-                      AND i.checkin_date >= habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id))
-                      AND i.checkin_date < habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id)) + 7;
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
+                    PERFORM habit.week_follow(OLD.user_id, OLD.template_id, OLD.completed_date, OLD.completed_date, OLD.completed_date);
                 END IF;
             ELSIF day.target IS NOT NULL THEN
                 SELECT coalesce(sum(i.value), 0), count(*) INTO total, checkin_count FROM public.habit_checkins i
@@ -7035,10 +7033,11 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
             st := day.st;
-            -- A weekly target (sql/0033): the completion says the week was met by this day
-            -- (habit.week_toggle: refused when met earlier; a check-in of the rest; the week's
-            -- later completion goes, so the runs are read again). Written by the week's own
-            -- bookkeeping (one level down), it is already the day the week was met.
+            -- A weekly target (sql/0033): at least, the completion says the week was met by this
+            -- day (habit.week_toggle: refused when met earlier; a check-in of the rest; the
+            -- week's later completion goes, so the runs are read again); at most, the day is kept
+            -- (refused over the target). Written by the week's own bookkeeping (one level down),
+            -- it is the week's already.
             weekly := habit.is_counted(day.kind, day.target, day.target_type)
                       AND EXISTS (SELECT 1 FROM public.habit_templates t
                                   WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id AND t.target_period = 'week');

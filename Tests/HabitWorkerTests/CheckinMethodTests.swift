@@ -176,11 +176,17 @@ struct CheckinMethodTests {
             let big = try add(["date": "2025-01-09", "value": "999999999.999"])
             #expect(big.result?["value"] == "1999999999.998" && big.result?["state"] == "done", "\(big.raw)")
 
-            // Kind is fixed; weekly targets are not built yet.
+            // Kind and target period are fixed; a weekly target takes times_per_week 1 (sql/0033),
+            // and a boolean one counts 2 times or more.
             response = try worker.request("habits.update", params: params(user, ["id": habit, "kind": "boolean"]))
             expectError(response, code: Code.invalidParams, id: response.id, reason: "not_supported", field: "kind")
-            response = try worker.request("habits.create", params: params(user, ["name": "Read", "kind": "measurable", "target": "100", "target_period": "week"]))
+            response = try worker.request("habits.update", params: params(user, ["id": habit, "target_period": "week"]))
             expectError(response, code: Code.invalidParams, id: response.id, reason: "not_supported", field: "target_period")
+            response = try worker.request("habits.create", params: params(user, ["name": "Read", "kind": "measurable", "target": "100", "target_period": "week",
+                                                                                 "schedule": ["type": "daily"]]))
+            expectError(response, code: Code.invalidParams, id: response.id, reason: "invalid_schedule", field: "schedule")
+            response = try worker.request("habits.create", params: params(user, ["name": "Read", "target_period": "week"]))
+            expectError(response, code: Code.invalidParams, id: response.id, reason: "out_of_range", field: "target")
             response = try worker.request("habits.create", params: params(user, ["name": "Floss", "unit": "km"]))
             expectError(response, code: Code.invalidParams, id: response.id, reason: "not_allowed", field: "unit")
             response = try worker.request("habits.create", params: params(user, ["name": "Floss", "target": "1.5"]))
@@ -272,9 +278,62 @@ struct CheckinMethodTests {
             _ = try worker.call("habits.update", params(user, ["id": habit, "target_type": "at_least"]))
             #expect(try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-10"]))["state"] == "none")
             #expect(try day("2025-01-08")["value"] == "2")
-            // Weekly targets are still refused.
-            let weekly = try worker.request("habits.create", params: params(user, ["name": "Steps", "kind": "measurable", "target": "70000", "target_period": "week"]))
-            expectError(weekly, code: Code.invalidParams, id: weekly.id, reason: "not_supported", field: "target_period")
+        }
+    }
+
+    /// Weekly targets (sql/0033): "run 15 km a week". The week's check-ins are summed in the
+    /// user's weeks; the week is met once, on the day its sum reached the target (that day shows
+    /// done, the later ones are not due); a toggle after it is refused (-32004
+    /// week_target_met), one before it makes that day the one; streaks and rates count weeks.
+    @Test("a weekly target: the week's sum, met on one day; a toggle before it moves it, after it is refused; streaks in weeks")
+    func weeklyTarget() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            // 2025-01-06 is a Monday.
+            let created = try worker.createHabit(user: user, name: "Run", extra: [
+                .init("kind", "measurable"), .init("unit", "km"), .init("target", "15"), .init("target_period", "week"),
+                .init("activated_at", "2024-12-30T07:00:00Z"),
+            ])
+            #expect(created["schedule"] == ["type": "times_per_week", "times": 1], "\(created)")
+            #expect(created["target_period"] == "week", "\(created)")
+            let habit = try #require(created["id"])
+            func add(_ day: String, _ value: String) throws -> WireJSON {
+                try worker.call("checkins.add", params(user, ["template_id": habit, "date": .string(day), "value": .string(value)]))
+            }
+            func day(_ date: String) throws -> WireJSON {
+                try #require(try worker.call("day.get", params(user, ["date": .string(date)]))["habits"]?.arrayValue?.first)
+            }
+            var answer = try add("2025-01-07", "10")
+            #expect(answer["state"] == "none" && answer["week_value"] == "10", "\(answer)")
+            answer = try add("2025-01-09", "6")
+            #expect(answer["state"] == "done" && answer["value"] == "6" && answer["week_value"] == "16", "met on Thursday: \(answer)")
+            let friday = try day("2025-01-10")
+            #expect(friday["due"] == false && friday["week_value"] == "16" && friday["value"] == "0", "after the week was met: \(friday)")
+            #expect(try day("2025-01-09")["due"] == true, "the day it was met stays due")
+            let refused = try worker.request("completions.set", params: params(user, ["template_id": habit, "date": "2025-01-10", "completed": true]))
+            expectError(refused, code: -32004, id: refused.id, reason: "invalid_state")
+            #expect(refused.json["error"]?["data"]?["detail"] == "week_target_met", "\(refused.raw)")
+            // A toggle on Monday: met by Monday (a check-in of the rest, 15), Thursday no longer.
+            #expect(try worker.call("completions.set", params(user, ["template_id": habit, "date": "2025-01-06", "completed": true]))["state"] == "done")
+            let monday = try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-06"]))
+            #expect(monday["value"] == "15" && monday["week_value"] == "31", "\(monday)")
+            #expect(try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-09"]))["state"] == "none")
+            // Un-done on Monday: its check-ins go, and the rest meets the week on Thursday again.
+            #expect(try worker.call("completions.set", params(user, ["template_id": habit, "date": "2025-01-06", "completed": false]))["state"] == "none")
+            #expect(try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-09"]))["state"] == "done")
+            // The next week: 14 of 15, not met; the week before: nothing. Counted on the Monday
+            // after: the streak of one week ended with the missed one.
+            _ = try add("2025-01-14", "14")
+            let stats = try #require(try worker.call("habits.stats", params(user, ["id": habit, "date": "2025-01-20"]))["habits"]?.arrayValue?.first)
+            #expect(stats["unit"] == "weeks" && stats["current_streak"]?["length"] == 0 && stats["longest_streak"]?["length"] == 1, "\(stats)")
+            #expect(StatsMethodsTests.rate(stats["rate_all"]) == .some(1.0 / 3.0), "one week met of three: \(stats)")
+            #expect(stats["value_total"] == "30", "\(stats)")
+            // A Sunday week start regroups the weeks: Sun 2025-01-12 … Sat 01-18 holds 14; Sun
+            // 01-05 … Sat 01-11 holds 16, met on Thursday still.
+            _ = try worker.call("profile.set", params(user, ["week_start": "sunday"]))
+            #expect(try worker.call("checkins.list", params(user, ["template_id": habit, "date": "2025-01-09"]))["state"] == "done")
+            #expect(try day("2025-01-14")["week_value"] == "14")
         }
     }
 

@@ -70,7 +70,7 @@ CREATE OR REPLACE FUNCTION habit.checkin_day_follow(p_user uuid, p_template uuid
         IF NOT FOUND THEN
             RETURN;
         ELSIF v_period = 'week' THEN
-            PERFORM habit.week_follow(p_user, p_template, p_day);
+            PERFORM habit.week_follow(p_user, p_template, p_day, p_day, NULL);
             RETURN;
         END IF;
         SELECT coalesce(sum(i.value), 0), count(*),
@@ -120,13 +120,15 @@ CREATE OR REPLACE FUNCTION habit.week_value_met_on(p_user uuid, p_template uuid,
 COMMENT ON FUNCTION habit.week_value_met_on(uuid, uuid, date, numeric, text) IS
     'The day a week''s check-ins meet a weekly target: at least, the first day their running sum reaches it; at most, the first day entered while their sum is within it; NULL when not met (sql/0033).';
 
--- The week of p_day of a weekly-target habit once its check-ins changed, or its target, its type
--- or the user's weeks: its completions become the one on the day it was met, or none. At most, a
--- week kept by a toggle without check-ins (entered at 0) stays kept while its sum is within the
--- target, on the earlier of that day and the first check-in. Nothing for a habit with a daily
--- target. The completions it writes run their own trigger (one level down, which applies no
--- toggle rule).
-CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day date) RETURNS void
+-- The week of p_day of a weekly-target habit once its check-ins changed (on p_changed), or its
+-- target, its type or the user's weeks (p_changed NULL). At least: one completion, on the day the
+-- week was met (habit.week_value_met_on), or none. At most: none while the week is over the
+-- target; within it, one on the first day with check-ins, and the days kept without any (a
+-- toggle, a value of 0) keep theirs, unless it is p_changed's (its check-ins just went: it is no
+-- longer entered). A completion on p_deleting is left to the caller deleting it (the completion
+-- trigger's un-toggle). Nothing for a habit with a daily target. The completions written here
+-- run their own trigger one level down, which applies no toggle rule.
+CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day date, p_changed date, p_deleting date) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -135,7 +137,7 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         v_type text;
         v_week date;
         v_want date;
-        v_kept date;
+        v_over boolean;
     BEGIN
         SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t
         WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week';
@@ -144,36 +146,32 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         END IF;
         v_week := habit.week_start(p_day, habit.user_week_start_isodow(p_user));
         v_want := habit.week_value_met_on(p_user, p_template, v_week, v_target, v_type);
-        IF v_type = 'at_most' THEN
-            SELECT min(c.completed_date) INTO v_kept FROM public.habit_completions c
-            WHERE c.user_id = p_user AND c.template_id = p_template
-              AND c.completed_date >= v_week AND c.completed_date < v_week + 7
-              AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
-                              WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date);
-            IF v_kept IS NOT NULL AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
-                                       WHERE i.user_id = p_user AND i.template_id = p_template
-                                         AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) <= v_target THEN
-                v_want := least(v_want, v_kept);
-            END IF;
-        END IF;
+        v_over := v_type = 'at_most' AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
+                                          WHERE i.user_id = p_user AND i.template_id = p_template
+                                            AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) > v_target;
         DELETE FROM public.habit_completions c
         WHERE c.user_id = p_user AND c.template_id = p_template
-          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date IS DISTINCT FROM v_want;
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7
+          AND c.completed_date IS DISTINCT FROM v_want AND c.completed_date IS DISTINCT FROM p_deleting
+          -- (At most, within the target: a day kept without check-ins stays.)
+          AND (v_type = 'at_least' OR v_over OR c.completed_date = p_changed
+               OR EXISTS (SELECT 1 FROM public.habit_checkins i
+                          WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date));
         IF v_want IS NOT NULL THEN
             INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, v_want)
             ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
         END IF;
     END
     $fn$;
-COMMENT ON FUNCTION habit.week_follow(uuid, uuid, date) IS
-    'Keeps the week of p_day of a weekly-target habit to its check-ins: one completion, on the day the week was met (habit.week_value_met_on; at most, a kept toggle''s day when earlier), or none (sql/0033).';
+COMMENT ON FUNCTION habit.week_follow(uuid, uuid, date, date, date) IS
+    'Keeps the week of p_day of a weekly-target habit to its check-ins: at least, one completion on the day it was met; at most, none when over, else the first day with check-ins and the days kept without any (but p_changed''s) (sql/0033).';
 
 -- A completion written by a writer (a toggle, completions.set "done", a direct insert) on p_day
--- of a weekly-target habit says the week was met by that day. Refused when the week was met on
--- an earlier day (HB008: it cannot be met twice) or, at most, when its check-ins are over the
--- target (HB007). Otherwise, at least, a check-in of the rest (the target less the week's sum up
--- to p_day) makes p_day the day it is met; the week's other completion (a later day) goes.
--- Returns whether one went (the caller's streak state changed under it).
+-- of a weekly-target habit. At least, it says the week was met by that day: refused when it was
+-- met earlier (HB008: a week is met once), else a check-in of the rest (the target less the
+-- week's sum up to p_day) makes p_day the day, and the week's later completion goes. At most, it
+-- enters the day kept at 0: refused when the week's check-ins are over the target (HB007).
+-- Returns whether a completion went (the caller's streak state changed under it).
 CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day date, p_target numeric, p_type text) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -183,10 +181,6 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
         v_first date;
         v_sum numeric;
     BEGIN
-        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
-        FROM public.habit_completions c
-        WHERE c.user_id = p_user AND c.template_id = p_template
-          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
         IF p_type = 'at_most' THEN
             SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
             WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7;
@@ -194,18 +188,21 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
                 RAISE EXCEPTION 'habit % is over its weekly target in the week of %: % taken, at most % allowed', p_template, v_week, v_sum, p_target
                     USING ERRCODE = 'HB007', TABLE = 'habit_completions', SCHEMA = 'public';
             END IF;
+            RETURN false;
         END IF;
+        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
+        FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template
+          AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
         IF v_first < p_day THEN
             RAISE EXCEPTION 'habit % met its weekly target on % already', p_template, v_first
                 USING ERRCODE = 'HB008', DETAIL = to_char(v_first, 'YYYY-MM-DD'), TABLE = 'habit_completions', SCHEMA = 'public';
         END IF;
-        IF p_type = 'at_least' THEN
-            SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
-            WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date <= p_day;
-            IF v_sum < p_target THEN
-                INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
-                VALUES (p_user, p_template, p_day, p_target - v_sum);
-            END IF;
+        SELECT coalesce(sum(i.value), 0) INTO v_sum FROM public.habit_checkins i
+        WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date >= v_week AND i.checkin_date <= p_day;
+        IF v_sum < p_target THEN
+            INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+            VALUES (p_user, p_template, p_day, p_target - v_sum);
         END IF;
         DELETE FROM public.habit_completions c
         WHERE c.user_id = p_user AND c.template_id = p_template
@@ -214,7 +211,7 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
     END
     $fn$;
 COMMENT ON FUNCTION habit.week_toggle(uuid, uuid, date, numeric, text) IS
-    'A completion written on p_day of a weekly-target habit: HB008 when the week was met earlier, HB007 when at most and over; else (at least) a check-in of the rest, and the week''s later completion goes; whether one went (sql/0033). Called by trigger habit_completions_before.';
+    'A completion written on p_day of a weekly-target habit: at least, HB008 when the week was met earlier, else a check-in of the rest and the week''s later completion goes; at most, HB007 when over; whether one went (sql/0033). Called by trigger habit_completions_before.';
 
 -- The value of the user's week holding p_day of a weekly-target habit: its check-ins' sum;
 -- NULL for a daily target. VOLATILE, so that a statement asking it after one of the writers
@@ -379,16 +376,16 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
         DELETE FROM public.habit_skips s WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date = p_day;
         DELETE FROM public.habit_checkins i WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = p_day;
         IF v_weekly THEN
-            -- A weekly target (sql/0033): the week follows its check-ins (their trigger); the
-            -- day's completion is the week's, not this day's to remove. 0 at most enters the day
-            -- kept, unless the week was entered already.
+            -- A weekly target (sql/0033): the week follows its check-ins (their trigger), and a
+            -- completion of the day is the week's, not this day's to remove. 0 at most enters the
+            -- day kept (a toggle).
             IF p_value > 0 THEN
                 INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
-            ELSIF v_at_most AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
-                                            WHERE c.user_id = p_user AND c.template_id = p_template
-                                              AND c.completed_date >= habit.week_start(p_day, habit.user_week_start_isodow(p_user))
-                                              AND c.completed_date < habit.week_start(p_day, habit.user_week_start_isodow(p_user)) + 7) THEN
-                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
+            ELSIF v_at_most THEN
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT p_user, p_template, p_day
+                WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day);
             END IF;
             RETURN QUERY SELECT d.value, d.checkins, d.state, (d.value, d.checkins, d.state) IS DISTINCT FROM (v_before.value, v_before.checkins, v_before.state)
                          FROM habit.day_value(p_user, p_template, p_day) d;
@@ -457,7 +454,7 @@ CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid,
                           SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
                           WHERE c.user_id = p_user AND c.template_id = p_template
                           ORDER BY 1 LOOP
-                PERFORM habit.week_follow(p_user, p_template, v_week);
+                PERFORM habit.week_follow(p_user, p_template, v_week, NULL, NULL);
             END LOOP;
             RETURN;
         END IF;

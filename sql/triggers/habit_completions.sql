@@ -51,15 +51,15 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             -- Undone while its check-ins still meet the target (a direct writer's un-toggle): the
             -- un-toggle wins and the day's check-ins go (sql/0029, sql/0031: an at-most day is
             -- not entered any more). Their trigger, running inside this one, leaves this row to
-            -- this delete. A weekly target's completion is the week's (sql/0033): un-doing it
-            -- (this trigger not run by another's) clears the week's check-ins; removed by the
-            -- week's own bookkeeping (habit.week_follow, one level down), it leaves them.
+            -- this delete. A weekly target (sql/0033): un-doing the day (this trigger not run by
+            -- another's) clears the day's check-ins as well, and the week is decided again from
+            -- the rest (habit.week_follow: it may be met on a later day); removed by the week's
+            -- own bookkeeping (one level down), it leaves them.
             IF weekly THEN
                 IF pg_trigger_depth() = 1 THEN
                     DELETE FROM public.habit_checkins i
-                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id
-                      AND i.checkin_date >= habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id))
-                      AND i.checkin_date < habit.week_start(OLD.completed_date, habit.user_week_start_isodow(OLD.user_id)) + 7;
+                    WHERE i.user_id = OLD.user_id AND i.template_id = OLD.template_id AND i.checkin_date = OLD.completed_date;
+                    PERFORM habit.week_follow(OLD.user_id, OLD.template_id, OLD.completed_date, OLD.completed_date, OLD.completed_date);
                 END IF;
             ELSIF day.target IS NOT NULL THEN
                 SELECT coalesce(sum(i.value), 0), count(*) INTO total, checkin_count FROM public.habit_checkins i
@@ -90,10 +90,11 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
             st := day.st;
-            -- A weekly target (sql/0033): the completion says the week was met by this day
-            -- (habit.week_toggle: refused when met earlier; a check-in of the rest; the week's
-            -- later completion goes, so the runs are read again). Written by the week's own
-            -- bookkeeping (one level down), it is already the day the week was met.
+            -- A weekly target (sql/0033): at least, the completion says the week was met by this
+            -- day (habit.week_toggle: refused when met earlier; a check-in of the rest; the
+            -- week's later completion goes, so the runs are read again); at most, the day is kept
+            -- (refused over the target). Written by the week's own bookkeeping (one level down),
+            -- it is the week's already.
             weekly := habit.is_counted(day.kind, day.target, day.target_type)
                       AND EXISTS (SELECT 1 FROM public.habit_templates t
                                   WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id AND t.target_period = 'week');
