@@ -203,12 +203,13 @@ public struct AccountRepository {
     /// the minute of the day at which the user's days begin (profiles.day_starts_at), computed
     /// by PostgreSQL: what a converted source (a Loop export) needs to place its local dates
     /// and periods.
-    public func zoneAndToday(user: UUID) throws -> (timeZone: String, today: CalendarDate, dayStartMinutes: Int) {
+    public func zoneAndToday(user: UUID) throws -> (timeZone: String, today: CalendarDate, dayStartMinutes: Int, weekStartISODay: Int) {
         let row = try scope.query(as: user, """
             SELECT habit.user_time_zone(\(user), NULL), habit.user_today(\(user), NULL),
-                   (extract(epoch FROM habit.user_day_start(\(user)))::integer / 60)
+                   (extract(epoch FROM habit.user_day_start(\(user)))::integer / 60), habit.user_week_start_isodow(\(user))
             """).single()
-        return (try row.decode(String.self, at: 0), try row.decode(CalendarDate.self, at: 1), try row.decode(Int.self, at: 2))
+        return (try row.decode(String.self, at: 0), try row.decode(CalendarDate.self, at: 1), try row.decode(Int.self, at: 2),
+                try row.decode(Int.self, at: 3))
     }
 
     /// Imports `documentJSON` — a "habit-account" version 1 document whose shape the caller has

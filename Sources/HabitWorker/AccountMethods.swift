@@ -200,7 +200,7 @@ struct AccountImportAnswer: MethodResult {
 }
 
 /// A Loop export as a checked habit-account document for one user: the user's zone and today
-/// come from PostgreSQL (habit.user_time_zone, habit.user_today, habit.user_day_start), as for every date rule.
+/// come from PostgreSQL (habit.user_time_zone, habit.user_today, habit.user_day_start, habit.user_week_start_isodow), as for every date rule.
 public enum LoopConversion {
     public struct Converted: Sendable {
         public let document: AccountDocument.Checked
@@ -218,11 +218,11 @@ public enum LoopConversion {
     /// Throws RPCError (-32602: the converter's reason with file, line and column, or the
     /// document check's path) or the repository's errors.
     public static func convert(_ export: LoopExport, user: UUID, repository: AccountRepository) throws -> Converted {
-        let (zone, today, dayStart) = try repository.zoneAndToday(user: user)
+        let (zone, today, dayStart, weekStart) = try repository.zoneAndToday(user: user)
         let document: JSONValue, report: LoopImportReport
         do {
             (document, report) = try export.accountDocument(user: user, timeZone: zone, today: LoopDay(daysSinceUnixEpoch: today.daysSinceUnixEpoch),
-                                                            dayStartMinutes: dayStart)
+                                                            dayStartMinutes: dayStart, weekStartISODay: weekStart)
         } catch {
             throw error.invalidParams
         }

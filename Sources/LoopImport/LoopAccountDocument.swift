@@ -60,7 +60,7 @@ extension LoopExport {
     /// today there (from PostgreSQL). Same input, same bytes: habit ids are name-based
     /// UUIDs of (user, Position, Name), arrays are sorted as the format says.
     public func accountDocument(user: UUID, timeZone: String, today: LoopDay,
-                                dayStartMinutes: Int = 0) throws(LoopImportError) -> (document: JSONValue, report: LoopImportReport) {
+                                dayStartMinutes: Int = 0, weekStartISODay: Int = 1) throws(LoopImportError) -> (document: JSONValue, report: LoopImportReport) {
         guard let zone = TimeZone(identifier: timeZone) else {
             throw LoopImportError(.invalidTimezone, "\"\(timeZone)\" is not an IANA time zone")
         }
@@ -73,15 +73,17 @@ extension LoopExport {
 
         for habit in habits {
             let label = Self.displayName(habit)
-            // A numeric habit: measurable when its target is an amount a day, at least or at most
-            // (Loop's frequency of a numeric habit is its target's period: 1/1 a day, 1/7 a week).
+            // A numeric habit: measurable when its target is an amount a day or a week, at least or
+            // at most (Loop's frequency of a numeric habit is its target's period: 1/1 a day, 1/7 a
+            // week, sql/0033; others, such as a month, are not built).
             var target: Int64?  // thousandths
             let atMost = habit.targetType == "AT_MOST"
+            let weekly = habit.type == .numerical && habit.numerator == 1 && habit.denominator == 7
             if habit.type == .numerical {
-                guard habit.targetType.isEmpty || habit.targetType == "AT_LEAST" || atMost, habit.numerator == habit.denominator,
+                guard habit.targetType.isEmpty || habit.targetType == "AT_LEAST" || atMost, habit.numerator == habit.denominator || weekly,
                       let value = Self.thousandths(habit.targetValue), value > 0 else {
                     report.numericHabitsNotImported.append(label)
-                    let why = habit.numerator != habit.denominator
+                    let why = habit.numerator != habit.denominator && !weekly
                         ? "a target per \(habit.denominator) days" : "target \"\(habit.targetValue)\" is not a positive amount with at most 3 decimals"
                     report.warnings.append("\"\(label)\": numeric habit (unit \"\(habit.unit)\") not imported: \(why) is not supported yet")
                     continue
@@ -103,8 +105,9 @@ extension LoopExport {
                 report.warnings.append("\"\(name)\": colour \"\(habit.color)\" is not #RRGGBB; imported without a colour")
             }
 
-            let (schedule, scheduleWarning) = target != nil ? (.object(JSONObject([("type", .string("daily"))])), nil)
-                : Self.schedule(numerator: habit.numerator, denominator: habit.denominator)
+            let (schedule, scheduleWarning) = target == nil ? Self.schedule(numerator: habit.numerator, denominator: habit.denominator)
+                : weekly ? (.object(JSONObject([("type", .string("times_per_week")), ("times", .int(1))])), nil)
+                : (.object(JSONObject([("type", .string("daily"))])), nil)
             if let scheduleWarning { report.warnings.append("\"\(name)\": \(scheduleWarning)") }
             if habit.checkmarks == nil {
                 report.warnings.append("\"\(name)\": no Checkmarks.csv in the export (not selected when exporting); imported without history")
@@ -124,6 +127,9 @@ extension LoopExport {
                 report.archivedHabits += 1
             }
             var futureDropped = 0, archivedDropped = 0, notesCut = 0
+            // A weekly target's entries (thousandths by day; 0: entered, nothing), its weeks'
+            // completions decided below as the database decides them (habit.week_follow).
+            var weekEntries: [LoopDay: Int64] = [:]
             for checkmark in checkmarks {
                 let kept = checkmark.date <= today && (end.map { checkmark.date < $0 } ?? true)
                 if kept, let note = Self.note(checkmark.note, cut: &notesCut) { notes.append((id, checkmark.date, note)) }
@@ -133,14 +139,15 @@ extension LoopExport {
                     guard amount > 0 || (atMost && amount == 0) else { continue }
                     if checkmark.date > today { futureDropped += 1; continue }
                     if let end, checkmark.date >= end { archivedDropped += 1; continue }
-                    if amount == 0 { completions.append((id, checkmark.date)); continue }
+                    let value = min(amount, Self.maximumThousandths)
+                    if weekly { weekEntries[checkmark.date] = value }
+                    if amount == 0 { if !weekly { completions.append((id, checkmark.date)) }; continue }
                     // Loop's thousandths are exact decimals of three places; above our largest
                     // value, the day is full (the target met).
-                    let value = min(amount, Self.maximumThousandths)
                     let checkinID = NameBasedUUID.v5(namespace: NameBasedUUID.loopHabitNamespace,
                                                      name: "\(id)\u{0}checkin\u{0}\(checkmark.date)").uuidString.lowercased()
                     checkins.append((checkinID, id, checkmark.date, Self.decimalText(value)))
-                    if atMost ? value <= target : value >= target { completions.append((id, checkmark.date)) }
+                    if !weekly, atMost ? value <= target : value >= target { completions.append((id, checkmark.date)) }
                     continue
                 }
                 switch checkmark.value {
@@ -151,6 +158,9 @@ extension LoopExport {
                 default:
                     report.checkmarksWithoutRow += 1
                 }
+            }
+            if weekly, let target {
+                completions += Self.weekCompletions(weekEntries, target: target, atMost: atMost, weekStartISODay: weekStartISODay).map { (id, $0) }
             }
             if futureDropped > 0 {
                 report.futureCheckmarksDropped += futureDropped
@@ -184,7 +194,7 @@ extension LoopExport {
                 members += [("kind", .string("measurable")),
                             ("unit", unit.isEmpty ? .null : .string(String(String.UnicodeScalarView(unit.unicodeScalars.prefix(30))))),
                             ("target", .string(Self.decimalText(target))), ("target_type", .string(atMost ? "at_most" : "at_least")),
-                            ("target_period", .string("day"))]
+                            ("target_period", .string(weekly ? "week" : "day"))]
             }
             members.append(("periods", .array([period])))
             habitValues.append((id, .object(JSONObject(members))))
@@ -257,6 +267,33 @@ extension LoopExport {
         fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
         while fraction.hasSuffix("0") { fraction.removeLast() }
         return "\(whole).\(fraction)"
+    }
+
+    /// The completions of a weekly target's weeks (the user's, from ISO weekday
+    /// `weekStartISODay`) from its entries, as habit.week_follow keeps them (sql/0033): at least,
+    /// the day the week's running sum reaches the target; at most, within the target, the first
+    /// day with an amount and each day entered at 0.
+    static func weekCompletions(_ entries: [LoopDay: Int64], target: Int64, atMost: Bool, weekStartISODay: Int) -> [LoopDay] {
+        func weekStart(_ day: LoopDay) -> LoopDay {
+            let isoWeekday = ((day.daysSinceUnixEpoch + 3) % 7 + 7) % 7 + 1  // 1970-01-01 was a Thursday
+            return day.adding(days: -((isoWeekday - weekStartISODay + 7) % 7))
+        }
+        var result: [LoopDay] = []
+        for days in Dictionary(grouping: entries.keys, by: weekStart).values {
+            let sorted = days.sorted()
+            if atMost {
+                guard sorted.reduce(Int64(0), { $0 + entries[$1]! }) <= target else { continue }
+                let first = sorted.first { entries[$0]! > 0 }
+                result += sorted.filter { $0 == first || entries[$0]! == 0 }
+            } else {
+                var running: Int64 = 0
+                for day in sorted {
+                    running += entries[day]!
+                    if running >= target { result.append(day); break }
+                }
+            }
+        }
+        return result
     }
 
     /// Loop's frequency is "numerator times in denominator days". Exact: 1/1 (and n/n) daily,

@@ -74,6 +74,49 @@ struct LoopImportMethodTests {
         }
     }
 
+    /// Loop's numeric habits with a weekly frequency (1/7) are weekly targets (sql/0033): their
+    /// amounts become check-ins, and each of the user's weeks (here from Sunday) is met on the
+    /// day the database's rules say — the converter's completions are the ones the check-ins'
+    /// own trigger keeps, so the import writes them without a refusal (an at-most 0 entry in a
+    /// week over the target is not a kept day).
+    @Test("Loop's weekly numeric habits: weekly targets, met on the day the user's week reached them")
+    func weeklyNumericHabits() throws {
+        try WorkerSession.with { session in
+            let user = UUID()
+            _ = try session.worker.call("profile.set", params(user, ["timezone": "UTC", "week_start": "sunday"]))
+            let today = try session.today(in: "UTC")
+            let sunday = today.adding(days: -(today.isoWeekday % 7)), week = sunday.adding(days: -7), before = sunday.adding(days: -14)
+            let files: [String: WireJSON] = [
+                "Habits.csv": .string("Position,Name,Type,Question,Description,FrequencyNumerator,FrequencyDenominator,Color,Unit,Target Type,Target Value,Archived?\n"
+                                      + "001,Run,NUMERICAL,,,1,7,#D32F2F,km,AT_LEAST,15,false\n"
+                                      + "002,Sugar,NUMERICAL,,,1,7,#D32F2F,g,AT_MOST,100,false\n"),
+                // Last week: 10 on Monday, 6 on Wednesday (met); the week before: 5.
+                "001 Run/Checkmarks.csv": .string("Date,Value,Notes\n\(week.adding(days: 3)),6000,\n\(week.adding(days: 1)),10000,\n\(before.adding(days: 2)),5000,\n"),
+                // Last week: 30, an entered 0, 50 (within: Monday and the 0 day); the week before:
+                // 80 and 40 (over: none, its 0 entry no kept day).
+                "002 Sugar/Checkmarks.csv": .string("Date,Value,Notes\n\(week.adding(days: 4)),50000,\n\(week.adding(days: 2)),0,\n\(week.adding(days: 1)),30000,\n"
+                                                   + "\(before.adding(days: 5)),0,\n\(before.adding(days: 3)),40000,\n\(before.adding(days: 1)),80000,\n"),
+            ]
+            let answer = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
+                                                                                 "files": .object(files.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })]))
+            #expect(answer["loop"]?["numeric_habits_not_imported"] == [], "\(answer)")
+            let rows = try session.admin.query("""
+                SELECT h.name, h.target_period, h.schedule::text,
+                       (SELECT string_agg(c.completed_date::text, ',' ORDER BY c.completed_date) FROM habit_completions c WHERE c.user_id = h.user_id AND c.template_id = h.id)
+                FROM habit_templates h WHERE h.user_id = \(user) ORDER BY h.sort_order
+                """).map { row in (0..<4).map { (try? row.decode(String?.self, at: $0)).flatMap { $0 } ?? "-" } }
+            #expect(rows == [
+                ["Run", "week", #"{"type": "times_per_week", "times": 1}"#, week.adding(days: 3).description],
+                ["Sugar", "week", #"{"type": "times_per_week", "times": 1}"#, "\(week.adding(days: 1)),\(week.adding(days: 2))"],
+            ])
+            let again = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
+                                                                                "files": .object(files.sorted { $0.key < $1.key }.map { WireJSON.Member($0.key, $0.value) })]))
+            for kind in ["habits", "completions", "checkins"] {
+                #expect(again["counts"]?[kind]?["inserted"] == 0 && again["counts"]?[kind]?["deleted"] ?? 0 == 0, "\(kind): \(again)")
+            }
+        }
+    }
+
     @Test("a broken Loop file: -32602 with the reason, file, line and column; nothing written; files with document refused")
     func brokenFileIsRefused() throws {
         try WorkerSession.with { session in

@@ -151,14 +151,17 @@ struct LoopInputErrorTests {
         #expect(failure?.file == file && failure?.line == line && failure?.column == column, "\(String(describing: failure))")
     }
 
-    @Test("a numeric habit's amounts are thousandths, not checkmarks: at least or at most a day is measurable, per week not imported; a single top folder is accepted")
+    @Test("a numeric habit's amounts are thousandths, not checkmarks: at least or at most a day or a week is measurable, per month not imported; a single top folder is accepted")
     func numericAndTopFolder() throws {
         let files = ["Loop Habits CSV 2026-11-23/Habits.csv": Self.header + "001,Water,NUMERICAL,,,1,1,#039BE5,glasses,AT_LEAST,8.0,false\n"
                         + "002,Coffee,NUMERICAL,,,1,1,#039BE5,cups,AT_MOST,2.0,false\n"
-                        + "003,Steps,NUMERICAL,,,1,7,#039BE5,steps,AT_LEAST,50000.0,false\n",
+                        + "003,Steps,NUMERICAL,,,1,7,#039BE5,steps,AT_LEAST,50000.0,false\n"
+                        + "004,Books,NUMERICAL,,,1,30,#039BE5,books,AT_LEAST,2.0,false\n",
                      "Loop Habits CSV 2026-11-23/001 Water/Checkmarks.csv": "Date,Value,Notes\n2026-11-22,9500,\n2026-11-21,3,\n2026-11-20,-1,\n2026-11-19,0,\n"]
         let (document, report) = try LoopExport(files: files).accountDocument(user: UUID(), timeZone: "UTC", today: LoopDay(iso: "2026-11-23")!)
-        #expect(report.numericHabitsNotImported == ["Steps"] && report.habits == 2 && report.measurableHabits == 2, "\(report)")
+        #expect(report.numericHabitsNotImported == ["Books"] && report.habits == 3 && report.measurableHabits == 3, "\(report)")
+        let steps = document["habits"]?.arrayValue?.first { $0["name"] == "Steps" }
+        #expect(steps?["target_period"] == "week" && steps?["periods"]?[0]?["schedule"]?["type"] == "times_per_week", "\(document)")
         // 9500 thousandths is 9.5 (at least 8: done); 3 is Loop's SKIP, −1 UNKNOWN, 0 no amount.
         #expect(document["checkins"]?.arrayValue?.map { $0["value"] } == [.string("9.5")], "\(document)")
         #expect(document["completions"]?.arrayValue?.count == 1 && document["skips"]?.arrayValue?.count == 1)
