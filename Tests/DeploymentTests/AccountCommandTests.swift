@@ -59,7 +59,7 @@ struct AccountCommandTests {
             let zip = directory.appendingPathComponent("Loop Habits CSV 2020-01-03.zip").path
             let files = [
                 "Habits.csv": "Position,Name,Type,Question,Description,FrequencyNumerator,FrequencyDenominator,Color,Unit,Target Type,Target Value,Archived?\n"
-                    + "001,Read,YES_NO,,,1,1,#1976D2,,,,false\n002,Weight,NUMERICAL,,,1,7,#D32F2F,kg,AT_LEAST,70,false\n",
+                    + "001,Read,YES_NO,,,1,1,#1976D2,,,,false\n002,Weight,NUMERICAL,,,1,30,#D32F2F,kg,AT_LEAST,70,false\n",
                 "001 Read/Checkmarks.csv": "Date,Value,Notes\n2020-01-02,YES_MANUAL,\n2020-01-01,SKIP,\n",
             ]
             let json = String(decoding: try JSONSerialization.data(withJSONObject: files), as: UTF8.self)
