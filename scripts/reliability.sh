@@ -103,7 +103,10 @@ lifecycle() {
 }
 
 history() { run history HabitStoreTests.HistoryPropertyTests HABIT_PROPERTY_ROUNDS="${1:-10000}"; }
-checkins() { run checkins HabitStoreTests.CheckinPropertyTests HABIT_CHECKIN_ROUNDS="${1:-1000}"; }
+checkins() {
+    run checkins HabitStoreTests.CheckinPropertyTests HABIT_CHECKIN_ROUNDS="${1:-1000}"
+    run checkins-weekly HabitStoreTests.WeeklyTargetPropertyTests HABIT_CHECKIN_ROUNDS="${1:-1000}"
+}
 streaks() {
     local rounds=${1:-5000}
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
