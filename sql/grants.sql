@@ -79,7 +79,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
 -- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
 -- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks,
--- checkin_day_follow, checkins_retarget, week_follow, week_toggle. They run as their
+-- checkin_day_follow, checkins_retarget, week_follow, week_toggle, quota_reach. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -93,6 +93,8 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.week_value_met_on(uuid, uuid, date, numeric, text),
+    habit.quota_block_start(jsonb, date, integer, date), habit.quota_block_days(jsonb),
+    habit.block_target_met_on(uuid, uuid, date, integer, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
 -- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role

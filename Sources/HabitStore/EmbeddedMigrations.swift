@@ -1678,6 +1678,9 @@ COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date, t
 --                   not met; days after it are not due (days then lie in one week). The day of
 --                   the completion that meets the target is still due, so completing never
 --                   makes a day stop being due.
+--   times_in_days   the same per block of `days` days from first_day (sql/0034): target_met_on
+--                   is the block's times-th completion (habit.block_target_met_on); days then
+--                   lie in one block.
 -- Inlinable (one expression, no SET clause, schema-qualified): the batch evaluates it per
 -- week and habit, habit.habit_days_at per day. STABLE, not IMMUTABLE, only because
 -- jsonb_build_object is (an IMMUTABLE function calling it would not be inlined).
@@ -1702,16 +1705,20 @@ CREATE OR REPLACE FUNCTION habit.due_days(schedule jsonb, first_day date, days d
                WHEN 'times_per_week' THEN
                    CASE WHEN target_met_on IS NULL THEN pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)
                         ELSE GREATEST(0, LEAST(pg_catalog.upper(days), target_met_on OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) END
+               WHEN 'times_in_days' THEN
+                   CASE WHEN target_met_on IS NULL THEN pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)
+                        ELSE GREATEST(0, LEAST(pg_catalog.upper(days), target_met_on OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) END
                ELSE pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days) END END
     $fn$;
 COMMENT ON FUNCTION habit.due_days(jsonb, date, daterange, date) IS
-    'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010).';
+    'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010) and times_in_days (sql/0034).';
 
 -- The same rule for one day D of a weekdays, every_n_days or daily schedule: the one-day paths
 -- (day.get's habit.day_habits, habit_stats' window counts) test D directly instead of building
 -- the daterange and jsonpath habit.due_days needs (their set-up cost more than the reads, issue
 -- 29); due_days(schedule, first_day, [D, D + 1), NULL) = 1 ⇔ due_on(schedule, first_day, D).
--- times_per_week needs the week's completions, so its callers decide it themselves (true here).
+-- times_per_week and times_in_days need the week's or block's completions, so their callers
+-- decide them (true here).
 -- Inlinable like due_days (STABLE for the same reason: to_jsonb is).
 CREATE OR REPLACE FUNCTION habit.due_on(schedule jsonb, first_day date, day date) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -1741,6 +1748,46 @@ CREATE OR REPLACE FUNCTION habit.week_target_met_on(p_user uuid, p_template uuid
 COMMENT ON FUNCTION habit.week_target_met_on(uuid, uuid, date, integer) IS
     'The date of the times-th completion of the habit in the week from week_start, or NULL (a times_per_week target not met).';
 
+-- The block of day d under a schedule whose due days depend on completions (sql/0034): the
+-- user's week for times_per_week (weeks from ISO weekday wk), the block of `days` days from the
+-- period's first local day for times_in_days; NULL for the others. Inlined (IMMUTABLE, no SET
+-- clause, schema-qualified).
+CREATE OR REPLACE FUNCTION habit.quota_block_start(schedule jsonb, first_day date, wk integer, d date) RETURNS date
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'times_per_week' THEN habit.week_start(d, wk)
+           WHEN 'times_in_days'
+           THEN d OPERATOR(pg_catalog.-) ((d OPERATOR(pg_catalog.-) first_day) OPERATOR(pg_catalog.%) (schedule OPERATOR(pg_catalog.->>) 'days')::integer)
+           END
+    $fn$;
+COMMENT ON FUNCTION habit.quota_block_start(jsonb, date, integer, date) IS
+    'The first day of d''s block: its week (times_per_week, weeks from ISO weekday wk) or its block of `days` days from first_day (times_in_days, sql/0034); NULL for other schedules.';
+
+CREATE OR REPLACE FUNCTION habit.quota_block_days(schedule jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'times_per_week' THEN 7
+           WHEN 'times_in_days' THEN (schedule OPERATOR(pg_catalog.->>) 'days')::integer END
+    $fn$;
+COMMENT ON FUNCTION habit.quota_block_days(jsonb) IS
+    'The length of a block: 7 (times_per_week), `days` (times_in_days, sql/0034); NULL for other schedules.';
+
+-- The date of the times-th completion of a habit in the block [block_start, block_start +
+-- block_days): the day a times_per_week or times_in_days target is met (NULL: not met).
+CREATE OR REPLACE FUNCTION habit.block_target_met_on(p_user uuid, p_template uuid, block_start date, block_days integer, times integer) RETURNS date
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT c.completed_date FROM public.habit_completions c
+    WHERE c.user_id = p_user AND c.template_id = p_template
+      AND c.completed_date >= block_start AND c.completed_date < block_start + block_days
+    ORDER BY c.completed_date OFFSET times - 1 LIMIT 1
+    $fn$;
+COMMENT ON FUNCTION habit.block_target_met_on(uuid, uuid, date, integer, integer) IS
+    'The date of the times-th completion of the habit in the block of block_days days from block_start, or NULL (sql/0034).';
+
 -- PL/pgSQL (plan kept per session) rather than an inlined SQL function: its callers (a day,
 -- a week of one user, the triggers) ask for few rows, and the set-returning function is
 -- planned once instead of inside every caller's plan. p_template: only that habit's periods,
@@ -1756,6 +1803,7 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
     DECLARE
         tz text := habit.user_time_zone(p_user, p_zone);
         ds time := habit.user_day_start(p_user);
+        wk integer := habit.user_week_start_isodow(p_user);
     BEGIN
         RETURN QUERY
         SELECT o.template_id, o.day,
@@ -1785,14 +1833,14 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
             ) s
             ORDER BY s.template_id, s.day, s.started_at DESC
         ) o
-        -- A times_per_week target, looked up only for such habits; a plain column for
+        -- A times_per_week or times_in_days target, looked up only for such habits; a plain column for
         -- habit.due_days, which is then inlined (an argument calling a function is not).
         -- OFFSET 0 keeps the subquery whole, so the lookup runs after its WHERE (pulled up
         -- into the join, it ran for every habit).
         LEFT JOIN LATERAL (
-            SELECT habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, habit.user_week_start_isodow(p_user)),
-                                            (o.schedule ->> 'times')::integer) AS met_on
-            WHERE o.schedule ->> 'type' = 'times_per_week'
+            SELECT habit.block_target_met_on(p_user, o.template_id, habit.quota_block_start(o.schedule, o.first_day, wk, o.day),
+                                             habit.quota_block_days(o.schedule), (o.schedule ->> 'times')::integer) AS met_on
+            WHERE o.schedule ->> 'type' IN ('times_per_week', 'times_in_days')
             OFFSET 0
         ) target ON true
         ORDER BY o.template_id, o.day;
@@ -1813,7 +1861,7 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
 
 -- The habits on one day, for day.get: the periods that contain the date (no series), the one
 -- starting last in force; due by its schedule (times_per_week: fewer than `times` completions
--- earlier in the user's week, p_wk); done and skipped by one probe each. The same answer as
+-- earlier in the user's week, p_wk; times_in_days: in its block); done and skipped by one probe each. The same answer as
 -- habit.habit_days_at for one day. Inlined into the caller's statement.
 --
 -- Written out for one day rather than through habit.period_on_days and habit.due_days (issue
@@ -1840,6 +1888,12 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                         AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
+                        AND c.completed_date OPERATOR(pg_catalog.<) p_date)
+                     OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
+                WHEN 'times_in_days'
+                THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
+                      WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
+                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.quota_block_start(o.schedule, o.first_day, p_wk, p_date)
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
                 ELSE habit.due_on(o.schedule, o.first_day, p_date) END,
@@ -2687,7 +2741,8 @@ CREATE OR REPLACE FUNCTION habit.streak_habit(p_user uuid, p_template uuid) RETU
         IF NOT FOUND THEN
             RETURN NULL;
         END IF;
-        h.has_tpw := EXISTS (SELECT 1 FROM unnest(h.segs) s WHERE (s.schedule ->> 'type') = 'times_per_week');
+        -- Due days that depend on completions: times_per_week, times_in_days (sql/0034).
+        h.has_tpw := EXISTS (SELECT 1 FROM unnest(h.segs) s WHERE (s.schedule ->> 'type') IN ('times_per_week', 'times_in_days'));
         IF cardinality(h.segs) > 0 THEN
             h.first_slot := CASE WHEN h.unit = 'weeks' THEN habit.week_start((h.segs[1]).lo, h.wk) ELSE (h.segs[1]).lo END;
         END IF;
@@ -2789,8 +2844,8 @@ CREATE OR REPLACE FUNCTION habit.streak_next_quiet_due(h habit.streak_habit, x d
     END
     $fn$;
 
--- Whether day d, inside segment s, is due: times_per_week while fewer than `times` of the
--- habit's completions lie in d's week before d (habit.due_days' rule).
+-- Whether day d, inside segment s, is due: times_per_week (times_in_days) while fewer than
+-- `times` of the habit's completions lie in d's week (block) before d (habit.due_days' rule).
 CREATE OR REPLACE FUNCTION habit.streak_is_due(h habit.streak_habit, s habit.streak_segment, d date) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -2798,10 +2853,11 @@ CREATE OR REPLACE FUNCTION habit.streak_is_due(h habit.streak_habit, s habit.str
     BEGIN
         IF s.lo IS NULL THEN
             RETURN false;
-        ELSIF (s.schedule ->> 'type') = 'times_per_week' THEN
+        ELSIF (s.schedule ->> 'type') IN ('times_per_week', 'times_in_days') THEN
             RETURN (SELECT count(*) FROM public.habit_completions c
                     WHERE c.user_id = h.user_id AND c.template_id = h.template_id
-                      AND c.completed_date >= habit.week_start(d, h.wk) AND c.completed_date < d) < (s.schedule ->> 'times')::integer;
+                      AND c.completed_date >= habit.quota_block_start(s.schedule, s.first_day, h.wk, d) AND c.completed_date < d)
+                   < (s.schedule ->> 'times')::integer;
         END IF;
         RETURN habit.streak_segment_due(s, d, d) > 0;
     END
@@ -2820,12 +2876,13 @@ CREATE OR REPLACE FUNCTION habit.streak_days(h habit.streak_habit, x date, y dat
     BEGIN
         RETURN QUERY
         SELECT o.d, (o.s).schedule,
-               CASE WHEN ((o.s).schedule ->> 'type') = 'times_per_week'
+               CASE WHEN ((o.s).schedule ->> 'type') IN ('times_per_week', 'times_in_days')
                     THEN (SELECT count(*) FROM public.habit_completions c
                           WHERE c.user_id = h.user_id AND c.template_id = h.template_id
-                            AND c.completed_date >= habit.week_start(o.d, h.wk) AND c.completed_date < o.d
+                            AND c.completed_date >= habit.quota_block_start((o.s).schedule, (o.s).first_day, h.wk, o.d) AND c.completed_date < o.d
                             AND c.completed_date IS DISTINCT FROM CASE WHEN p_kind = 'completion' THEN p_day END)
-                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= habit.week_start(o.d, h.wk) AND p_day < o.d
+                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= habit.quota_block_start((o.s).schedule, (o.s).first_day, h.wk, o.d)
+                                     AND p_day < o.d
                                 THEN 1 ELSE 0 END
                          < ((o.s).schedule ->> 'times')::integer
                     ELSE habit.streak_segment_due(o.s, o.d, o.d) > 0 END,
@@ -2983,6 +3040,24 @@ CREATE OR REPLACE FUNCTION habit.streak_open(h habit.streak_habit, x date, y dat
                       CROSS JOIN generate_series(0, 6) k
                       JOIN unnest(h.segs) s ON wk.w + k >= s.lo AND wk.w + k < s.hi AND (s.schedule ->> 'type') = 'times_per_week'
                       WHERE wk.w + k BETWEEN x AND y AND NOT habit.streak_is_due(h, s, wk.w + k));
+            -- Times_in_days days after their block's target is met (sql/0034), by arithmetic per
+            -- segment and block: the days of the block after the day of its times-th completion,
+            -- inside the segment and [x, y]. Reads the completions of the blocks reaching [x, y].
+            n := n - (SELECT coalesce(sum(GREATEST(0, LEAST(y + 1, s.hi, m.bs + (s.schedule ->> 'days')::integer)
+                                                      - GREATEST(x, s.lo, m.met_on + 1))), 0)::integer
+                      FROM unnest(h.segs) s
+                      CROSS JOIN LATERAL (
+                          SELECT k.bs, k.d AS met_on
+                          FROM (SELECT c.completed_date AS d,
+                                       habit.quota_block_start(s.schedule, s.first_day, h.wk, c.completed_date) AS bs,
+                                       row_number() OVER (PARTITION BY habit.quota_block_start(s.schedule, s.first_day, h.wk, c.completed_date)
+                                                          ORDER BY c.completed_date) AS nth
+                                FROM public.habit_completions c
+                                WHERE c.user_id = h.user_id AND c.template_id = h.template_id
+                                  AND c.completed_date >= GREATEST(s.first_day, x - (s.schedule ->> 'days')::integer)
+                                  AND c.completed_date <= y) k
+                          WHERE k.nth = (s.schedule ->> 'times')::integer) m
+                      WHERE (s.schedule ->> 'type') = 'times_in_days' AND s.lo <= y AND s.hi > x);
         END IF;
         IF h.skips > 0 THEN
             n := n - (SELECT count(*)::integer FROM public.habit_skips k
@@ -3133,6 +3208,8 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_slots(h habit.streak_habit) RETURNS
                 WHERE c.user_id = h.user_id AND c.template_id = h.template_id) c
             JOIN unnest(h.segs) s ON c.d >= s.lo AND c.d < s.hi
             WHERE CASE WHEN (s.schedule ->> 'type') = 'times_per_week' THEN c.nth <= (s.schedule ->> 'times')::integer
+                       -- (sql/0034: the block's count, per completion: events, not days.)
+                       WHEN (s.schedule ->> 'type') = 'times_in_days' THEN habit.streak_is_due(h, s, c.d)
                        ELSE habit.streak_segment_due(s, c.d, c.d) > 0 END
             ORDER BY 1;
         ELSE
@@ -3248,6 +3325,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         step integer;
         s habit.streak_segment;
         w1 date; w2 date;
+        reach date;
         a public.habit_streak_runs;
         b public.habit_streak_runs;
         near public.habit_streak_runs[];
@@ -3281,10 +3359,28 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         h := habit.streak_habit_of(st);
         step := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
 
+        -- A completion in a times_in_days block decides whether the block's later days are due
+        -- (sql/0034): the window reaches the block's end (at most 365 days: constant work). In
+        -- weeks (the habit is times_per_week now, an older segment times_in_days) a reach past
+        -- the week has the habit rebuilt at commit instead.
+        reach := p_day;
+        IF h.has_tpw AND p_kind = 'completion' THEN
+            FOREACH s IN ARRAY h.segs LOOP
+                IF (s.schedule ->> 'type') = 'times_in_days' AND s.first_day <= p_day AND s.hi > p_day THEN
+                    reach := greatest(reach, least(habit.quota_block_start(s.schedule, s.first_day, h.wk, p_day)
+                                                   + (s.schedule ->> 'days')::integer - 1, s.hi - 1));
+                END IF;
+            END LOOP;
+            IF h.unit = 'weeks' AND reach > habit.week_start(p_day, h.wk) + 6 THEN
+                PERFORM habit.streak_invalidate(p_user, p_template);
+                RETURN;
+            END IF;
+        END IF;
+
         -- The window and its slots' new states.
         IF h.unit = 'weeks' OR h.has_tpw THEN
             w1 := habit.week_start(p_day, h.wk);
-            w2 := w1 + CASE WHEN h.unit = 'weeks' THEN 0 ELSE 6 END;
+            w2 := CASE WHEN h.unit = 'weeks' THEN w1 ELSE greatest(w1 + 6, reach) END;
             FOR rec IN SELECT * FROM habit.streak_slot_states(h, w1, w2, p_day, p_kind, p_present) LOOP
                 w_slots := w_slots || rec.slot;
                 w_states := w_states || rec.state;
@@ -4645,8 +4741,9 @@ SET LOCAL check_function_bodies = off;
 -- a later-starting period of its habit is on (its schedule is in force there, as in
 -- habit_days_at). Daily segments are summed per (user, week) from one array of ranges per
 -- user, as before due; the others are cut into weeks and habit.due_days counts a piece's due
--- days at once. Only times_per_week pieces are counted per day, since their target is met in
--- the user's week (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests
+-- days at once. Only times_per_week and times_in_days pieces are counted per day, since their
+-- target is met in the user's week (profiles.week_start), which need not be the run's, or in
+-- their block (sql/0034). WeeklyCountsHistoryTests
 -- checks, for random histories, that it equals the sum of the per-user habit.habit_days_at
 -- answers. only_users NULL: every user (a user is one with a habit or a profile), else those
 -- (an incremental run recomputes its dirty users in one call).
@@ -4711,13 +4808,15 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
     scheduled_days AS (
         SELECT x.user_id, x.week_start,
                pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
-               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.<>) 'times_per_week'
+               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.<>) ALL (ARRAY['times_per_week', 'times_in_days'])
                                    THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
                                    ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
                                              (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
                                          WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
-                                                   habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
-                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
+                                                   habit.block_target_met_on(x.user_id, x.template_id,
+                                                                             habit.quota_block_start(x.schedule, x.first_day, x.week_isodow, d.day::date),
+                                                                             habit.quota_block_days(x.schedule),
+                                                                             (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
         FROM (SELECT s.user_id, s.template_id, s.schedule, s.kind, s.first_day, s.week_isodow, w.week_start,
                      (s.days OPERATOR(pg_catalog.*) w.days) AS days
               FROM segments s JOIN weeks w ON s.days OPERATOR(pg_catalog.&&) w.days
@@ -4731,9 +4830,11 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
                CASE WHEN s.kind IS NULL THEN false
                     WHEN s.kind OPERATOR(pg_catalog.=) 'daily' THEN true
                     ELSE habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
-                             CASE WHEN s.kind OPERATOR(pg_catalog.=) 'times_per_week'
-                                  THEN habit.week_target_met_on(e.user_id, e.template_id, habit.week_start(e.day, s.week_isodow),
-                                                                (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END)
+                             CASE WHEN s.kind OPERATOR(pg_catalog.=) ANY (ARRAY['times_per_week', 'times_in_days'])
+                                  THEN habit.block_target_met_on(e.user_id, e.template_id,
+                                                                 habit.quota_block_start(s.schedule, s.first_day, s.week_isodow, e.day),
+                                                                 habit.quota_block_days(s.schedule),
+                                                                 (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END)
                          OPERATOR(pg_catalog.>) 0 END AS due
         FROM (SELECT c.user_id, c.template_id, c.completed_date AS day, true AS done FROM public.habit_completions c
               UNION ALL
@@ -4812,11 +4913,25 @@ COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
 -- convention, so a database where nobody runs --incremental keeps no marks at all. The
 -- state and the dirty set: habit.weekly_counts_state, habit.weekly_counts_dirty.
 
+-- How many days past a completion's week it can change what is due: the longest block of the
+-- habit's times_in_days periods (sql/0034), else 0. Asked only where weekly counts are tracked.
+CREATE OR REPLACE FUNCTION habit.quota_reach(p_user uuid, p_template uuid) RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT coalesce(max((p.schedule ->> 'days')::integer), 0) FROM public.habit_periods p
+    WHERE p.user_id = p_user AND p.template_id = p_template AND p.schedule ->> 'type' = 'times_in_days'
+    $fn$;
+COMMENT ON FUNCTION habit.quota_reach(uuid, uuid) IS
+    'The longest block of the habit''s times_in_days periods, else 0: how far past its week a completion can change the due days (sql/0034).';
+
 -- Marks days of a user dirty, for each convention being tracked (none: nothing is written).
 -- Which days a changed row may change, generously (a mark only costs a recomputation):
 --   completion, skip on D   D − 6 … D + 6: its week in either convention, and every run week
 --                           overlapping the user's week of D, whose times_per_week target
---                           (habit.week_target_met_on) the row may meet or unmeet.
+--                           (habit.week_target_met_on) the row may meet or unmeet; for a
+--                           habit with a times_in_days period, up to D + 6 + its longest block
+--                           (habit.quota_reach, sql/0034), whose later days it may make due or not.
 --   period                  from the UTC date of started_at − 2 (a local date is within a
 --                           day of the UTC date) to that of ended_at + 3 (period_on_days ends
 --                           at L + 2 at most), unbounded when open: its on-days and due days,
@@ -4977,7 +5092,7 @@ GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
 -- user_row_counts_recount, count_truncated_rows), habit.check_row_limit, count_row,
 -- next_change_seq, check_acting_for, acts_for_users, sync_stamp, sync_tombstone, import_refusal,
 -- weekly_counts_mark, streak_invalidate, streak_rebuild, streak_apply, rebuild_pending_streaks,
--- checkin_day_follow, checkins_retarget, week_follow, week_toggle. They run as their
+-- checkin_day_follow, checkins_retarget, week_follow, week_toggle, quota_reach. They run as their
 -- owner inside the SECURITY DEFINER trigger functions; a user calling one directly could write
 -- another user's derived rows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA habit, admin
@@ -4991,6 +5106,8 @@ GRANT EXECUTE ON FUNCTION habit.user_time_zone(uuid, text), habit.local_date(tim
     habit.valid_schedule(jsonb), habit.period_on_days(timestamptz, timestamptz, text, date, time),
     habit.due_days(jsonb, date, daterange, date), habit.due_on(jsonb, date, date), habit.week_target_met_on(uuid, uuid, date, integer),
     habit.week_value_met_on(uuid, uuid, date, numeric, text),
+    habit.quota_block_start(jsonb, date, integer, date), habit.quota_block_days(jsonb),
+    habit.block_target_met_on(uuid, uuid, date, integer, integer),
     habit.habit_days_at(uuid, date, date, date, text, uuid), habit.habit_days(uuid, date, date, text)
     TO authenticated, service_role, habit_batch, habit_admin;
 -- The text rule of the names', titles' and notes' CHECK constraints (sql/0019): every role
@@ -6634,6 +6751,54 @@ COMMENT ON COLUMN public.habit_templates.target_period IS
     'day: the target is per day; week: per user week (profiles.week_start), the schedule then times_per_week 1 and the week''s one completion on the day it was met (sql/0033). Fixed at creation.';
 
 """#),
+        SQLFile(path: "migrations/0034_times_in_days.sql", text: #"""
+-- 0034 (issue 32, item 5): a schedule of n times in m days, as Loop Habit Tracker's frequency
+-- "2 times in 3 days" (FrequencyNumerator / FrequencyDenominator) is, kept as such instead of
+-- the nearest times per week.
+--
+-- {"type": "times_in_days", "times": n, "days": m}, 1 <= n < m <= 365: the period's days are cut
+-- into blocks of m days from its first local day (as every_n_days counts from it), and a block
+-- needs n completions: a day is due while fewer than n completions are dated in its block before
+-- it, the times_per_week rule with the user's week replaced by the block
+-- (functions/history.sql, habit.due_days). Streaks and rates count days.
+--
+-- habit.valid_schedule, the CHECK of both schedule columns, gains the shape (every stored row
+-- stays valid: the other shapes are unchanged).
+CREATE OR REPLACE FUNCTION habit.valid_schedule(schedule jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT coalesce(jsonb_typeof(schedule) = 'object' AND CASE schedule ->> 'type'
+        WHEN 'daily' THEN (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['type']
+        WHEN 'weekdays' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['days', 'type']
+            AND jsonb_typeof(schedule -> 'days') = 'array'
+            AND jsonb_array_length(schedule -> 'days') BETWEEN 1 AND 7
+            AND (SELECT bool_and(jsonb_typeof(d) = 'number' AND d::text ~ '^[1-7]$')
+                        AND count(DISTINCT d) = count(*)
+                 FROM jsonb_array_elements(schedule -> 'days') d)
+        WHEN 'every_n_days' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['n', 'type']
+            AND jsonb_typeof(schedule -> 'n') = 'number' AND (schedule ->> 'n') ~ '^[0-9]{1,3}$'
+            AND (schedule ->> 'n')::integer BETWEEN 1 AND 365
+        WHEN 'times_per_week' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['times', 'type']
+            AND jsonb_typeof(schedule -> 'times') = 'number' AND (schedule ->> 'times') ~ '^[1-7]$'
+        WHEN 'times_in_days' THEN
+            (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(schedule) k) = ARRAY['days', 'times', 'type']
+            AND jsonb_typeof(schedule -> 'times') = 'number' AND (schedule ->> 'times') ~ '^[0-9]{1,3}$'
+            AND jsonb_typeof(schedule -> 'days') = 'number' AND (schedule ->> 'days') ~ '^[0-9]{1,3}$'
+            AND (schedule ->> 'days')::integer BETWEEN 2 AND 365
+            AND (schedule ->> 'times')::integer BETWEEN 1 AND (schedule ->> 'days')::integer - 1
+        ELSE false END, false)
+    $fn$;
+COMMENT ON FUNCTION habit.valid_schedule(jsonb) IS
+    'Whether schedule is {"type":"daily"}, {"type":"weekdays","days":[1..7,…]}, {"type":"every_n_days","n":1..365}, {"type":"times_per_week","times":1..7} or {"type":"times_in_days","times":n,"days":m} (1 <= n < m <= 365, sql/0034), with no other keys.';
+
+COMMENT ON COLUMN public.habit_streak_state.has_tpw IS
+    'Whether a segment is times_per_week or times_in_days (sql/0034): its due days then depend on the completions of its week or block.';
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -6957,7 +7122,7 @@ CREATE OR REPLACE TRIGGER habit_checkins_after AFTER INSERT OR UPDATE OR DELETE 
 --   insert, or an update giving a row a new (user, habit, date): the rules (habit.check_day:
 --     the habit locked, HB003-HB005), the streak runs (habit.streak_apply), the change number
 --     removing the new key's tombstone, the weekly-count marks (the day's week in either
---     convention: D - 6 ... D + 6);
+--     convention: D - 6 ... D + 6, and the rest of a times_in_days block, habit.quota_reach);
 --   delete: the habit locked, the runs, the tombstone, the marks;
 --   an update moving a row to another date or habit (an admin's): both habits marked for a
 --     rebuild at commit instead of applied;
@@ -7014,7 +7179,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
             IF day.tracking THEN
-                PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
+                PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7 + habit.quota_reach(OLD.user_id, OLD.template_id), '[)'));
             END IF;
             RETURN OLD;
         ELSIF TG_OP = 'UPDATE' THEN
@@ -7029,7 +7194,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             PERFORM habit.streak_invalidate(OLD.user_id, OLD.template_id);
             PERFORM habit.streak_invalidate(NEW.user_id, NEW.template_id);
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
-            PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
+            PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7 + habit.quota_reach(OLD.user_id, OLD.template_id), '[)'));
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
             st := day.st;
@@ -7076,7 +7241,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
-            PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7, '[)'));
+            PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7 + habit.quota_reach(NEW.user_id, NEW.template_id), '[)'));
         END IF;
         RETURN NEW;
     END

@@ -3,7 +3,7 @@ import PostgresClient
 /// When a habit is due (docs/protocol.md, "Schedules"; `habit.valid_schedule`, in the baseline, is the
 /// rule, a CHECK on `habit_templates.schedule` and `habit_periods.schedule`). Stored as jsonb:
 /// `{"type":"daily"}`, `{"type":"weekdays","days":[1,3,5]}`, `{"type":"every_n_days","n":2}`,
-/// `{"type":"times_per_week","times":3}`.
+/// `{"type":"times_per_week","times":3}`, `{"type":"times_in_days","times":2,"days":3}` (sql/0034).
 public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
     case daily
     /// ISO weekdays (1 = Monday … 7 = Sunday): non-empty, no duplicates. Stored ascending.
@@ -12,12 +12,17 @@ public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
     case everyNDays(Int)
     /// The week (per the user's week start) needs that many completions (1…7).
     case timesPerWeek(Int)
+    /// Each block of `days` days from the period's first local day needs `times` completions
+    /// (1 ≤ times < days ≤ 365): Loop Habit Tracker's "n times in m days".
+    case timesInDays(times: Int, days: Int)
 
     public static let weekdayRange = 1...7
     public static let intervalRange = 1...365
     public static let timesRange = 1...7
+    /// times_in_days' block length.
+    public static let blockRange = 2...365
     /// The `type` of each case, in the order the protocol lists them.
-    public static let typeNames = ["daily", "weekdays", "every_n_days", "times_per_week"]
+    public static let typeNames = ["daily", "weekdays", "every_n_days", "times_per_week", "times_in_days"]
 
     public var typeName: String {
         switch self {
@@ -25,6 +30,7 @@ public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
         case .weekdays: "weekdays"
         case .everyNDays: "every_n_days"
         case .timesPerWeek: "times_per_week"
+        case .timesInDays: "times_in_days"
         }
     }
 
@@ -35,6 +41,7 @@ public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
         case .weekdays(let days): #"{"type":"weekdays","days":["# + days.map(String.init).joined(separator: ",") + "]}"
         case .everyNDays(let n): #"{"type":"every_n_days","n":\#(n)}"#
         case .timesPerWeek(let times): #"{"type":"times_per_week","times":\#(times)}"#
+        case .timesInDays(let times, let days): #"{"type":"times_in_days","times":\#(times),"days":\#(days)}"#
         }
     }
 
@@ -70,6 +77,14 @@ public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
                 throw .invalidInput(field: "schedule.times", reason: .outOfRange, message: "out of range 1...7")
             }
             return self
+        case .timesInDays(let times, let days):
+            guard Self.blockRange.contains(days) else {
+                throw .invalidInput(field: "schedule.days", reason: .outOfRange, message: "out of range 2...365")
+            }
+            guard (1..<days).contains(times) else {
+                throw .invalidInput(field: "schedule.times", reason: .outOfRange, message: "out of range 1...\(days - 1) (fewer than days; as many is daily)")
+            }
+            return self
         }
     }
 
@@ -91,7 +106,12 @@ public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
             }
         }
         let decoded: HabitSchedule
-        if Self.bytes(utf8, contain: #""weekdays""#) {
+        if Self.bytes(utf8, contain: #""times_in_days""#), numbers.count == 2 {
+            // jsonb writes keys shortest first: "days" before "times"; the worker's text
+            // (description) writes "times" first. Either way the key before each number names it.
+            let daysFirst = Self.offset(of: #""days""#, in: utf8)! < Self.offset(of: #""times""#, in: utf8)!
+            decoded = .timesInDays(times: daysFirst ? numbers[1] : numbers[0], days: daysFirst ? numbers[0] : numbers[1])
+        } else if Self.bytes(utf8, contain: #""weekdays""#) {
             decoded = .weekdays(numbers)
         } else if Self.bytes(utf8, contain: #""every_n_days""#), numbers.count == 1 {
             decoded = .everyNDays(numbers[0])
@@ -110,11 +130,15 @@ public enum HabitSchedule: Sendable, Hashable, CustomStringConvertible {
     /// searched for are ASCII, so this is String.contains for them, without Foundation's
     /// locale-aware search (~5 % of the worker's CPU under day.get: five schedules a request).
     private static func bytes(_ haystack: [UInt8], contain needle: StaticString) -> Bool {
+        offset(of: needle, in: haystack) != nil
+    }
+
+    private static func offset(of needle: StaticString, in haystack: [UInt8]) -> Int? {
         let pattern = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
-        guard !pattern.isEmpty, haystack.count >= pattern.count else { return pattern.isEmpty }
+        guard !pattern.isEmpty, haystack.count >= pattern.count else { return pattern.isEmpty ? 0 : nil }
         for start in 0...(haystack.count - pattern.count) where haystack[start] == pattern[0] {
-            if haystack[start..<(start + pattern.count)].elementsEqual(pattern) { return true }
+            if haystack[start..<(start + pattern.count)].elementsEqual(pattern) { return start }
         }
-        return false
+        return nil
     }
 }

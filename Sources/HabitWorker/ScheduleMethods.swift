@@ -11,9 +11,9 @@ import PostgresClient
 extension HabitSchedule: SchemaComponent {
     static let componentName = "Schedule"
 
-    /// One of the four shapes, each an object with exactly its members.
+    /// One of the five shapes, each an object with exactly its members.
     static let objectSchema: JSONValue = .object(JSONObject([
-        ("description", .string("When the habit is due. days: ISO weekdays (1 = Monday … 7 = Sunday), distinct, written ascending.")),
+        ("description", .string("When the habit is due. weekdays' days: ISO weekdays (1 = Monday … 7 = Sunday), distinct, written ascending. times_in_days: each block of `days` days from the period's first day needs `times` completions (times < days).")),
         ("oneOf", .array([
             JSONSchema.object([("type", JSONSchema.string(oneOf: ["daily"]))]),
             JSONSchema.object([
@@ -25,6 +25,8 @@ extension HabitSchedule: SchemaComponent {
             ]),
             JSONSchema.object([("type", JSONSchema.string(oneOf: ["every_n_days"])), ("n", JSONSchema.integer(HabitSchedule.intervalRange))]),
             JSONSchema.object([("type", JSONSchema.string(oneOf: ["times_per_week"])), ("times", JSONSchema.integer(HabitSchedule.timesRange))]),
+            JSONSchema.object([("type", JSONSchema.string(oneOf: ["times_in_days"])), ("times", JSONSchema.integer(1...364)),
+                               ("days", JSONSchema.integer(HabitSchedule.blockRange))]),
         ])),
     ]))
 
@@ -48,6 +50,9 @@ extension JSONWriter {
             key("n"); int(n)
         case .timesPerWeek(let times):
             key("times"); int(times)
+        case .timesInDays(let times, let days):
+            key("times"); int(times)
+            key("days"); int(days)
         }
         endObject()
     }
@@ -80,21 +85,25 @@ extension ParamsReader {
         default:
             throw .invalidParams(field: "schedule.type", reason: RPCReason.wrongType, message: "expected a string")
         }
-        let member: String?
+        let members: [String]
         switch type {
-        case "daily": member = nil
-        case "weekdays": member = "days"
-        case "every_n_days": member = "n"
-        case "times_per_week": member = "times"
+        case "daily": members = []
+        case "weekdays": members = ["days"]
+        case "every_n_days": members = ["n"]
+        case "times_per_week": members = ["times"]
+        case "times_in_days": members = ["times", "days"]
         default:
             throw .invalidParams(field: "schedule.type", reason: RPCReason.invalidChoice,
-                                 message: #"expected "daily", "weekdays", "every_n_days" or "times_per_week""#)
+                                 message: #"expected "daily", "weekdays", "every_n_days", "times_per_week" or "times_in_days""#)
         }
-        for key in object.keys where key != "type" && key != member {
+        for key in object.keys where key != "type" && !members.contains(key) {
             throw .invalidParams(field: "schedule." + key, reason: RPCReason.unknownKey, message: "not a member of schedule type \(type)")
         }
         let schedule: HabitSchedule
-        switch member {
+        switch members.first {
+        case "times"? where type == "times_in_days":
+            schedule = .timesInDays(times: try integer(try required(object, "times"), field: "schedule.times"),
+                                    days: try integer(try required(object, "days"), field: "schedule.days"))
         case "days"?:
             guard case .array(let elements) = try required(object, "days") else {
                 throw .invalidParams(field: "schedule.days", reason: RPCReason.wrongType, message: "expected an array of ISO weekdays")

@@ -297,25 +297,20 @@ extension LoopExport {
     }
 
     /// Loop's frequency is "numerator times in denominator days". Exact: 1/1 (and n/n) daily,
-    /// n/7 times_per_week n. Otherwise the nearest of our shapes, with a warning: 1/m →
-    /// every_n_days m (the same rate, on fixed days rather than any day of a window; m ≤ 365);
-    /// n/m → times_per_week round(7n/m) (the nearest weekly rate, 1…7; 7 is daily).
+    /// n/7 times_per_week n (the user's weeks, as Loop's "n times per week" reads), any other n/m
+    /// with n < m ≤ 365 times_in_days n in m (sql/0034: blocks of m days from the first day).
+    /// Otherwise the nearest, with a warning: n > m daily; m > 365 the same rate in 365 days.
     static func schedule(numerator n: Int, denominator m: Int) -> (JSONValue, String?) {
         let daily: JSONValue = .object(JSONObject([("type", .string("daily"))]))
-        func timesPerWeek(_ times: Int) -> JSONValue {
-            .object(JSONObject([("type", .string("times_per_week")), ("times", .int(times))]))
+        func timesInDays(_ times: Int, _ days: Int) -> JSONValue {
+            .object(JSONObject([("type", .string("times_in_days")), ("times", .int(times)), ("days", .int(days))]))
         }
         if n == m { return (daily, nil) }
-        if m == 7, n < 7 { return (timesPerWeek(n), nil) }
+        if m == 7, n < 7 { return (.object(JSONObject([("type", .string("times_per_week")), ("times", .int(n))])), nil) }
         if n > m { return (daily, "frequency \(n) times in \(m) days is more than daily; imported as daily") }
-        if n == 1 {
-            let days = min(m, 365)
-            return (.object(JSONObject([("type", .string("every_n_days")), ("n", .int(days))])),
-                    "frequency once in \(m) days imported as every \(days) days (fixed days counted from the start)")
-        }
-        let times = min(7, max(1, Int((Double(n) * 7 / Double(m)).rounded())))
-        if times == 7 { return (daily, "frequency \(n) times in \(m) days imported as daily (the nearest)") }
-        return (timesPerWeek(times), "frequency \(n) times in \(m) days imported as \(times) times per week (the nearest)")
+        if m <= 365 { return (timesInDays(n, m), nil) }
+        let times = min(364, max(1, Int((Double(n) * 365 / Double(m)).rounded())))
+        return (timesInDays(times, 365), "frequency \(n) times in \(m) days imported as \(times) times in 365 days (the nearest)")
     }
 
     /// The habit's name as Loop shows it, for the report.

@@ -23,6 +23,8 @@ import Testing
         // A day's value rules (sql/0031).
         "habit.is_counted(text,numeric,text)", "habit.value_meets(numeric,numeric,text)", "habit.done_value(numeric,text)",
         "habit.due_days(jsonb,date,daterange,date)", "habit.due_on(jsonb,date,date)",
+        // The block of a times_per_week or times_in_days day (sql/0034), inlined into day.get's one-day path.
+        "habit.quota_block_start(jsonb,date,integer,date)", "habit.quota_block_days(jsonb)",
         // The streak reads planned into their callers (day.get's statement, habit_stats), and
         // day.get's one-day path (issue 29).
         "habit.streak_unit(jsonb)", "habit.habits_on(uuid,date,date,text,time without time zone)",

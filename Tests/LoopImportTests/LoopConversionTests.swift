@@ -58,7 +58,7 @@ struct LoopConversionTests {
               startedAt: "2026-11-15T23:00:00Z", endedAt: nil, schedule: #"{"type":"times_per_week","times":3}"#,
               completions: ["2026-11-16", "2026-11-18"], skips: []),
         .init(position: 3, loopName: "Méditation 瞑想", name: "Méditation 瞑想", color: "#5E35B1",
-              startedAt: "2026-10-31T23:00:00Z", endedAt: nil, schedule: #"{"type":"times_per_week","times":5}"#,
+              startedAt: "2026-10-31T23:00:00Z", endedAt: nil, schedule: #"{"type":"times_in_days","times":2,"days":3}"#,
               completions: ["2026-11-02"], skips: ["2026-11-01"]),
         .init(position: 4, loopName: "", name: "Did you floss?", color: "#D32F2F",
               startedAt: "2026-11-21T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
@@ -72,7 +72,7 @@ struct LoopConversionTests {
               startedAt: "2026-06-29T22:00:00Z", endedAt: "2026-07-02T22:00:00Z", schedule: #"{"type":"daily"}"#,
               completions: ["2026-06-30", "2026-07-02"], skips: []),
         .init(position: 7, loopName: "Archived today", name: "Archived today", color: "#FF8F00",
-              startedAt: "2026-11-19T23:00:00Z", endedAt: "2026-11-22T23:00:00Z", schedule: #"{"type":"every_n_days","n":14}"#,
+              startedAt: "2026-11-19T23:00:00Z", endedAt: "2026-11-22T23:00:00Z", schedule: #"{"type":"times_in_days","times":1,"days":14}"#,
               completions: ["2026-11-20"], skips: []),
         .init(position: 8, loopName: "Not selected", name: "Not selected", color: "#AFB42B",
               startedAt: "2026-11-22T23:00:00Z", endedAt: nil, schedule: #"{"type":"daily"}"#,
@@ -160,15 +160,15 @@ struct LoopConversionTests {
         #expect(report.futureCheckmarksDropped == 1)
         #expect(report.archivedTodayCheckmarksDropped == 1)
         let warnings = report.warnings.joined(separator: "\n")
-        for fragment in ["\"Méditation 瞑想\": frequency 2 times in 3 days imported as 5 times per week",
-                         "\"Did you floss?\": no name in Loop; its question is the name",
+        for fragment in ["\"Did you floss?\": no name in Loop; its question is the name",
                          "\"Morning run, 5 km\": 1 checkmark(s) after today (2026-11-23) not imported",
-                         "\"Archived today\": frequency once in 14 days imported as every 14 days",
                          "\"Archived today\": archived; 1 checkmark(s) of today not imported",
                          "\"Not selected\": no Checkmarks.csv in the export"] {
             #expect(warnings.contains(fragment), "missing warning: \(fragment)\nin:\n\(warnings)")
         }
-        #expect(report.warnings.count == 6)
+        // Loop's frequencies of 2 in 3 and 1 in 14 days are kept as such (times_in_days, sql/0034): no warning.
+        #expect(!warnings.contains("frequency"), warnings)
+        #expect(report.warnings.count == 4)
         #expect(report.json.jsonString.hasPrefix(#"{"counts":{"habits":9,"archived_habits":2,"completions":13,"skips":2,"measurable_habits":2,"checkins":3,"notes":2,"numeric_habits_not_imported":0,"#))
     }
 
@@ -227,9 +227,11 @@ struct LoopConversionTests {
         (1, 1, #"{"type":"daily"}"#, false), (7, 7, #"{"type":"daily"}"#, false),
         (3, 7, #"{"type":"times_per_week","times":3}"#, false), (1, 7, #"{"type":"times_per_week","times":1}"#, false),
         (6, 7, #"{"type":"times_per_week","times":6}"#, false),
-        (2, 3, #"{"type":"times_per_week","times":5}"#, true), (1, 2, #"{"type":"every_n_days","n":2}"#, true),
-        (1, 400, #"{"type":"every_n_days","n":365}"#, true), (10, 30, #"{"type":"times_per_week","times":2}"#, true),
-        (13, 14, #"{"type":"daily"}"#, true), (3, 2, #"{"type":"daily"}"#, true),
+        (2, 3, #"{"type":"times_in_days","times":2,"days":3}"#, false), (1, 2, #"{"type":"times_in_days","times":1,"days":2}"#, false),
+        (10, 30, #"{"type":"times_in_days","times":10,"days":30}"#, false), (13, 14, #"{"type":"times_in_days","times":13,"days":14}"#, false),
+        (1, 365, #"{"type":"times_in_days","times":1,"days":365}"#, false),
+        (1, 400, #"{"type":"times_in_days","times":1,"days":365}"#, true), (300, 400, #"{"type":"times_in_days","times":274,"days":365}"#, true),
+        (3, 2, #"{"type":"daily"}"#, true),
     ])
     func frequencies(numerator: Int, denominator: Int, schedule: String, warns: Bool) {
         let (value, warning) = LoopExport.schedule(numerator: numerator, denominator: denominator)

@@ -118,6 +118,9 @@ COMMENT ON FUNCTION habit.period_on_days(timestamptz, timestamptz, text, date, t
 --                   not met; days after it are not due (days then lie in one week). The day of
 --                   the completion that meets the target is still due, so completing never
 --                   makes a day stop being due.
+--   times_in_days   the same per block of `days` days from first_day (sql/0034): target_met_on
+--                   is the block's times-th completion (habit.block_target_met_on); days then
+--                   lie in one block.
 -- Inlinable (one expression, no SET clause, schema-qualified): the batch evaluates it per
 -- week and habit, habit.habit_days_at per day. STABLE, not IMMUTABLE, only because
 -- jsonb_build_object is (an IMMUTABLE function calling it would not be inlined).
@@ -142,16 +145,20 @@ CREATE OR REPLACE FUNCTION habit.due_days(schedule jsonb, first_day date, days d
                WHEN 'times_per_week' THEN
                    CASE WHEN target_met_on IS NULL THEN pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)
                         ELSE GREATEST(0, LEAST(pg_catalog.upper(days), target_met_on OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) END
+               WHEN 'times_in_days' THEN
+                   CASE WHEN target_met_on IS NULL THEN pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days)
+                        ELSE GREATEST(0, LEAST(pg_catalog.upper(days), target_met_on OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.-) pg_catalog.lower(days)) END
                ELSE pg_catalog.upper(days) OPERATOR(pg_catalog.-) pg_catalog.lower(days) END END
     $fn$;
 COMMENT ON FUNCTION habit.due_days(jsonb, date, daterange, date) IS
-    'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010).';
+    'THE rule of "due": how many days of a bounded range of on-days of one period (first local day first_day) the schedule asks for; target_met_on for times_per_week (sql/0010) and times_in_days (sql/0034).';
 
 -- The same rule for one day D of a weekdays, every_n_days or daily schedule: the one-day paths
 -- (day.get's habit.day_habits, habit_stats' window counts) test D directly instead of building
 -- the daterange and jsonpath habit.due_days needs (their set-up cost more than the reads, issue
 -- 29); due_days(schedule, first_day, [D, D + 1), NULL) = 1 ⇔ due_on(schedule, first_day, D).
--- times_per_week needs the week's completions, so its callers decide it themselves (true here).
+-- times_per_week and times_in_days need the week's or block's completions, so their callers
+-- decide them (true here).
 -- Inlinable like due_days (STABLE for the same reason: to_jsonb is).
 CREATE OR REPLACE FUNCTION habit.due_on(schedule jsonb, first_day date, day date) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -181,6 +188,46 @@ CREATE OR REPLACE FUNCTION habit.week_target_met_on(p_user uuid, p_template uuid
 COMMENT ON FUNCTION habit.week_target_met_on(uuid, uuid, date, integer) IS
     'The date of the times-th completion of the habit in the week from week_start, or NULL (a times_per_week target not met).';
 
+-- The block of day d under a schedule whose due days depend on completions (sql/0034): the
+-- user's week for times_per_week (weeks from ISO weekday wk), the block of `days` days from the
+-- period's first local day for times_in_days; NULL for the others. Inlined (IMMUTABLE, no SET
+-- clause, schema-qualified).
+CREATE OR REPLACE FUNCTION habit.quota_block_start(schedule jsonb, first_day date, wk integer, d date) RETURNS date
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'times_per_week' THEN habit.week_start(d, wk)
+           WHEN 'times_in_days'
+           THEN d OPERATOR(pg_catalog.-) ((d OPERATOR(pg_catalog.-) first_day) OPERATOR(pg_catalog.%) (schedule OPERATOR(pg_catalog.->>) 'days')::integer)
+           END
+    $fn$;
+COMMENT ON FUNCTION habit.quota_block_start(jsonb, date, integer, date) IS
+    'The first day of d''s block: its week (times_per_week, weeks from ISO weekday wk) or its block of `days` days from first_day (times_in_days, sql/0034); NULL for other schedules.';
+
+CREATE OR REPLACE FUNCTION habit.quota_block_days(schedule jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'times_per_week' THEN 7
+           WHEN 'times_in_days' THEN (schedule OPERATOR(pg_catalog.->>) 'days')::integer END
+    $fn$;
+COMMENT ON FUNCTION habit.quota_block_days(jsonb) IS
+    'The length of a block: 7 (times_per_week), `days` (times_in_days, sql/0034); NULL for other schedules.';
+
+-- The date of the times-th completion of a habit in the block [block_start, block_start +
+-- block_days): the day a times_per_week or times_in_days target is met (NULL: not met).
+CREATE OR REPLACE FUNCTION habit.block_target_met_on(p_user uuid, p_template uuid, block_start date, block_days integer, times integer) RETURNS date
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT c.completed_date FROM public.habit_completions c
+    WHERE c.user_id = p_user AND c.template_id = p_template
+      AND c.completed_date >= block_start AND c.completed_date < block_start + block_days
+    ORDER BY c.completed_date OFFSET times - 1 LIMIT 1
+    $fn$;
+COMMENT ON FUNCTION habit.block_target_met_on(uuid, uuid, date, integer, integer) IS
+    'The date of the times-th completion of the habit in the block of block_days days from block_start, or NULL (sql/0034).';
+
 -- PL/pgSQL (plan kept per session) rather than an inlined SQL function: its callers (a day,
 -- a week of one user, the triggers) ask for few rows, and the set-returning function is
 -- planned once instead of inside every caller's plan. p_template: only that habit's periods,
@@ -196,6 +243,7 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
     DECLARE
         tz text := habit.user_time_zone(p_user, p_zone);
         ds time := habit.user_day_start(p_user);
+        wk integer := habit.user_week_start_isodow(p_user);
     BEGIN
         RETURN QUERY
         SELECT o.template_id, o.day,
@@ -225,14 +273,14 @@ CREATE OR REPLACE FUNCTION habit.habit_days_at(p_user uuid, p_from date, p_to da
             ) s
             ORDER BY s.template_id, s.day, s.started_at DESC
         ) o
-        -- A times_per_week target, looked up only for such habits; a plain column for
+        -- A times_per_week or times_in_days target, looked up only for such habits; a plain column for
         -- habit.due_days, which is then inlined (an argument calling a function is not).
         -- OFFSET 0 keeps the subquery whole, so the lookup runs after its WHERE (pulled up
         -- into the join, it ran for every habit).
         LEFT JOIN LATERAL (
-            SELECT habit.week_target_met_on(p_user, o.template_id, habit.week_start(o.day, habit.user_week_start_isodow(p_user)),
-                                            (o.schedule ->> 'times')::integer) AS met_on
-            WHERE o.schedule ->> 'type' = 'times_per_week'
+            SELECT habit.block_target_met_on(p_user, o.template_id, habit.quota_block_start(o.schedule, o.first_day, wk, o.day),
+                                             habit.quota_block_days(o.schedule), (o.schedule ->> 'times')::integer) AS met_on
+            WHERE o.schedule ->> 'type' IN ('times_per_week', 'times_in_days')
             OFFSET 0
         ) target ON true
         ORDER BY o.template_id, o.day;
@@ -253,7 +301,7 @@ COMMENT ON FUNCTION habit.habit_days(uuid, date, date, text) IS
 
 -- The habits on one day, for day.get: the periods that contain the date (no series), the one
 -- starting last in force; due by its schedule (times_per_week: fewer than `times` completions
--- earlier in the user's week, p_wk); done and skipped by one probe each. The same answer as
+-- earlier in the user's week, p_wk; times_in_days: in its block); done and skipped by one probe each. The same answer as
 -- habit.habit_days_at for one day. Inlined into the caller's statement.
 --
 -- Written out for one day rather than through habit.period_on_days and habit.due_days (issue
@@ -280,6 +328,12 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
                         AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
+                        AND c.completed_date OPERATOR(pg_catalog.<) p_date)
+                     OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
+                WHEN 'times_in_days'
+                THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
+                      WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
+                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.quota_block_start(o.schedule, o.first_day, p_wk, p_date)
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
                 ELSE habit.due_on(o.schedule, o.first_day, p_date) END,

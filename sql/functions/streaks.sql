@@ -309,7 +309,8 @@ CREATE OR REPLACE FUNCTION habit.streak_habit(p_user uuid, p_template uuid) RETU
         IF NOT FOUND THEN
             RETURN NULL;
         END IF;
-        h.has_tpw := EXISTS (SELECT 1 FROM unnest(h.segs) s WHERE (s.schedule ->> 'type') = 'times_per_week');
+        -- Due days that depend on completions: times_per_week, times_in_days (sql/0034).
+        h.has_tpw := EXISTS (SELECT 1 FROM unnest(h.segs) s WHERE (s.schedule ->> 'type') IN ('times_per_week', 'times_in_days'));
         IF cardinality(h.segs) > 0 THEN
             h.first_slot := CASE WHEN h.unit = 'weeks' THEN habit.week_start((h.segs[1]).lo, h.wk) ELSE (h.segs[1]).lo END;
         END IF;
@@ -411,8 +412,8 @@ CREATE OR REPLACE FUNCTION habit.streak_next_quiet_due(h habit.streak_habit, x d
     END
     $fn$;
 
--- Whether day d, inside segment s, is due: times_per_week while fewer than `times` of the
--- habit's completions lie in d's week before d (habit.due_days' rule).
+-- Whether day d, inside segment s, is due: times_per_week (times_in_days) while fewer than
+-- `times` of the habit's completions lie in d's week (block) before d (habit.due_days' rule).
 CREATE OR REPLACE FUNCTION habit.streak_is_due(h habit.streak_habit, s habit.streak_segment, d date) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -420,10 +421,11 @@ CREATE OR REPLACE FUNCTION habit.streak_is_due(h habit.streak_habit, s habit.str
     BEGIN
         IF s.lo IS NULL THEN
             RETURN false;
-        ELSIF (s.schedule ->> 'type') = 'times_per_week' THEN
+        ELSIF (s.schedule ->> 'type') IN ('times_per_week', 'times_in_days') THEN
             RETURN (SELECT count(*) FROM public.habit_completions c
                     WHERE c.user_id = h.user_id AND c.template_id = h.template_id
-                      AND c.completed_date >= habit.week_start(d, h.wk) AND c.completed_date < d) < (s.schedule ->> 'times')::integer;
+                      AND c.completed_date >= habit.quota_block_start(s.schedule, s.first_day, h.wk, d) AND c.completed_date < d)
+                   < (s.schedule ->> 'times')::integer;
         END IF;
         RETURN habit.streak_segment_due(s, d, d) > 0;
     END
@@ -442,12 +444,13 @@ CREATE OR REPLACE FUNCTION habit.streak_days(h habit.streak_habit, x date, y dat
     BEGIN
         RETURN QUERY
         SELECT o.d, (o.s).schedule,
-               CASE WHEN ((o.s).schedule ->> 'type') = 'times_per_week'
+               CASE WHEN ((o.s).schedule ->> 'type') IN ('times_per_week', 'times_in_days')
                     THEN (SELECT count(*) FROM public.habit_completions c
                           WHERE c.user_id = h.user_id AND c.template_id = h.template_id
-                            AND c.completed_date >= habit.week_start(o.d, h.wk) AND c.completed_date < o.d
+                            AND c.completed_date >= habit.quota_block_start((o.s).schedule, (o.s).first_day, h.wk, o.d) AND c.completed_date < o.d
                             AND c.completed_date IS DISTINCT FROM CASE WHEN p_kind = 'completion' THEN p_day END)
-                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= habit.week_start(o.d, h.wk) AND p_day < o.d
+                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= habit.quota_block_start((o.s).schedule, (o.s).first_day, h.wk, o.d)
+                                     AND p_day < o.d
                                 THEN 1 ELSE 0 END
                          < ((o.s).schedule ->> 'times')::integer
                     ELSE habit.streak_segment_due(o.s, o.d, o.d) > 0 END,
@@ -605,6 +608,24 @@ CREATE OR REPLACE FUNCTION habit.streak_open(h habit.streak_habit, x date, y dat
                       CROSS JOIN generate_series(0, 6) k
                       JOIN unnest(h.segs) s ON wk.w + k >= s.lo AND wk.w + k < s.hi AND (s.schedule ->> 'type') = 'times_per_week'
                       WHERE wk.w + k BETWEEN x AND y AND NOT habit.streak_is_due(h, s, wk.w + k));
+            -- Times_in_days days after their block's target is met (sql/0034), by arithmetic per
+            -- segment and block: the days of the block after the day of its times-th completion,
+            -- inside the segment and [x, y]. Reads the completions of the blocks reaching [x, y].
+            n := n - (SELECT coalesce(sum(GREATEST(0, LEAST(y + 1, s.hi, m.bs + (s.schedule ->> 'days')::integer)
+                                                      - GREATEST(x, s.lo, m.met_on + 1))), 0)::integer
+                      FROM unnest(h.segs) s
+                      CROSS JOIN LATERAL (
+                          SELECT k.bs, k.d AS met_on
+                          FROM (SELECT c.completed_date AS d,
+                                       habit.quota_block_start(s.schedule, s.first_day, h.wk, c.completed_date) AS bs,
+                                       row_number() OVER (PARTITION BY habit.quota_block_start(s.schedule, s.first_day, h.wk, c.completed_date)
+                                                          ORDER BY c.completed_date) AS nth
+                                FROM public.habit_completions c
+                                WHERE c.user_id = h.user_id AND c.template_id = h.template_id
+                                  AND c.completed_date >= GREATEST(s.first_day, x - (s.schedule ->> 'days')::integer)
+                                  AND c.completed_date <= y) k
+                          WHERE k.nth = (s.schedule ->> 'times')::integer) m
+                      WHERE (s.schedule ->> 'type') = 'times_in_days' AND s.lo <= y AND s.hi > x);
         END IF;
         IF h.skips > 0 THEN
             n := n - (SELECT count(*)::integer FROM public.habit_skips k
@@ -755,6 +776,8 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_slots(h habit.streak_habit) RETURNS
                 WHERE c.user_id = h.user_id AND c.template_id = h.template_id) c
             JOIN unnest(h.segs) s ON c.d >= s.lo AND c.d < s.hi
             WHERE CASE WHEN (s.schedule ->> 'type') = 'times_per_week' THEN c.nth <= (s.schedule ->> 'times')::integer
+                       -- (sql/0034: the block's count, per completion: events, not days.)
+                       WHEN (s.schedule ->> 'type') = 'times_in_days' THEN habit.streak_is_due(h, s, c.d)
                        ELSE habit.streak_segment_due(s, c.d, c.d) > 0 END
             ORDER BY 1;
         ELSE
@@ -870,6 +893,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         step integer;
         s habit.streak_segment;
         w1 date; w2 date;
+        reach date;
         a public.habit_streak_runs;
         b public.habit_streak_runs;
         near public.habit_streak_runs[];
@@ -903,10 +927,28 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         h := habit.streak_habit_of(st);
         step := CASE WHEN h.unit = 'weeks' THEN 7 ELSE 1 END;
 
+        -- A completion in a times_in_days block decides whether the block's later days are due
+        -- (sql/0034): the window reaches the block's end (at most 365 days: constant work). In
+        -- weeks (the habit is times_per_week now, an older segment times_in_days) a reach past
+        -- the week has the habit rebuilt at commit instead.
+        reach := p_day;
+        IF h.has_tpw AND p_kind = 'completion' THEN
+            FOREACH s IN ARRAY h.segs LOOP
+                IF (s.schedule ->> 'type') = 'times_in_days' AND s.first_day <= p_day AND s.hi > p_day THEN
+                    reach := greatest(reach, least(habit.quota_block_start(s.schedule, s.first_day, h.wk, p_day)
+                                                   + (s.schedule ->> 'days')::integer - 1, s.hi - 1));
+                END IF;
+            END LOOP;
+            IF h.unit = 'weeks' AND reach > habit.week_start(p_day, h.wk) + 6 THEN
+                PERFORM habit.streak_invalidate(p_user, p_template);
+                RETURN;
+            END IF;
+        END IF;
+
         -- The window and its slots' new states.
         IF h.unit = 'weeks' OR h.has_tpw THEN
             w1 := habit.week_start(p_day, h.wk);
-            w2 := w1 + CASE WHEN h.unit = 'weeks' THEN 0 ELSE 6 END;
+            w2 := CASE WHEN h.unit = 'weeks' THEN w1 ELSE greatest(w1 + 6, reach) END;
             FOR rec IN SELECT * FROM habit.streak_slot_states(h, w1, w2, p_day, p_kind, p_present) LOOP
                 w_slots := w_slots || rec.slot;
                 w_states := w_states || rec.state;

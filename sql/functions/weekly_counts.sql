@@ -24,8 +24,9 @@ SET LOCAL check_function_bodies = off;
 -- a later-starting period of its habit is on (its schedule is in force there, as in
 -- habit_days_at). Daily segments are summed per (user, week) from one array of ranges per
 -- user, as before due; the others are cut into weeks and habit.due_days counts a piece's due
--- days at once. Only times_per_week pieces are counted per day, since their target is met in
--- the user's week (profiles.week_start), which need not be the run's. WeeklyCountsHistoryTests
+-- days at once. Only times_per_week and times_in_days pieces are counted per day, since their
+-- target is met in the user's week (profiles.week_start), which need not be the run's, or in
+-- their block (sql/0034). WeeklyCountsHistoryTests
 -- checks, for random histories, that it equals the sum of the per-user habit.habit_days_at
 -- answers. only_users NULL: every user (a user is one with a habit or a profile), else those
 -- (an incremental run recomputes its dirty users in one call).
@@ -90,13 +91,15 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
     scheduled_days AS (
         SELECT x.user_id, x.week_start,
                pg_catalog.sum(pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) pg_catalog.lower(x.days)) AS active,
-               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.<>) 'times_per_week'
+               pg_catalog.sum(CASE WHEN x.kind OPERATOR(pg_catalog.<>) ALL (ARRAY['times_per_week', 'times_in_days'])
                                    THEN habit.due_days(x.schedule, x.first_day, x.days, NULL)
                                    ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(pg_catalog.lower(x.days)::timestamp,
                                              (pg_catalog.upper(x.days) OPERATOR(pg_catalog.-) 1)::timestamp, '1 day'::interval) AS d(day)
                                          WHERE habit.due_days(x.schedule, x.first_day, pg_catalog.daterange(d.day::date, (d.day::date OPERATOR(pg_catalog.+) 1), '[)'),
-                                                   habit.week_target_met_on(x.user_id, x.template_id, habit.week_start(d.day::date, x.week_isodow),
-                                                                            (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
+                                                   habit.block_target_met_on(x.user_id, x.template_id,
+                                                                             habit.quota_block_start(x.schedule, x.first_day, x.week_isodow, d.day::date),
+                                                                             habit.quota_block_days(x.schedule),
+                                                                             (x.schedule OPERATOR(pg_catalog.->>) 'times')::integer)) OPERATOR(pg_catalog.>) 0) END) AS due
         FROM (SELECT s.user_id, s.template_id, s.schedule, s.kind, s.first_day, s.week_isodow, w.week_start,
                      (s.days OPERATOR(pg_catalog.*) w.days) AS days
               FROM segments s JOIN weeks w ON s.days OPERATOR(pg_catalog.&&) w.days
@@ -110,9 +113,11 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts_of(from_day date, to_day date, we
                CASE WHEN s.kind IS NULL THEN false
                     WHEN s.kind OPERATOR(pg_catalog.=) 'daily' THEN true
                     ELSE habit.due_days(s.schedule, s.first_day, pg_catalog.daterange(e.day, (e.day OPERATOR(pg_catalog.+) 1), '[)'),
-                             CASE WHEN s.kind OPERATOR(pg_catalog.=) 'times_per_week'
-                                  THEN habit.week_target_met_on(e.user_id, e.template_id, habit.week_start(e.day, s.week_isodow),
-                                                                (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END)
+                             CASE WHEN s.kind OPERATOR(pg_catalog.=) ANY (ARRAY['times_per_week', 'times_in_days'])
+                                  THEN habit.block_target_met_on(e.user_id, e.template_id,
+                                                                 habit.quota_block_start(s.schedule, s.first_day, s.week_isodow, e.day),
+                                                                 habit.quota_block_days(s.schedule),
+                                                                 (s.schedule OPERATOR(pg_catalog.->>) 'times')::integer) END)
                          OPERATOR(pg_catalog.>) 0 END AS due
         FROM (SELECT c.user_id, c.template_id, c.completed_date AS day, true AS done FROM public.habit_completions c
               UNION ALL
@@ -191,11 +196,25 @@ COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
 -- convention, so a database where nobody runs --incremental keeps no marks at all. The
 -- state and the dirty set: habit.weekly_counts_state, habit.weekly_counts_dirty.
 
+-- How many days past a completion's week it can change what is due: the longest block of the
+-- habit's times_in_days periods (sql/0034), else 0. Asked only where weekly counts are tracked.
+CREATE OR REPLACE FUNCTION habit.quota_reach(p_user uuid, p_template uuid) RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT coalesce(max((p.schedule ->> 'days')::integer), 0) FROM public.habit_periods p
+    WHERE p.user_id = p_user AND p.template_id = p_template AND p.schedule ->> 'type' = 'times_in_days'
+    $fn$;
+COMMENT ON FUNCTION habit.quota_reach(uuid, uuid) IS
+    'The longest block of the habit''s times_in_days periods, else 0: how far past its week a completion can change the due days (sql/0034).';
+
 -- Marks days of a user dirty, for each convention being tracked (none: nothing is written).
 -- Which days a changed row may change, generously (a mark only costs a recomputation):
 --   completion, skip on D   D − 6 … D + 6: its week in either convention, and every run week
 --                           overlapping the user's week of D, whose times_per_week target
---                           (habit.week_target_met_on) the row may meet or unmeet.
+--                           (habit.week_target_met_on) the row may meet or unmeet; for a
+--                           habit with a times_in_days period, up to D + 6 + its longest block
+--                           (habit.quota_reach, sql/0034), whose later days it may make due or not.
 --   period                  from the UTC date of started_at − 2 (a local date is within a
 --                           day of the UTC date) to that of ended_at + 3 (period_on_days ends
 --                           at L + 2 at most), unbounded when open: its on-days and due days,

@@ -14,7 +14,7 @@
 --   insert, or an update giving a row a new (user, habit, date): the rules (habit.check_day:
 --     the habit locked, HB003-HB005), the streak runs (habit.streak_apply), the change number
 --     removing the new key's tombstone, the weekly-count marks (the day's week in either
---     convention: D - 6 ... D + 6);
+--     convention: D - 6 ... D + 6, and the rest of a times_in_days block, habit.quota_reach);
 --   delete: the habit locked, the runs, the tombstone, the marks;
 --   an update moving a row to another date or habit (an admin's): both habits marked for a
 --     rebuild at commit instead of applied;
@@ -71,7 +71,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             END IF;
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
             IF day.tracking THEN
-                PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
+                PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7 + habit.quota_reach(OLD.user_id, OLD.template_id), '[)'));
             END IF;
             RETURN OLD;
         ELSIF TG_OP = 'UPDATE' THEN
@@ -86,7 +86,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
             PERFORM habit.streak_invalidate(OLD.user_id, OLD.template_id);
             PERFORM habit.streak_invalidate(NEW.user_id, NEW.template_id);
             PERFORM habit.sync_tombstone(OLD.user_id, 'completions', OLD.template_id::text || '/' || to_char(OLD.completed_date, 'YYYY-MM-DD'));
-            PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7, '[)'));
+            PERFORM habit.weekly_counts_mark(OLD.user_id, daterange(OLD.completed_date - 6, OLD.completed_date + 7 + habit.quota_reach(OLD.user_id, OLD.template_id), '[)'));
         ELSE
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.completed_date, 'completion', true, NEW.id);
             st := day.st;
@@ -133,7 +133,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         END IF;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
-            PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7, '[)'));
+            PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7 + habit.quota_reach(NEW.user_id, NEW.template_id), '[)'));
         END IF;
         RETURN NEW;
     END
