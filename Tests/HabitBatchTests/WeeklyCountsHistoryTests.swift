@@ -7,7 +7,7 @@ import Testing
 
 /// The batch and the per-user path agree on history (issue 16): for random users, zones and
 /// histories (deactivations, reactivations on the same local day, schedule changes — often
-/// mid-week — between all four schedule types, periods starting in the future, habits without
+/// mid-week — between all five schedule types, periods starting in the future, habits without
 /// periods, users without habits), completions and skips (also, backfilled, on days the habit
 /// is not on) and users' weeks (profiles.week_start), the stored weekly counts of
 /// `habit weekly-counts --store` equal, row for row, what the repository's `weekCounts`
@@ -42,8 +42,11 @@ import Testing
     }
 
     static func schedule(using rng: inout SeededGenerator) -> String {
-        switch Int.random(in: 0..<4, using: &rng) {
+        switch Int.random(in: 0..<5, using: &rng) {
         case 0: return #"{"type":"daily"}"#
+        case 4:
+            let days = Int.random(in: 2...10, using: &rng)
+            return #"{"type":"times_in_days","times":\#(Int.random(in: 1..<days, using: &rng)),"days":\#(days)}"#
         case 1:
             let days = (1...7).filter { _ in Bool.random(using: &rng) }
             return #"{"type":"weekdays","days":[\#((days.isEmpty ? [Int.random(in: 1...7, using: &rng)] : days).map(String.init).joined(separator: ","))]}"#

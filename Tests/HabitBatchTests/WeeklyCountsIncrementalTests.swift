@@ -51,7 +51,9 @@ import Testing
     }
 
     static let schedules = [#"{"type":"daily"}"#, #"{"type":"weekdays","days":[1,3,5]}"#,
-                            #"{"type":"every_n_days","n":2}"#, #"{"type":"times_per_week","times":3}"#]
+                            #"{"type":"every_n_days","n":2}"#, #"{"type":"times_per_week","times":3}"#,
+                            // A block longer than a week: a completion decides days past its week (sql/0034).
+                            #"{"type":"times_in_days","times":2,"days":12}"#]
 
     /// One random change as `user` through SQL; false when the database refused it (a rule:
     /// a day the habit is not on, a completion that exists, …), which changes nothing.
@@ -230,7 +232,10 @@ import Testing
             try admin.execute("SET habit.backfill = 'on'")
             try admin.execute("""
                 INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                SELECT user_id, id, \(today.adding(days: -3)) FROM public.habit_templates WHERE user_id = \(users[1]) LIMIT 1
+                SELECT t.user_id, t.id, \(today.adding(days: -3)) FROM public.habit_templates t WHERE t.user_id = \(users[1])
+                  AND NOT EXISTS (SELECT 1 FROM public.habit_skips k
+                                  WHERE k.user_id = t.user_id AND k.template_id = t.id AND k.skipped_date = \(today.adding(days: -3)))
+                LIMIT 1
                 ON CONFLICT DO NOTHING
                 """)
             let after = try job.runIncremental(on: batch)

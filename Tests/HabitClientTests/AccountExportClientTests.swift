@@ -30,13 +30,13 @@ extension HabitClientTests {
         }
     }
 
-    @Test("accountImportLoop, typed: a Loop export's yes/no habit imported once, the weekly numeric one reported by name")
+    @Test("accountImportLoop, typed: a Loop export's yes/no habit imported once, the monthly numeric one reported by name")
     func accountImportLoop() async throws {
         try await Self.withClient { client, _ in
             let user = UUID()
             let files = [
                 "Habits.csv": "Position,Name,Type,Question,Description,FrequencyNumerator,FrequencyDenominator,Color,Unit,Target Type,Target Value,Archived?\n"
-                    + "001,Read,YES_NO,,,1,1,#1976D2,,,,false\n002,Weight,NUMERICAL,,,1,7,#D32F2F,kg,AT_LEAST,70,false\n",
+                    + "001,Read,YES_NO,,,1,1,#1976D2,,,,false\n002,Weight,NUMERICAL,,,1,30,#D32F2F,kg,AT_LEAST,70,false\n",
                 "001 Read/Checkmarks.csv": "Date,Value,Notes\n2020-01-02,YES_MANUAL,\n2020-01-01,SKIP,\n",
             ]
             let first = try await client.accountImportLoop(userID: user, files: files, mode: "merge")

@@ -13,6 +13,8 @@ enum HistorySchedule: Hashable, Sendable, CustomStringConvertible {
     case weekdays([Int])
     case everyNDays(Int)
     case timesPerWeek(Int)
+    /// Each block of `days` days from the period's first local day needs `times` completions (sql/0034).
+    case timesInDays(times: Int, days: Int)
 
     /// The JSON the issue defines, e.g. `{"type":"weekdays","days":[1,3,5]}`.
     var json: String {
@@ -21,6 +23,7 @@ enum HistorySchedule: Hashable, Sendable, CustomStringConvertible {
         case .weekdays(let days): #"{"type":"weekdays","days":[\#(days.map(String.init).joined(separator: ","))]}"#
         case .everyNDays(let n): #"{"type":"every_n_days","n":\#(n)}"#
         case .timesPerWeek(let times): #"{"type":"times_per_week","times":\#(times)}"#
+        case .timesInDays(let times, let days): #"{"type":"times_in_days","times":\#(times),"days":\#(days)}"#
         }
     }
 
@@ -40,6 +43,9 @@ enum HistorySchedule: Hashable, Sendable, CustomStringConvertible {
         case ("times_per_week", 2):
             guard let times = object["times"] as? Int else { return nil }
             self = .timesPerWeek(times)
+        case ("times_in_days", 3):
+            guard let times = object["times"] as? Int, let days = object["days"] as? Int else { return nil }
+            self = .timesInDays(times: times, days: days)
         default: return nil
         }
     }
@@ -177,7 +183,8 @@ struct HistoryModel: Sendable {
     /// times_per_week: while fewer than `times` completions of the habit (any of its rows,
     /// whatever period or schedule they fell in) are dated in the user's week of `day`
     /// strictly before `day` — so the day of the completion that meets the target is still
-    /// due, the days after it in that week are not.
+    /// due, the days after it in that week are not. times_in_days: the same in the block of
+    /// `days` days (counted from the period's first local day) holding `day`.
     func isDue(_ period: HistoryPeriod, habit: Int, on day: CalendarDate) -> Bool {
         switch period.schedule {
         case .daily: true
@@ -185,6 +192,8 @@ struct HistoryModel: Sendable {
         case .everyNDays(let n): clock.localDate(period.start).days(until: day) % n == 0
         case .timesPerWeek(let times):
             completions(of: habit).filter { $0 >= userWeek(containing: day) && $0 < day }.count < times
+        case .timesInDays(let times, let days):
+            completions(of: habit).filter { $0 >= day.adding(days: -(clock.localDate(period.start).days(until: day) % days)) && $0 < day }.count < times
         }
     }
 

@@ -255,12 +255,16 @@ enum StreakGenerator {
         }
 
         func schedule() -> HistorySchedule {
-            switch Int.random(in: 0..<4, using: &rng) {
+            switch Int.random(in: 0..<5, using: &rng) {
             case 0: return .daily
             case 1:
                 let days = (1...7).filter { _ in Bool.random(using: &rng) }
                 return .weekdays(days.isEmpty ? [Int.random(in: 1...7, using: &rng)] : days)
             case 2: return .everyNDays(Int.random(in: 1...4, using: &rng))
+            case 3:
+                // n times in m days (sql/0034): short blocks, so that the cases cross many.
+                let days = Int.random(in: 2...9, using: &rng)
+                return .timesInDays(times: Int.random(in: 1..<days, using: &rng), days: days)
             default: return .timesPerWeek(Int.random(in: 1...7, using: &rng))
             }
         }

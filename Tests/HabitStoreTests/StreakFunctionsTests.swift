@@ -31,7 +31,9 @@ import Testing
     }
 
     static let schedules = [#"{"type":"daily"}"#, #"{"type":"weekdays","days":[1,3,5]}"#, #"{"type":"every_n_days","n":3}"#,
-                            #"{"type":"times_per_week","times":2}"#, #"{"type":"times_per_week","times":4}"#]
+                            #"{"type":"times_per_week","times":2}"#, #"{"type":"times_per_week","times":4}"#,
+                            // n in m days (sql/0034): a block within a week, and one reaching past it.
+                            #"{"type":"times_in_days","times":2,"days":3}"#, #"{"type":"times_in_days","times":2,"days":11}"#]
 
     /// Mismatches between the runs (the fast read: habit.streak_stats, habit.current_streak)
     /// and the reference scan, the stored and the rebuilt runs and state, habit_days_at for one

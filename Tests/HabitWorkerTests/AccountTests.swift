@@ -44,8 +44,11 @@ struct AccountTests {
     static func date(unixDay: Int) -> String { CalendarDate(daysSinceUnixEpoch: unixDay).description }
 
     static func schedule(_ g: inout Generator) -> WireJSON {
-        switch g.int(0...3) {
+        switch g.int(0...4) {
         case 0: return .object([.init("type", "daily")])
+        case 4:
+            let days = g.int(2...30)
+            return .object([.init("type", "times_in_days"), .init("times", .number(String(g.int(1...(days - 1))))), .init("days", .number(String(days)))])
         case 1:
             let days = (1...7).filter { _ in g.chance(50) }
             return .object([.init("type", "weekdays"), .init("days", .array((days.isEmpty ? [3] : days).map { .number(String($0)) }))])

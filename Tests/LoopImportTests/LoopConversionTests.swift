@@ -167,7 +167,7 @@ struct LoopConversionTests {
             #expect(warnings.contains(fragment), "missing warning: \(fragment)\nin:\n\(warnings)")
         }
         // Loop's frequencies of 2 in 3 and 1 in 14 days are kept as such (times_in_days, sql/0034): no warning.
-        #expect(!warnings.contains("frequency"), warnings)
+        #expect(!warnings.contains("frequency"), "\(warnings)")
         #expect(report.warnings.count == 4)
         #expect(report.json.jsonString.hasPrefix(#"{"counts":{"habits":9,"archived_habits":2,"completions":13,"skips":2,"measurable_habits":2,"checkins":3,"notes":2,"numeric_habits_not_imported":0,"#))
     }
