@@ -9,7 +9,8 @@ import Testing
 /// periods back (`history`), and the CHECK that stays the wall for writers that skip Swift.
 @Suite struct ScheduleStoreTests {
     static let shapes: [HabitSchedule] = [.daily, .weekdays([1, 3, 5]), .everyNDays(2), .timesPerWeek(3),
-                                          .weekdays([7]), .everyNDays(365), .timesPerWeek(7)]
+                                          .weekdays([7]), .everyNDays(365), .timesPerWeek(7),
+                                          .timesInDays(times: 2, days: 3), .timesInDays(times: 364, days: 365), .timesInDays(times: 1, days: 2)]
 
     @Test("create with each shape: the habit and its first period carry it")
     func createRoundTrips() throws {
@@ -45,6 +46,10 @@ import Testing
                 (.everyNDays(366), "schedule.n", .outOfRange),
                 (.timesPerWeek(0), "schedule.times", .outOfRange),
                 (.timesPerWeek(8), "schedule.times", .outOfRange),
+                (.timesInDays(times: 1, days: 1), "schedule.days", .outOfRange),
+                (.timesInDays(times: 1, days: 366), "schedule.days", .outOfRange),
+                (.timesInDays(times: 3, days: 3), "schedule.times", .outOfRange),
+                (.timesInDays(times: 0, days: 3), "schedule.times", .outOfRange),
             ]
             let habit = try fixture.repository.createHabit(user: user, HabitDraft(name: "Kept"))
             for (shape, field, reason) in cases {
@@ -135,7 +140,9 @@ import Testing
             let inactive = try fixture.repository.deactivateHabit(user: user, id: try fixture.repository.createHabit(user: user, HabitDraft(name: "Rest")).id)
             let bad = [#"{"type":"weekdays","days":[1,1]}"#, #"{"type":"weekdays","days":[]}"#, #"{"type":"every_n_days","n":0}"#,
                        #"{"type":"times_per_week","times":8}"#, #"{"type":"daily","x":1}"#, #"{"type":"hourly"}"#, #"{"type":"every_n_days","n":"2"}"#,
-                       #"{"type":"weekdays","days":[1.5]}"#, #"["daily"]"#]
+                       #"{"type":"weekdays","days":[1.5]}"#, #"["daily"]"#,
+                       #"{"type":"times_in_days","times":3,"days":3}"#, #"{"type":"times_in_days","times":1,"days":366}"#,
+                       #"{"type":"times_in_days","times":1}"#, #"{"type":"times_in_days","times":1,"days":[3]}"#]
             let connection = try fixture.database.connect()
             for shape in bad {
                 HistoryRulesTests.expectState("23514", comment: "\(shape)") {

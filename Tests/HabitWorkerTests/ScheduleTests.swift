@@ -18,6 +18,7 @@ struct ScheduleTests {
             let today = try session.today()
             let shapes = [#"{"type":"daily"}"#, #"{"type":"weekdays","days":[1,3,5]}"#, #"{"type":"every_n_days","n":2}"#,
                           #"{"type":"times_per_week","times":3}"#, #"{"type":"weekdays","days":[1,2,3,4,5,6,7]}"#,
+                          #"{"type":"times_in_days","times":2,"days":3}"#,
                           #"{"type":"every_n_days","n":365}"#]
             var ids: [WireJSON] = []
             for (index, shape) in shapes.enumerated() {
@@ -77,6 +78,12 @@ struct ScheduleTests {
             (#"{"type":"times_per_week","times":true}"#, "schedule.times", "wrong_type"),
             (#"{"type":"times_per_week","times":0}"#, "schedule.times", "out_of_range"),
             (#"{"type":"times_per_week","times":8}"#, "schedule.times", "out_of_range"),
+            (#"{"type":"times_in_days","times":2}"#, "schedule.days", "required"),
+            (#"{"type":"times_in_days","days":3}"#, "schedule.times", "required"),
+            (#"{"type":"times_in_days","times":2,"days":"3"}"#, "schedule.days", "wrong_type"),
+            (#"{"type":"times_in_days","times":3,"days":3}"#, "schedule.times", "out_of_range"),
+            (#"{"type":"times_in_days","times":1,"days":366}"#, "schedule.days", "out_of_range"),
+            (#"{"type":"times_in_days","times":1,"days":3,"n":2}"#, "schedule.n", "unknown_key"),
         ]
         try WorkerSession.with { session in
             let worker = session.worker
