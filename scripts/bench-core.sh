@@ -164,6 +164,8 @@ run() {
         bare_write*) out="$(PGOPTIONS='-c session_replication_role=replica' pgbench_run scripts/bench/core_write_bare.pgbench \
                              "$(clients_of "$name")" -D users="$USERS" -D clients="$(clients_of "$name")" -D k=0 -D day="$TODAY") 0" ;;
         bare_read*) out="$(pgbench_run scripts/bench/core_day_bare.pgbench "$(clients_of "$name")" -D users="$USERS" -D day="$TODAY") 0" ;;
+        set_tid_*) out=$(habit_bench --users "$USERS" --habit-suffix=-t --alternate --in-flight "$inflight" --method completions.set \
+                                     --date "$(days_back "${name#set_tid_}")") ;;
         set_floor) # the worker's statement alone: habit_completions' triggers off, on habit 5 (not
                    # written by the other runs), whose runs are rebuilt afterwards
                    sql "ALTER TABLE public.habit_completions DISABLE TRIGGER USER"
@@ -181,6 +183,8 @@ run() {
                                    --value 1.5 --spread-days 300 --date "$TODAY") ;;
         value) out=$(habit_bench --users "$USERS" --habit-suffix=-m --alternate --in-flight "$inflight" --method completions.set \
                                  --value 6 --date "$TODAY") ;;
+        checkin_w) out=$(habit_bench --users "$USERS" --habit-suffix=-w --in-flight "$inflight" --method checkins.add \
+                                     --value 1.5 --spread-days 300 --date "$TODAY") ;;
     esac
     RES[$name]=$out
 }
@@ -200,12 +204,14 @@ label() {
         m_*) label "${1#m_}" ;;
         bare_write) echo "bare write (pgbench -c1, triggers off)" ;; bare_write_c*) echo "bare write (pgbench -c$(clients_of "$1"), triggers off)" ;;
         bare_read) echo "bare day read (pgbench -c1)" ;; bare_read_c*) echo "bare day read (pgbench -c$(clients_of "$1"))" ;;
+        set_tid_0) echo "completions.set today (3 in 10 days)" ;; set_tid_*) echo "completions.set ${1#set_tid_} days back (3 in 10 days)" ;;
         set_0) echo "completions.set today" ;; set_1) echo "completions.set yesterday" ;;
         set_floor) echo "completions.set today, triggers off" ;;
         set_*) echo "completions.set ${1#set_} days back" ;;
         day) echo "day.get (5 habits)" ;; stats) echo "habits.stats (all habits)" ;;
         streaks) echo "day.get include streaks" ;; pull) echo "sync.pull nothing new" ;;
         checkin) echo "checkins.add (measurable, 300 days)" ;; value) echo "completions.set value (measurable)" ;;
+        checkin_w) echo "checkins.add (weekly target, 300 days)" ;;
     esac
 }
 # The ratios at IN_FLIGHT: "numerator denominator op limit" (no limit: for information).
@@ -276,12 +282,17 @@ enabled throughput && throughput
 # (scripts/bench/setup-measurable.sql); then the same rounds for checkins.add (spread over the
 # last 300 days, so no day reaches its 100), completions.set with a value (alternating "6" and
 # "0": every request rewrites the day) and day.get (now 5 boolean habits and the measurable one,
-# with today's note), against the same run's bare statements and completions.set today.
+# with today's note), against the same run's bare statements and completions.set today; and
+# checkins.add on a weekly target (sql/0033, the week's completion on its day) and completions.set
+# on an n-in-m-days habit (sql/0034, 3 in 10 days: the streak window reaches the block's end),
+# today and 700 days back (a write in the past costs what one today does).
 measurable_ratio_defs() {
     local f=$1 set_t=0.35 day_t=0.6
     [ "$f" = 1 ] || { set_t=1.2; day_t=2.0; }
     echo "checkin m_bare_write >= $set_t"; echo "value m_bare_write >= $set_t"; echo "m_set_0 m_bare_write"
     echo "checkin m_set_0"; echo "value m_set_0"; echo "m_day m_bare_read >= $day_t"
+    echo "checkin_w m_bare_write >= $set_t"; echo "checkin_w checkin"
+    echo "set_tid_0 m_bare_write >= $set_t"; echo "set_tid_0 m_set_0"; echo "set_tid_700 set_tid_0 >= 0.9"
 }
 measurable_section() {
     local inflight
@@ -291,7 +302,7 @@ measurable_section() {
             "$(sql 'SELECT count(*) FROM public.habit_day_notes') notes on $USERS habits"
     for inflight in $IN_FLIGHT; do
         section "measurable habits at $inflight in flight: requests/s (worker) or tps (pgbench), p50 ms in ()"
-        rounds_of "$inflight" "m_bare_write m_set_0 checkin value m_bare_read m_day" measurable_ratio_defs
+        rounds_of "$inflight" "m_bare_write m_set_0 checkin value checkin_w set_tid_0 set_tid_700 m_bare_read m_day" measurable_ratio_defs
     done
 }
 

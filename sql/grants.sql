@@ -158,7 +158,8 @@ GRANT USAGE ON TYPE habit.streak_segment, habit.streak_habit TO authenticated, s
 GRANT EXECUTE ON FUNCTION habit.rebuild_all_streaks() TO habit_admin;
 
 -- Weekly counts: the batch, admins, and Supabase's server side.
-GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.weekly_counts_of(date, date, text, uuid[])
+GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.weekly_counts_of(date, date, text, uuid[]),
+    habit.weekly_values(date, date, text, uuid)
     TO habit_batch, habit_admin, service_role;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;

@@ -105,6 +105,50 @@ public struct WeeklyCountsJob {
         progress?.finish()
     }
 
+    static let valueColumns = ["user_id", "template_id", "week_start", "value"]
+
+    /// `habit weekly-counts --values`: per habit counted from check-ins (measurable, a target
+    /// other than 1, at most, or weekly) and week of the run with an entry, the week's value —
+    /// its check-ins' sum, a day done without any counting habit.done_value
+    /// (`habit.weekly_values`, sql/functions/weekly_counts.sql) — sorted by user, habit and week,
+    /// streamed as `run` streams the counts.
+    public func runValues(on connection: Connection, output: OutputSink) throws {
+        try connection.withTransaction(prelude: Self.prelude + memorySettings + parameterSettings) { connection in
+            let query = "SELECT * FROM \(Self.valuesCallFromSettings) v ORDER BY v.user_id, v.template_id, v.week_start"
+            switch format {
+            case .csv:
+                try connection.copyOut("COPY (\(unsafeSQL: query)) TO STDOUT WITH (FORMAT csv, HEADER)") { try output.write($0) }
+            case .json:
+                try connection.copyOut("""
+                    COPY (SELECT json_build_object('user_id', w.user_id, 'template_id', w.template_id, 'week_start', w.week_start,
+                                                   'value', trim_scale(w.value)::text)
+                          FROM (\(unsafeSQL: query)) w) TO STDOUT
+                    """) { try output.write($0) }
+            case .table:
+                let widths = [36, 36, 10, 16]
+                func line(_ cells: [String]) -> [UInt8] {
+                    Array((zip(cells, widths).enumerated().map { index, pair in
+                        let padding = String(repeating: " ", count: max(0, pair.1 - pair.0.count))
+                        return index < 3 ? pair.0 + padding : padding + pair.0
+                    }.joined(separator: " | ") + "\n").utf8)
+                }
+                try output.write(line(Self.valueColumns))
+                try output.write(line(widths.map { String(repeating: "-", count: $0) }))
+                try connection.stream(Query(unsafeSQL: query)) { row in
+                    try output.write(line([try row.decode(UUID.self, at: 0).lowercaseString, try row.decode(UUID.self, at: 1).lowercaseString,
+                                           try row.decode(CalendarDate.self, at: 2).description,
+                                           try DecimalValueText.text(row.decode(PostgresNumeric.self, at: 3))]))
+                }
+            }
+            try output.flush()
+        }
+    }
+
+    static let valuesCallFromSettings = """
+        habit.weekly_values(current_setting('habit.weekly_from')::date, current_setting('habit.weekly_to')::date,
+                            current_setting('habit.weekly_week_start'), nullif(current_setting('habit.weekly_user'), '')::uuid)
+        """
+
     /// Replaces the stored rows of the run in one statement (one transaction): upserts the
     /// rows it produces into weekly_completion_counts and deletes the rows of the same week
     /// convention, in the weeks of [from, to], of the run's users (every user without `user`)
@@ -289,5 +333,17 @@ public struct WeeklyCountsJob {
             line += index == cells.count - 1 ? "\n" : " | "
         }
         return Array(line.utf8)
+    }
+}
+
+/// A numeric's text without its scale's trailing zeros ("5.500" → "5.5"), as the protocol writes values.
+enum DecimalValueText {
+    static func text(_ numeric: PostgresNumeric) -> String {
+        var text = numeric.text
+        if text.contains(".") {
+            while text.hasSuffix("0") { text.removeLast() }
+            if text.hasSuffix(".") { text.removeLast() }
+        }
+        return text
     }
 }

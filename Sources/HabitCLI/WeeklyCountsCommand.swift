@@ -40,6 +40,12 @@ struct WeeklyCountsCommand: ParsableCommand {
             last one did not keep (a rolling range adds a week), and the dirty users' weeks in the \
             rest. Weeks the range leaves are no longer kept (their rows stay as they were).
 
+            --values prints instead, for every habit counted from check-ins (measurable, a target \
+            other than 1, at most, or a weekly target) and every week of the range in which it has \
+            an entry: user_id,template_id,week_start,value — the week's value, its check-ins' sum \
+            (a day done without check-ins counts the target, or 0 at most), in the run's weeks; \
+            sorted by user, habit and week. Weeks without an entry have no row.
+
             Runs as the habit_batch role (set transaction-locally), which reads every user's rows and writes only \
             summary tables. Progress goes to stderr when stderr is a terminal.
 
@@ -65,6 +71,9 @@ struct WeeklyCountsCommand: ParsableCommand {
     @Flag(help: "Replace the run's rows in weekly_completion_counts instead of printing.")
     var store = false
 
+    @Flag(help: "Print each counted habit's value per week (user_id,template_id,week_start,value) instead of the counts.")
+    var values = false
+
     @Flag(help: "With --store: recompute only the (user, week) pairs changed since the last incremental run.")
     var incremental = false
 
@@ -82,7 +91,7 @@ struct WeeklyCountsCommand: ParsableCommand {
     private var storeURL: String?
 
     private enum CodingKeys: String, CodingKey {
-        case database, from, to, weekStart, format, store, incremental, workMem, user, storeURLFlag
+        case database, from, to, weekStart, format, store, values, incremental, workMem, user, storeURLFlag
     }
 
     mutating func validate() throws {
@@ -91,6 +100,7 @@ struct WeeklyCountsCommand: ParsableCommand {
             throw ValidationError("--user must be a UUID")
         }
         if incremental && !store { throw ValidationError("--incremental needs --store") }
+        if values && store { throw ValidationError("--values prints; it takes no --store") }
         if incremental && user != nil { throw ValidationError("--incremental covers every user; it takes no --user") }
         if workMem != "default", workMem.range(of: #"^[0-9]{1,9}(kB|MB|GB)?$"#, options: .regularExpression) == nil {
             throw ValidationError("--work-mem must be a size such as 64MB or 1GB, or 'default'")
@@ -118,7 +128,9 @@ struct WeeklyCountsCommand: ParsableCommand {
             job.format = format
             job.user = user.flatMap(UUID.init(uuidString:))
             job.workMemory = workMem == "default" ? nil : workMem
-            if incremental {
+            if values {
+                try job.runValues(on: connection, output: OutputSink())
+            } else if incremental {
                 // Its marks live on the server it reads: it reads and stores there.
                 if try WeeklyCountsJob.isReadOnly(connection) { try refuseReadOnly("the --database-url server") }
                 let report = try job.runIncremental(on: connection)

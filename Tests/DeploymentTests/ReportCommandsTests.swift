@@ -179,6 +179,34 @@ struct ReportCommandsTests {
     /// week so far (k days: 2k of 3k habit-days due, 0.6667), and the batch's stored counts,
     /// which count the week's 21 habit-days due (2k of 21). The weeks are Sunday weeks on a
     /// Sunday, else Monday weeks, so that today is never the week's last day.
+    /// `habit weekly-counts --values` (issue 32): the week values of the counted habits, as CSV;
+    /// with --store it is a usage error (exit 64) before anything is read.
+    @Test("weekly-counts --values prints each counted habit's week value; --values --store is refused")
+    func weeklyValues() throws {
+        try TestDatabase.with { database in
+            let admin = try database.connect()
+            let user = UUID(), habit = UUID()
+            try admin.withTransaction { connection in
+                try connection.execute("SET LOCAL habit.backfill = 'on'")
+                try connection.execute("""
+                    INSERT INTO public.habit_templates (id, user_id, name, activated_at, kind, unit, target)
+                    VALUES (\(habit), \(user), 'Run', '2021-01-01 00:00Z', 'measurable', 'km', 5)
+                    """)
+                try connection.execute("""
+                    INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value)
+                    VALUES (\(user), \(habit), '2021-01-05', 2.5), (\(user), \(habit), '2021-01-07', 4)
+                    """)
+            }
+            let range = ["--from", "2021-01-04", "--to", "2021-01-10", "--database-url", database.url]
+            let printed = try Self.habit(["weekly-counts", "--values"] + range)
+            #expect(printed.status == 0, "\(printed.stderr)")
+            #expect(printed.stdout.trimmingCharacters(in: .newlines) == "user_id,template_id,week_start,value\n\(user.lowercaseString),\(habit.lowercaseString),2021-01-04,6.5",
+                    "\(printed.stdout)")
+            let refused = try Self.habit(["weekly-counts", "--values", "--store"] + range)
+            #expect(refused.status == 64 && refused.stderr.contains("--values prints"), "\(refused)")
+        }
+    }
+
     @Test("weekly: the week not over counts its days up to today (no fake drop), drawn hollow and labelled so far")
     func weeklyCurrentWeek() throws {
         try TestDatabase.with { database in

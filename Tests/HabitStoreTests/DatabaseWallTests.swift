@@ -17,6 +17,8 @@ import Testing
         "habit.weekly_counts(date,date,text,uuid)",
         // sql/0015: the body habit.weekly_counts now calls, with a list of users.
         "habit.weekly_counts_of(date,date,text,uuid[])",
+        // The week values of counted habits (issue 32), the batch's --values.
+        "habit.weekly_values(date,date,text,uuid)",
         "habit.is_on_day(boolean,timestamp with time zone,date,text)", "habit.completion_refusal(boolean,date,date,boolean)",
         "habit.period_on_days(timestamp with time zone,timestamp with time zone,text,date,time without time zone)",
         "habit.local_day(timestamp with time zone,text,time without time zone)", "habit.day_begins(date,text,time without time zone)",

@@ -178,6 +178,48 @@ CREATE OR REPLACE FUNCTION habit.weekly_counts(from_day date, to_day date, week_
 COMMENT ON FUNCTION habit.weekly_counts(date, date, text, uuid) IS
     'Per user and week in [from_day, to_day] (weeks from week_start_day): completions, days with a completion, habit-days on, due, and skipped of the due, and the completion rate done ÷ (due − skipped) over due days (sql/0010, skipped sql/0020).';
 
+-- The week values of habits counted from check-ins (issue 32: "the week's value totals per
+-- habit"), for `habit weekly-counts --values`: per user, counted habit (habit.is_counted:
+-- measurable, a target other than 1, at most; a weekly target is one) and week of [from_day,
+-- to_day] (weeks from week_start_day) with an entry, the week's value — its check-ins' sum, a
+-- day done without check-ins counting habit.done_value — as week.counts answers one user's
+-- week. Events, not days: the check-ins and the completions without check-ins of the range.
+-- Inlined like habit.weekly_counts_of (no SET clause, schema-qualified).
+CREATE OR REPLACE FUNCTION habit.weekly_values(from_day date, to_day date, week_start_day text, only_user uuid DEFAULT NULL)
+    RETURNS TABLE (user_id uuid, template_id uuid, week_start date, value numeric)
+    LANGUAGE sql STABLE
+    AS $fn$
+    WITH bounds AS (
+        SELECT habit.week_start(from_day, habit.week_start_isodow(week_start_day)) AS first_day,
+               habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7 AS end_day,
+               habit.week_start_isodow(week_start_day) AS isodow
+        WHERE from_day OPERATOR(pg_catalog.<=) to_day
+    )
+    SELECT e.user_id, e.template_id, habit.week_start(e.day, b.isodow), pg_catalog.trim_scale(pg_catalog.sum(e.value))
+    FROM bounds b
+    CROSS JOIN LATERAL (
+        SELECT x.user_id, x.template_id, x.checkin_date AS day, x.value
+        FROM public.habit_checkins x
+        JOIN public.habit_templates t ON t.id OPERATOR(pg_catalog.=) x.template_id AND t.user_id OPERATOR(pg_catalog.=) x.user_id
+        WHERE habit.is_counted(t.kind, t.target, t.target_type)
+          AND x.checkin_date OPERATOR(pg_catalog.>=) b.first_day AND x.checkin_date OPERATOR(pg_catalog.<) b.end_day
+          AND (only_user IS NULL OR x.user_id OPERATOR(pg_catalog.=) only_user)
+        UNION ALL
+        SELECT c.user_id, c.template_id, c.completed_date, habit.done_value(t.target, t.target_type)
+        FROM public.habit_completions c
+        JOIN public.habit_templates t ON t.id OPERATOR(pg_catalog.=) c.template_id AND t.user_id OPERATOR(pg_catalog.=) c.user_id
+        WHERE habit.is_counted(t.kind, t.target, t.target_type)
+          AND c.completed_date OPERATOR(pg_catalog.>=) b.first_day AND c.completed_date OPERATOR(pg_catalog.<) b.end_day
+          AND (only_user IS NULL OR c.user_id OPERATOR(pg_catalog.=) only_user)
+          AND NOT EXISTS (SELECT 1 FROM public.habit_checkins y
+                          WHERE y.user_id OPERATOR(pg_catalog.=) c.user_id AND y.template_id OPERATOR(pg_catalog.=) c.template_id
+                            AND y.checkin_date OPERATOR(pg_catalog.=) c.completed_date)
+    ) e
+    GROUP BY 1, 2, 3
+    $fn$;
+COMMENT ON FUNCTION habit.weekly_values(date, date, text, uuid) IS
+    'Per user, habit counted from check-ins and week of [from_day, to_day] with an entry: the week''s value (check-ins'' sum; habit.done_value for a day done without any) (sql/functions/weekly_counts.sql, issue 32).';
+
 -- Weekly counts that grow with changes (issue 20) ---------------------------------------------
 -- `habit weekly-counts --store --incremental` recomputes only the (user, week) pairs whose counts may have changed since
 -- its last run, from a dirty set the database keeps itself, so that writes by the worker,
