@@ -161,6 +161,8 @@ GRANT EXECUTE ON FUNCTION habit.rebuild_all_streaks() TO habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.weekly_counts_of(date, date, text, uuid[]),
     habit.weekly_values(date, date, text, uuid)
     TO habit_batch, habit_admin, service_role;
+-- week.counts reads its week's values through the batch's definition, as the user (row-level security).
+GRANT EXECUTE ON FUNCTION habit.weekly_values(date, date, text, uuid) TO authenticated;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;
 

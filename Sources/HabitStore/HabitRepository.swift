@@ -417,27 +417,23 @@ public final class HabitRepository {
             WITH zone AS MATERIALIZED (
                 SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz,
                        habit.week_start(\(date), CASE WHEN \(weekStart?.rawValue)::text IS NULL THEN habit.user_week_start_isodow(\(user))
-                                                        ELSE habit.week_start_isodow(\(weekStart?.rawValue)) END) AS first_day
+                                                        ELSE habit.week_start_isodow(\(weekStart?.rawValue)) END) AS first_day,
+                       CASE WHEN habit.week_start_isodow(coalesce(\(weekStart?.rawValue)::text, 'monday')) = 7
+                                 OR (\(weekStart?.rawValue)::text IS NULL AND habit.user_week_start_isodow(\(user)) = 7)
+                            THEN 'sunday' ELSE 'monday' END AS convention
             ),
             days AS (SELECT zone.first_day + offset_days AS day FROM zone, generate_series(0, 6) AS offset_days),
             on_days AS MATERIALIZED (
                 SELECT d.template_id, d.day, d.due, d.done, d.skipped
                 FROM zone, habit.habit_days_at(\(user), zone.first_day, zone.first_day + 6, habit.user_today(\(user), \(timeZone)), \(timeZone)) d
             ),
-            -- The week's value of each counted habit on in it (sql/0029, sql/0031): events of the
-            -- week (its check-ins, its completions without any), not days.
+            -- The week's value of each counted habit on in it (sql/0029, sql/0031): the batch's
+            -- definition (habit.weekly_values: events of the week, its check-ins and its
+            -- completions without any, not days) for this user and week; 0 without an entry.
             week_values AS (
-                SELECT t.id, coalesce((SELECT sum(v.value) FROM (
-                           SELECT x.value FROM public.habit_checkins x
-                           WHERE x.user_id = \(user) AND x.template_id = t.id
-                             AND x.checkin_date >= zone.first_day AND x.checkin_date <= zone.first_day + 6
-                           UNION ALL
-                           SELECT habit.done_value(t.target, t.target_type) FROM public.habit_completions c
-                           WHERE c.user_id = \(user) AND c.template_id = t.id
-                             AND c.completed_date >= zone.first_day AND c.completed_date <= zone.first_day + 6
-                             AND NOT EXISTS (SELECT 1 FROM public.habit_checkins y
-                                             WHERE y.user_id = \(user) AND y.template_id = t.id AND y.checkin_date = c.completed_date)) v), 0) AS total
-                FROM zone, public.habit_templates t
+                SELECT t.id, coalesce(v.value, 0) AS total
+                FROM zone CROSS JOIN public.habit_templates t
+                LEFT JOIN habit.weekly_values(zone.first_day, zone.first_day, zone.convention, \(user)) v ON v.template_id = t.id
                 WHERE t.user_id = \(user) AND habit.is_counted(t.kind, t.target, t.target_type)
                   AND t.id IN (SELECT o.template_id FROM on_days o)
             )
