@@ -1069,6 +1069,8 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         v_week date;
         v_want date;
         v_over boolean;
+        v_have date[];
+        v_keep date[];
     BEGIN
         SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t
         WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week';
@@ -1080,15 +1082,29 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         v_over := v_type = 'at_most' AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
                                           WHERE i.user_id = p_user AND i.template_id = p_template
                                             AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) > v_target;
-        DELETE FROM public.habit_completions c
-        WHERE c.user_id = p_user AND c.template_id = p_template
-          AND c.completed_date >= v_week AND c.completed_date < v_week + 7
-          AND c.completed_date IS DISTINCT FROM v_want AND c.completed_date IS DISTINCT FROM p_deleting
-          -- (At most, within the target: a day kept without check-ins stays.)
-          AND (v_type = 'at_least' OR v_over OR c.completed_date = p_changed
-               OR EXISTS (SELECT 1 FROM public.habit_checkins i
-                          WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date));
-        IF v_want IS NOT NULL THEN
+        -- The week's completions now, and those that stay: the day it was met, and at most
+        -- (within the target) each day kept without check-ins but p_changed's.
+        SELECT coalesce(array_agg(c.completed_date ORDER BY c.completed_date), '{}'),
+               coalesce(array_agg(c.completed_date ORDER BY c.completed_date)
+                            FILTER (WHERE c.completed_date = v_want
+                                       OR (v_type = 'at_most' AND NOT v_over AND c.completed_date IS DISTINCT FROM p_changed
+                                           AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
+                                                           WHERE i.user_id = p_user AND i.template_id = p_template
+                                                             AND i.checkin_date = c.completed_date))), '{}')
+        INTO v_have, v_keep
+        FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date >= v_week AND c.completed_date < v_week + 7;
+        -- Most check-ins change nothing here (the week was met earlier, or is still short): no write.
+        IF v_have = v_keep AND (v_want IS NULL OR v_want = ANY (v_have)) THEN
+            RETURN;
+        END IF;
+        IF v_have <> v_keep THEN
+            DELETE FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template
+              AND c.completed_date = ANY (v_have) AND NOT c.completed_date = ANY (v_keep)
+              AND c.completed_date IS DISTINCT FROM p_deleting;
+        END IF;
+        IF v_want IS NOT NULL AND NOT v_want = ANY (v_have) THEN
             INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, v_want)
             ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
         END IF;
@@ -3326,6 +3342,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         s habit.streak_segment;
         w1 date; w2 date;
         reach date;
+        weekly_segment boolean;
         a public.habit_streak_runs;
         b public.habit_streak_runs;
         near public.habit_streak_runs[];
@@ -3364,6 +3381,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         -- weeks (the habit is times_per_week now, an older segment times_in_days) a reach past
         -- the week has the habit rebuilt at commit instead.
         reach := p_day;
+        weekly_segment := h.unit = 'weeks' OR EXISTS (SELECT 1 FROM unnest(h.segs) x WHERE (x.schedule ->> 'type') = 'times_per_week');
         IF h.has_tpw AND p_kind = 'completion' THEN
             FOREACH s IN ARRAY h.segs LOOP
                 IF (s.schedule ->> 'type') = 'times_in_days' AND s.first_day <= p_day AND s.hi > p_day THEN
@@ -3377,10 +3395,11 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             END IF;
         END IF;
 
-        -- The window and its slots' new states.
+        -- The window and its slots' new states: the week of a times_per_week segment; from the
+        -- day to its block's end for times_in_days alone (a completion changes only later days).
         IF h.unit = 'weeks' OR h.has_tpw THEN
-            w1 := habit.week_start(p_day, h.wk);
-            w2 := CASE WHEN h.unit = 'weeks' THEN w1 ELSE greatest(w1 + 6, reach) END;
+            w1 := CASE WHEN weekly_segment THEN habit.week_start(p_day, h.wk) ELSE p_day END;
+            w2 := CASE WHEN h.unit = 'weeks' THEN w1 WHEN weekly_segment THEN greatest(w1 + 6, reach) ELSE reach END;
             FOR rec IN SELECT * FROM habit.streak_slot_states(h, w1, w2, p_day, p_kind, p_present) LOOP
                 w_slots := w_slots || rec.slot;
                 w_states := w_states || rec.state;

@@ -138,6 +138,8 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         v_week date;
         v_want date;
         v_over boolean;
+        v_have date[];
+        v_keep date[];
     BEGIN
         SELECT t.target, t.target_type INTO v_target, v_type FROM public.habit_templates t
         WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week';
@@ -149,15 +151,29 @@ CREATE OR REPLACE FUNCTION habit.week_follow(p_user uuid, p_template uuid, p_day
         v_over := v_type = 'at_most' AND (SELECT coalesce(sum(i.value), 0) FROM public.habit_checkins i
                                           WHERE i.user_id = p_user AND i.template_id = p_template
                                             AND i.checkin_date >= v_week AND i.checkin_date < v_week + 7) > v_target;
-        DELETE FROM public.habit_completions c
-        WHERE c.user_id = p_user AND c.template_id = p_template
-          AND c.completed_date >= v_week AND c.completed_date < v_week + 7
-          AND c.completed_date IS DISTINCT FROM v_want AND c.completed_date IS DISTINCT FROM p_deleting
-          -- (At most, within the target: a day kept without check-ins stays.)
-          AND (v_type = 'at_least' OR v_over OR c.completed_date = p_changed
-               OR EXISTS (SELECT 1 FROM public.habit_checkins i
-                          WHERE i.user_id = p_user AND i.template_id = p_template AND i.checkin_date = c.completed_date));
-        IF v_want IS NOT NULL THEN
+        -- The week's completions now, and those that stay: the day it was met, and at most
+        -- (within the target) each day kept without check-ins but p_changed's.
+        SELECT coalesce(array_agg(c.completed_date ORDER BY c.completed_date), '{}'),
+               coalesce(array_agg(c.completed_date ORDER BY c.completed_date)
+                            FILTER (WHERE c.completed_date = v_want
+                                       OR (v_type = 'at_most' AND NOT v_over AND c.completed_date IS DISTINCT FROM p_changed
+                                           AND NOT EXISTS (SELECT 1 FROM public.habit_checkins i
+                                                           WHERE i.user_id = p_user AND i.template_id = p_template
+                                                             AND i.checkin_date = c.completed_date))), '{}')
+        INTO v_have, v_keep
+        FROM public.habit_completions c
+        WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date >= v_week AND c.completed_date < v_week + 7;
+        -- Most check-ins change nothing here (the week was met earlier, or is still short): no write.
+        IF v_have = v_keep AND (v_want IS NULL OR v_want = ANY (v_have)) THEN
+            RETURN;
+        END IF;
+        IF v_have <> v_keep THEN
+            DELETE FROM public.habit_completions c
+            WHERE c.user_id = p_user AND c.template_id = p_template
+              AND c.completed_date = ANY (v_have) AND NOT c.completed_date = ANY (v_keep)
+              AND c.completed_date IS DISTINCT FROM p_deleting;
+        END IF;
+        IF v_want IS NOT NULL AND NOT v_want = ANY (v_have) THEN
             INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, v_want)
             ON CONFLICT (user_id, template_id, completed_date) DO NOTHING;
         END IF;

@@ -894,6 +894,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         s habit.streak_segment;
         w1 date; w2 date;
         reach date;
+        weekly_segment boolean;
         a public.habit_streak_runs;
         b public.habit_streak_runs;
         near public.habit_streak_runs[];
@@ -932,6 +933,7 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
         -- weeks (the habit is times_per_week now, an older segment times_in_days) a reach past
         -- the week has the habit rebuilt at commit instead.
         reach := p_day;
+        weekly_segment := h.unit = 'weeks' OR EXISTS (SELECT 1 FROM unnest(h.segs) x WHERE (x.schedule ->> 'type') = 'times_per_week');
         IF h.has_tpw AND p_kind = 'completion' THEN
             FOREACH s IN ARRAY h.segs LOOP
                 IF (s.schedule ->> 'type') = 'times_in_days' AND s.first_day <= p_day AND s.hi > p_day THEN
@@ -945,10 +947,11 @@ CREATE OR REPLACE FUNCTION habit.streak_apply(st public.habit_streak_state, p_da
             END IF;
         END IF;
 
-        -- The window and its slots' new states.
+        -- The window and its slots' new states: the week of a times_per_week segment; from the
+        -- day to its block's end for times_in_days alone (a completion changes only later days).
         IF h.unit = 'weeks' OR h.has_tpw THEN
-            w1 := habit.week_start(p_day, h.wk);
-            w2 := CASE WHEN h.unit = 'weeks' THEN w1 ELSE greatest(w1 + 6, reach) END;
+            w1 := CASE WHEN weekly_segment THEN habit.week_start(p_day, h.wk) ELSE p_day END;
+            w2 := CASE WHEN h.unit = 'weeks' THEN w1 WHEN weekly_segment THEN greatest(w1 + 6, reach) ELSE reach END;
             FOR rec IN SELECT * FROM habit.streak_slot_states(h, w1, w2, p_day, p_kind, p_present) LOOP
                 w_slots := w_slots || rec.slot;
                 w_states := w_states || rec.state;
