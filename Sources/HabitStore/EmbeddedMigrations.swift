@@ -1137,7 +1137,10 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
             END IF;
             RETURN false;
         END IF;
-        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
+        -- (Two statements: a function that reads a table, called inside a query of another,
+        -- is a query inside a query on a shard, which Citus refuses.)
+        v_first := habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type);
+        SELECT least(v_first, min(c.completed_date)) INTO v_first
         FROM public.habit_completions c
         WHERE c.user_id = p_user AND c.template_id = p_template
           AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
@@ -1390,17 +1393,20 @@ CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid,
     AS $fn$
     DECLARE
         v_week date;
+        v_weeks date[];
         v_wk integer;
     BEGIN
         IF EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week') THEN
             -- A weekly target: each week with check-ins or a completion, once.
             v_wk := habit.user_week_start_isodow(p_user);
-            FOR v_week IN SELECT habit.week_start(i.checkin_date, v_wk) FROM public.habit_checkins i
-                          WHERE i.user_id = p_user AND i.template_id = p_template
-                          UNION
-                          SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
-                          WHERE c.user_id = p_user AND c.template_id = p_template
-                          ORDER BY 1 LOOP
+            -- The weeks first, then one call each (not a loop over an open query that writes).
+            SELECT coalesce(array_agg(w.week ORDER BY w.week), '{}') INTO v_weeks
+            FROM (SELECT habit.week_start(i.checkin_date, v_wk) AS week FROM public.habit_checkins i
+                  WHERE i.user_id = p_user AND i.template_id = p_template
+                  UNION
+                  SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
+                  WHERE c.user_id = p_user AND c.template_id = p_template) w;
+            FOREACH v_week IN ARRAY v_weeks LOOP
                 PERFORM habit.week_follow(p_user, p_template, v_week, NULL, NULL);
             END LOOP;
             RETURN;
@@ -4925,32 +4931,31 @@ CREATE OR REPLACE FUNCTION habit.weekly_values(from_day date, to_day date, week_
     RETURNS TABLE (user_id uuid, template_id uuid, week_start date, value numeric)
     LANGUAGE sql STABLE
     AS $fn$
-    WITH bounds AS (
-        SELECT habit.week_start(from_day, habit.week_start_isodow(week_start_day)) AS first_day,
-               habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7 AS end_day,
-               habit.week_start_isodow(week_start_day) AS isodow
-        WHERE from_day OPERATOR(pg_catalog.<=) to_day
-    )
-    SELECT e.user_id, e.template_id, habit.week_start(e.day, b.isodow), pg_catalog.trim_scale(pg_catalog.sum(e.value))
-    FROM bounds b
-    CROSS JOIN LATERAL (
+    -- The range's bounds written out in each branch rather than joined from a CTE: a lateral
+    -- join of a local row to distributed tables is a join Citus cannot push down.
+    SELECT e.user_id, e.template_id, habit.week_start(e.day, habit.week_start_isodow(week_start_day)),
+           pg_catalog.trim_scale(pg_catalog.sum(e.value))
+    FROM (
         SELECT x.user_id, x.template_id, x.checkin_date AS day, x.value
         FROM public.habit_checkins x
         JOIN public.habit_templates t ON t.id OPERATOR(pg_catalog.=) x.template_id AND t.user_id OPERATOR(pg_catalog.=) x.user_id
         WHERE habit.is_counted(t.kind, t.target, t.target_type)
-          AND x.checkin_date OPERATOR(pg_catalog.>=) b.first_day AND x.checkin_date OPERATOR(pg_catalog.<) b.end_day
+          AND x.checkin_date OPERATOR(pg_catalog.>=) habit.week_start(from_day, habit.week_start_isodow(week_start_day))
+          AND x.checkin_date OPERATOR(pg_catalog.<) (habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7)
           AND (only_user IS NULL OR x.user_id OPERATOR(pg_catalog.=) only_user)
         UNION ALL
         SELECT c.user_id, c.template_id, c.completed_date, habit.done_value(t.target, t.target_type)
         FROM public.habit_completions c
         JOIN public.habit_templates t ON t.id OPERATOR(pg_catalog.=) c.template_id AND t.user_id OPERATOR(pg_catalog.=) c.user_id
         WHERE habit.is_counted(t.kind, t.target, t.target_type)
-          AND c.completed_date OPERATOR(pg_catalog.>=) b.first_day AND c.completed_date OPERATOR(pg_catalog.<) b.end_day
+          AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(from_day, habit.week_start_isodow(week_start_day))
+          AND c.completed_date OPERATOR(pg_catalog.<) (habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7)
           AND (only_user IS NULL OR c.user_id OPERATOR(pg_catalog.=) only_user)
           AND NOT EXISTS (SELECT 1 FROM public.habit_checkins y
                           WHERE y.user_id OPERATOR(pg_catalog.=) c.user_id AND y.template_id OPERATOR(pg_catalog.=) c.template_id
                             AND y.checkin_date OPERATOR(pg_catalog.=) c.completed_date)
     ) e
+    WHERE from_day OPERATOR(pg_catalog.<=) to_day
     GROUP BY 1, 2, 3
     $fn$;
 COMMENT ON FUNCTION habit.weekly_values(date, date, text, uuid) IS
@@ -7721,6 +7726,11 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        weekly uuid[];
+        habit_id uuid;
+        target numeric;
+        target_type text;
     BEGIN
         IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
             RETURN NULL;
@@ -7740,8 +7750,15 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
             -- The weeks of weekly targets (sql/0033) are the user's: each such habit's weeks
             -- are decided again in the new ones (their events, not their days).
             IF (TG_OP = 'INSERT' AND NEW.week_start <> 'monday') OR (TG_OP = 'UPDATE' AND NEW.week_start IS DISTINCT FROM OLD.week_start) THEN
-                PERFORM habit.checkins_retarget(t.user_id, t.id, t.target, t.target_type)
-                FROM public.habit_templates t WHERE t.user_id = NEW.user_id AND t.target_period = 'week';
+                -- One call per habit after the read (a function that writes, called inside a
+                -- query, is a query inside a query on a shard: Citus refuses it).
+                SELECT array_agg(t.id) INTO weekly FROM public.habit_templates t
+                WHERE t.user_id = NEW.user_id AND t.target_period = 'week';
+                FOREACH habit_id IN ARRAY coalesce(weekly, '{}') LOOP
+                    SELECT x.target, x.target_type INTO target, target_type FROM public.habit_templates x
+                    WHERE x.id = habit_id AND x.user_id = NEW.user_id;
+                    PERFORM habit.checkins_retarget(NEW.user_id, habit_id, target, target_type);
+                END LOOP;
             END IF;
             IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN

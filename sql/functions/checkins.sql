@@ -206,7 +206,10 @@ CREATE OR REPLACE FUNCTION habit.week_toggle(p_user uuid, p_template uuid, p_day
             END IF;
             RETURN false;
         END IF;
-        SELECT least(habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type), min(c.completed_date)) INTO v_first
+        -- (Two statements: a function that reads a table, called inside a query of another,
+        -- is a query inside a query on a shard, which Citus refuses.)
+        v_first := habit.week_value_met_on(p_user, p_template, v_week, p_target, p_type);
+        SELECT least(v_first, min(c.completed_date)) INTO v_first
         FROM public.habit_completions c
         WHERE c.user_id = p_user AND c.template_id = p_template
           AND c.completed_date >= v_week AND c.completed_date < v_week + 7 AND c.completed_date <> p_day;
@@ -459,17 +462,20 @@ CREATE OR REPLACE FUNCTION habit.checkins_retarget(p_user uuid, p_template uuid,
     AS $fn$
     DECLARE
         v_week date;
+        v_weeks date[];
         v_wk integer;
     BEGIN
         IF EXISTS (SELECT 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user AND t.target_period = 'week') THEN
             -- A weekly target: each week with check-ins or a completion, once.
             v_wk := habit.user_week_start_isodow(p_user);
-            FOR v_week IN SELECT habit.week_start(i.checkin_date, v_wk) FROM public.habit_checkins i
-                          WHERE i.user_id = p_user AND i.template_id = p_template
-                          UNION
-                          SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
-                          WHERE c.user_id = p_user AND c.template_id = p_template
-                          ORDER BY 1 LOOP
+            -- The weeks first, then one call each (not a loop over an open query that writes).
+            SELECT coalesce(array_agg(w.week ORDER BY w.week), '{}') INTO v_weeks
+            FROM (SELECT habit.week_start(i.checkin_date, v_wk) AS week FROM public.habit_checkins i
+                  WHERE i.user_id = p_user AND i.template_id = p_template
+                  UNION
+                  SELECT habit.week_start(c.completed_date, v_wk) FROM public.habit_completions c
+                  WHERE c.user_id = p_user AND c.template_id = p_template) w;
+            FOREACH v_week IN ARRAY v_weeks LOOP
                 PERFORM habit.week_follow(p_user, p_template, v_week, NULL, NULL);
             END LOOP;
             RETURN;

@@ -189,32 +189,31 @@ CREATE OR REPLACE FUNCTION habit.weekly_values(from_day date, to_day date, week_
     RETURNS TABLE (user_id uuid, template_id uuid, week_start date, value numeric)
     LANGUAGE sql STABLE
     AS $fn$
-    WITH bounds AS (
-        SELECT habit.week_start(from_day, habit.week_start_isodow(week_start_day)) AS first_day,
-               habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7 AS end_day,
-               habit.week_start_isodow(week_start_day) AS isodow
-        WHERE from_day OPERATOR(pg_catalog.<=) to_day
-    )
-    SELECT e.user_id, e.template_id, habit.week_start(e.day, b.isodow), pg_catalog.trim_scale(pg_catalog.sum(e.value))
-    FROM bounds b
-    CROSS JOIN LATERAL (
+    -- The range's bounds written out in each branch rather than joined from a CTE: a lateral
+    -- join of a local row to distributed tables is a join Citus cannot push down.
+    SELECT e.user_id, e.template_id, habit.week_start(e.day, habit.week_start_isodow(week_start_day)),
+           pg_catalog.trim_scale(pg_catalog.sum(e.value))
+    FROM (
         SELECT x.user_id, x.template_id, x.checkin_date AS day, x.value
         FROM public.habit_checkins x
         JOIN public.habit_templates t ON t.id OPERATOR(pg_catalog.=) x.template_id AND t.user_id OPERATOR(pg_catalog.=) x.user_id
         WHERE habit.is_counted(t.kind, t.target, t.target_type)
-          AND x.checkin_date OPERATOR(pg_catalog.>=) b.first_day AND x.checkin_date OPERATOR(pg_catalog.<) b.end_day
+          AND x.checkin_date OPERATOR(pg_catalog.>=) habit.week_start(from_day, habit.week_start_isodow(week_start_day))
+          AND x.checkin_date OPERATOR(pg_catalog.<) (habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7)
           AND (only_user IS NULL OR x.user_id OPERATOR(pg_catalog.=) only_user)
         UNION ALL
         SELECT c.user_id, c.template_id, c.completed_date, habit.done_value(t.target, t.target_type)
         FROM public.habit_completions c
         JOIN public.habit_templates t ON t.id OPERATOR(pg_catalog.=) c.template_id AND t.user_id OPERATOR(pg_catalog.=) c.user_id
         WHERE habit.is_counted(t.kind, t.target, t.target_type)
-          AND c.completed_date OPERATOR(pg_catalog.>=) b.first_day AND c.completed_date OPERATOR(pg_catalog.<) b.end_day
+          AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(from_day, habit.week_start_isodow(week_start_day))
+          AND c.completed_date OPERATOR(pg_catalog.<) (habit.week_start(to_day, habit.week_start_isodow(week_start_day)) OPERATOR(pg_catalog.+) 7)
           AND (only_user IS NULL OR c.user_id OPERATOR(pg_catalog.=) only_user)
           AND NOT EXISTS (SELECT 1 FROM public.habit_checkins y
                           WHERE y.user_id OPERATOR(pg_catalog.=) c.user_id AND y.template_id OPERATOR(pg_catalog.=) c.template_id
                             AND y.checkin_date OPERATOR(pg_catalog.=) c.completed_date)
     ) e
+    WHERE from_day OPERATOR(pg_catalog.<=) to_day
     GROUP BY 1, 2, 3
     $fn$;
 COMMENT ON FUNCTION habit.weekly_values(date, date, text, uuid) IS

@@ -42,6 +42,11 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $fn$
+    DECLARE
+        weekly uuid[];
+        habit_id uuid;
+        target numeric;
+        target_type text;
     BEGIN
         IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
             RETURN NULL;
@@ -61,8 +66,15 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
             -- The weeks of weekly targets (sql/0033) are the user's: each such habit's weeks
             -- are decided again in the new ones (their events, not their days).
             IF (TG_OP = 'INSERT' AND NEW.week_start <> 'monday') OR (TG_OP = 'UPDATE' AND NEW.week_start IS DISTINCT FROM OLD.week_start) THEN
-                PERFORM habit.checkins_retarget(t.user_id, t.id, t.target, t.target_type)
-                FROM public.habit_templates t WHERE t.user_id = NEW.user_id AND t.target_period = 'week';
+                -- One call per habit after the read (a function that writes, called inside a
+                -- query, is a query inside a query on a shard: Citus refuses it).
+                SELECT array_agg(t.id) INTO weekly FROM public.habit_templates t
+                WHERE t.user_id = NEW.user_id AND t.target_period = 'week';
+                FOREACH habit_id IN ARRAY coalesce(weekly, '{}') LOOP
+                    SELECT x.target, x.target_type INTO target, target_type FROM public.habit_templates x
+                    WHERE x.id = habit_id AND x.user_id = NEW.user_id;
+                    PERFORM habit.checkins_retarget(NEW.user_id, habit_id, target, target_type);
+                END LOOP;
             END IF;
             IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
