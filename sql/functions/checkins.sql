@@ -400,11 +400,11 @@ CREATE OR REPLACE FUNCTION habit.set_day_value(p_user uuid, p_template uuid, p_d
             -- day kept (a toggle).
             IF p_value > 0 THEN
                 INSERT INTO public.habit_checkins (user_id, template_id, checkin_date, value) VALUES (p_user, p_template, p_day, p_value);
-            ELSIF v_at_most THEN
-                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
-                SELECT p_user, p_template, p_day
-                WHERE NOT EXISTS (SELECT 1 FROM public.habit_completions c
-                                  WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day);
+            ELSIF v_at_most AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                                            WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date = p_day) THEN
+                -- (A plain VALUES insert: an INSERT … SELECT from the same table is not a
+                -- single-shard statement to Citus, whose trigger could not then read.)
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date) VALUES (p_user, p_template, p_day);
             END IF;
             RETURN QUERY SELECT d.value, d.checkins, d.state, (d.value, d.checkins, d.state) IS DISTINCT FROM (v_before.value, v_before.checkins, v_before.state)
                          FROM habit.day_value(p_user, p_template, p_day) d;
