@@ -5,12 +5,16 @@ import PostgresClient
 import TestSupport
 import Testing
 
-/// Runs the job into a temporary file and returns what it wrote.
-func output(of job: WeeklyCountsJob, on connection: Connection) throws -> String {
+/// Runs the job (with `values`, its `--values` run) into a temporary file and returns what it wrote.
+func output(of job: WeeklyCountsJob, on connection: Connection, values: Bool = false) throws -> String {
     let path = NSTemporaryDirectory() + "weekly-\(UUID().uuidString)"
     let descriptor = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
     defer { unlink(path) }
-    try job.run(on: connection, output: OutputSink(descriptor: descriptor))
+    if values {
+        try job.runValues(on: connection, output: OutputSink(descriptor: descriptor))
+    } else {
+        try job.run(on: connection, output: OutputSink(descriptor: descriptor))
+    }
     close(descriptor)
     return try String(contentsOfFile: path, encoding: .utf8)
 }

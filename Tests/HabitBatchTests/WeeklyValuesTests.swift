@@ -18,12 +18,7 @@ import Testing
     static let swim = UUID(uuidString: "ee000000-0000-0000-0000-000000000001")!    // eve: 10 km a week
 
     static func runValues(_ job: WeeklyCountsJob, on connection: Connection) throws -> String {
-        let path = NSTemporaryDirectory() + "weekly-values-\(UUID().uuidString)"
-        let descriptor = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
-        defer { unlink(path) }
-        try job.runValues(on: connection, output: OutputSink(descriptor: descriptor))
-        close(descriptor)
-        return try String(contentsOfFile: path, encoding: .utf8)
+        try output(of: job, on: connection, values: true)
     }
 
     /// Monday weeks 2021-01-04 and 2021-01-11 (both users in UTC).

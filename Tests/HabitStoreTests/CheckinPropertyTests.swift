@@ -88,8 +88,8 @@ struct CheckinPropertyTests {
 
     static func decimal(_ thousandths: Int64) -> String { DecimalValue(thousandths: thousandths).text }
 
-    /// The days as the database holds them.
-    static func observed(_ admin: Connection, dates: [CalendarDate]) throws -> [Day] {
+    /// The days of `habit` (this suite's, unless given) as the database holds them.
+    static func observed(_ admin: Connection, dates: [CalendarDate], user: UUID = Self.user, habit: UUID = Self.habit) throws -> [Day] {
         try dates.map { date in
             let values = try admin.query("""
                 SELECT (value * 1000)::bigint FROM public.habit_checkins WHERE user_id = \(user) AND template_id = \(habit) AND checkin_date = \(date)
@@ -102,8 +102,8 @@ struct CheckinPropertyTests {
         }
     }
 
-    /// Runs one statement as the user; returns its SQLSTATE when it fails.
-    static func run(_ connection: Connection, _ statement: Query) -> String? {
+    /// Runs one statement as `user` (this suite's, unless given); returns its SQLSTATE when it fails.
+    static func run(_ connection: Connection, _ statement: Query, as user: UUID = Self.user) -> String? {
         do {
             try RuleFunctionsTests.asUser(user, on: connection) { c in _ = try c.query(statement) }
             return nil

@@ -119,27 +119,11 @@ struct WeeklyTargetPropertyTests {
     static let decimal = CheckinPropertyTests.decimal
 
     static func observed(_ admin: Connection, dates: [CalendarDate]) throws -> [Day] {
-        try dates.map { date in
-            let values = try admin.query("""
-                SELECT (value * 1000)::bigint FROM public.habit_checkins WHERE user_id = \(user) AND template_id = \(habit) AND checkin_date = \(date)
-                """).map { try $0.decode(Int64.self, at: 0) }
-            let row = try admin.queryOne("""
-                SELECT EXISTS (SELECT 1 FROM public.habit_completions WHERE user_id = \(user) AND template_id = \(habit) AND completed_date = \(date)),
-                       EXISTS (SELECT 1 FROM public.habit_skips WHERE user_id = \(user) AND template_id = \(habit) AND skipped_date = \(date))
-                """)
-            return Day(checkins: values.map { (nil, $0) }, done: try row.decode(Bool.self, at: 0), skipped: try row.decode(Bool.self, at: 1))
-        }
+        try CheckinPropertyTests.observed(admin, dates: dates, user: user, habit: habit)
     }
 
     static func run(_ connection: Connection, _ statement: Query) -> String? {
-        do {
-            try RuleFunctionsTests.asUser(user, on: connection) { c in _ = try c.query(statement) }
-            return nil
-        } catch let error as PostgresError {
-            return error.sqlState?.rawValue ?? "\(error)"
-        } catch {
-            return "\(error)"
-        }
+        CheckinPropertyTests.run(connection, statement, as: user)
     }
 
     @Test("random writers keep each week's check-ins and completion as the model says", arguments: [false, true], [false, true])
