@@ -101,11 +101,15 @@ extension HistoryModel {
         }
     }
 
-    /// Compares one case; the generated "today" is replaced by the real one in the case's zone.
+    /// Compares one case; the generated "today" is replaced by the real one in the case's zone
+    /// and day start.
     static func check(_ generated: HistoryCase, database: HistoryDatabase, repository: HabitRepository,
                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         var history = generated
-        history.today = try database.admin.queryOne("SELECT habit.local_date(now(), \(history.zone))").decode(CalendarDate.self, at: 0)
+        // The user's today: the case's day start counts (between midnight and a 03:00 start the
+        // calendar date is already tomorrow's; the database's today is not).
+        history.today = try database.admin.queryOne("SELECT habit.local_day(now(), \(history.zone), \(history.dayStartText)::time)")
+            .decode(CalendarDate.self, at: 0)
         let model = history.model
         let (user, _) = try database.write(history)
         let userWeeks: WeekStart = history.weekStart == 7 ? .sunday : .monday
