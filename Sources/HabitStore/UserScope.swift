@@ -134,8 +134,11 @@ public struct UserScope {
     /// The database's other Citus settings are `habit db distribute`'s (Distribution.applyDatabaseSettings).
     private func distributedPrelude(for user: UUID) throws -> [Query] {
         guard try isCitusCoordinator() else { return [] }
+        // Citus plans a distributed query's generic plan only for the simplest statements
+        // ("could not create distributed plan" otherwise): the default plan_cache_mode back
+        // (the settings statement forces generic plans on PostgreSQL, docs/performance.md).
         return [
-            "SELECT set_config('citus.propagate_set_commands', 'local', true)",
+            "SELECT set_config('citus.propagate_set_commands', 'local', true), set_config('plan_cache_mode', 'auto', true)",
             Query(unsafeSQL: "SET LOCAL request.jwt.claim.sub = '\(user.lowercaseString)'"),
         ]
     }
