@@ -134,11 +134,8 @@ public struct UserScope {
     /// The database's other Citus settings are `habit db distribute`'s (Distribution.applyDatabaseSettings).
     private func distributedPrelude(for user: UUID) throws -> [Query] {
         guard try isCitusCoordinator() else { return [] }
-        // Citus plans a distributed query's generic plan only for the simplest statements
-        // ("could not create distributed plan" otherwise): the default plan_cache_mode back
-        // (the settings statement forces generic plans on PostgreSQL, docs/performance.md).
         return [
-            "SELECT set_config('citus.propagate_set_commands', 'local', true), set_config('plan_cache_mode', 'auto', true)",
+            "SELECT set_config('citus.propagate_set_commands', 'local', true)",
             Query(unsafeSQL: "SET LOCAL request.jwt.claim.sub = '\(user.lowercaseString)'"),
         ]
     }
@@ -154,17 +151,14 @@ public struct UserScope {
         // either) and a session- or role-level request.jwt.claim.sub can never stand in for it,
         // the statement timeout, and no JIT: the worker's statements read a few index entries
         // per habit, and a plan for many habits can cost past jit_above_cost, whose compilation
-        // (tens to hundreds of ms) would dwarf them. Generic plans: every statement is one
-        // user's, by its id, and its generic plan is as good as a custom one; left to
-        // plan_cache_mode = auto, PostgreSQL may find (after an ANALYZE) that the custom plan
-        // looks cheaper and re-plan day.get's statement on every request, 1.6 ms of planning
-        // for 0.2 ms of work (docs/performance.md, "Generic plans").
+        // (tens to hundreds of ms) would dwarf them. (plan_cache_mode stays auto, for now:
+        // docs/performance.md, "Generic plans".)
         return [
             """
             SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
                    set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
                    set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true),
-                   set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)
+                   set_config('jit', 'off', true)
             """,
         ]
     }
