@@ -417,10 +417,7 @@ public final class HabitRepository {
             WITH zone AS MATERIALIZED (
                 SELECT habit.user_time_zone(\(user), \(timeZone)) AS tz,
                        habit.week_start(\(date), CASE WHEN \(weekStart?.rawValue)::text IS NULL THEN habit.user_week_start_isodow(\(user))
-                                                        ELSE habit.week_start_isodow(\(weekStart?.rawValue)) END) AS first_day,
-                       CASE WHEN habit.week_start_isodow(coalesce(\(weekStart?.rawValue)::text, 'monday')) = 7
-                                 OR (\(weekStart?.rawValue)::text IS NULL AND habit.user_week_start_isodow(\(user)) = 7)
-                            THEN 'sunday' ELSE 'monday' END AS convention
+                                                        ELSE habit.week_start_isodow(\(weekStart?.rawValue)) END) AS first_day
             ),
             days AS (SELECT zone.first_day + offset_days AS day FROM zone, generate_series(0, 6) AS offset_days),
             on_days AS MATERIALIZED (
@@ -433,7 +430,10 @@ public final class HabitRepository {
             week_values AS (
                 SELECT t.id, coalesce(v.value, 0) AS total
                 FROM zone CROSS JOIN public.habit_templates t
-                LEFT JOIN habit.weekly_values(zone.first_day, zone.first_day, zone.convention, \(user)) v ON v.template_id = t.id
+                -- (The week's convention is its first day's weekday: Sunday weeks start on day 7.)
+                LEFT JOIN habit.weekly_values(zone.first_day, zone.first_day,
+                                              CASE WHEN extract(isodow FROM zone.first_day) = 7 THEN 'sunday' ELSE 'monday' END,
+                                              \(user)) v ON v.template_id = t.id
                 WHERE t.user_id = \(user) AND habit.is_counted(t.kind, t.target, t.target_type)
                   AND t.id IN (SELECT o.template_id FROM on_days o)
             )

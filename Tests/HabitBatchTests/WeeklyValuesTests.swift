@@ -77,8 +77,10 @@ import Testing
             let batch = try database.connect(user: "habit_batch")
             let repository = HabitRepository(connection: try database.connect(user: "habit_worker"))
             for user in [Self.dana, Self.eve] {
-                for monday in [day("2021-01-04"), day("2021-01-11")] {
+                for (convention, some) in [WeekStart.monday, .sunday].flatMap({ c in [day("2021-01-05"), day("2021-01-12")].map { (c, $0) } }) {
+                    let monday = convention.weekStart(containing: some)
                     var job = WeeklyCountsJob(from: monday, to: monday.adding(days: 6))
+                    job.weekStart = convention
                     job.user = user
                     let batchValues = try Self.runValues(job, on: batch).split(separator: "\n").dropFirst().map { line in
                         let cells = line.split(separator: ",")
@@ -86,7 +88,7 @@ import Testing
                     }
                     // week.counts lists every counted habit on in the week, 0 without an entry;
                     // the batch only the weeks with an entry.
-                    let worker = try repository.weekSummary(user: user, containing: monday, weekStart: .monday).values
+                    let worker = try repository.weekSummary(user: user, containing: monday, weekStart: convention).values
                     for (template, value) in worker.map({ ($0.templateID.lowercaseString, $0.value) }) {
                         let row = batchValues.first { $0.template == template }
                         #expect(row?.value ?? .zero == value, "\(template) in the week of \(monday): batch \(String(describing: row)), week.counts \(value)")
