@@ -230,32 +230,41 @@ struct ErrorCodeTests {
 
     @Test("-32012 conflict: a deadlock with an admin's transaction rolls the request back; the next one succeeds")
     func deadlockIsAConflict() throws {
-        try WorkerSession.with(arguments: ["--statement-timeout-ms", "25000"]) { session in
-            let worker = session.worker
-            let user = UUID()
-            let ids = try [worker.createHabit(user: user, name: "One"), worker.createHabit(user: user, name: "Two")]
-                .map { try #require($0.habitID) }.sorted { $0.uuidString.lowercased() < $1.uuidString.lowercased() }
-            let today = try session.today()
-            let watcher = try session.database.connect()
-            defer { watcher.close() }
-            try session.admin.withTransaction { connection in
-                // The admin holds the second habit; skips.set_range locks the user's habits in id
-                // order: it takes the first, then waits for the second…
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[1]) AND user_id = \(user) FOR UPDATE")
-                try worker.sendRequest("skips.set_range", params: params(user, ["from": .string(today.description),
-                                                                               "to": .string(today.adding(days: 2).description), "skipped": true]), id: "skip")
-                _ = try watcher.workerBackendsWaitingForLocks()  // the worker waits for the admin's row lock
-                // …and the admin now waits for the first: a cycle. The worker's backend waited first, so
-                // its deadlock check (after deadlock_timeout) finds the cycle and aborts its transaction.
-                try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[0]) AND user_id = \(user) FOR UPDATE")
+        try WorkerSession.with { session in
+            // PostgreSQL checks a waiting backend for a cycle once, deadlock_timeout after it began
+            // waiting; the backend whose check sees the cycle is the victim. The worker must be it,
+            // so its check has to come after the admin's second lock: with the default 1 s a loaded
+            // machine missed that once (CI: the admin's check found the cycle). Workers started after
+            // this wait 5 s before checking; the admin waits 60 s.
+            if CitusCluster.current == nil {
+                try session.admin.execute(Query(unsafeSQL: "ALTER DATABASE \"\(session.database.name)\" SET deadlock_timeout = '5s'"))
             }
-            let response = try worker.response(id: "skip")
-            expectError(response, code: Code.conflict, id: "skip", reason: "conflict")
-            #expect(response.message == "Conflict with a concurrent transaction")
-            // Rolled back, nothing written by it; the same request now succeeds.
-            let again = try worker.call("skips.set_range", params(user, ["from": .string(today.description),
-                                                                          "to": .string(today.adding(days: 2).description), "skipped": true]))
-            #expect(again["changed"]?.intValue == 6)
+            try session.withAnotherWorker(arguments: ["--statement-timeout-ms", "25000"]) { worker in
+                let user = UUID()
+                let ids = try [worker.createHabit(user: user, name: "One"), worker.createHabit(user: user, name: "Two")]
+                    .map { try #require($0.habitID) }.sorted { $0.uuidString.lowercased() < $1.uuidString.lowercased() }
+                let today = try session.today()
+                let watcher = try session.database.connect()
+                defer { watcher.close() }
+                try session.admin.withTransaction { connection in
+                    if CitusCluster.current == nil { try connection.execute("SET LOCAL deadlock_timeout = '60s'") }
+                    // The admin holds the second habit; skips.set_range locks the user's habits in id
+                    // order: it takes the first, then waits for the second…
+                    try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[1]) AND user_id = \(user) FOR UPDATE")
+                    try worker.sendRequest("skips.set_range", params: params(user, ["from": .string(today.description),
+                                                                                   "to": .string(today.adding(days: 2).description), "skipped": true]), id: "skip")
+                    _ = try watcher.workerBackendsWaitingForLocks()  // the worker waits for the admin's row lock
+                    // …and the admin now waits for the first: a cycle, which the worker's check finds.
+                    try connection.execute("SELECT 1 FROM public.habit_templates WHERE id = \(ids[0]) AND user_id = \(user) FOR UPDATE")
+                }
+                let response = try worker.response(id: "skip")
+                expectError(response, code: Code.conflict, id: "skip", reason: "conflict")
+                #expect(response.message == "Conflict with a concurrent transaction")
+                // Rolled back, nothing written by it; the same request now succeeds.
+                let again = try worker.call("skips.set_range", params(user, ["from": .string(today.description),
+                                                                              "to": .string(today.adding(days: 2).description), "skipped": true]))
+                #expect(again["changed"]?.intValue == 6)
+            }
         }
     }
 
