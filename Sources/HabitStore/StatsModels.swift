@@ -58,11 +58,15 @@ public struct HabitStats: Sendable, Equatable {
     /// A habit counted from check-ins (measurable, or a target other than 1): its days' values
     /// summed; nil for the others.
     public var values: ValueTotals?
+    /// Loop Habit Tracker's habit score at the reference date, four decimals as Loop prints it
+    /// ("0.8123"; sql/functions/scores.sql).
+    public var score: String
 
     public init(id: UUID, unit: StatsUnit, currentStreak: CurrentStreak, longestStreak: LongestStreak,
                 rate7: Double?, rate30: Double?, rate365: Double?, rateAll: Double?, totalDone: Int, lastDone: CalendarDate?,
-                values: ValueTotals? = nil) {
+                values: ValueTotals? = nil, score: String = "0.0000") {
         self.values = values
+        self.score = score
         self.id = id
         self.unit = unit
         self.currentStreak = currentStreak

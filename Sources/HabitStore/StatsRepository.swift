@@ -19,6 +19,15 @@ extension HabitRepository {
     /// `stats`' statement. R is computed once, in the statement, so the result can say which
     /// date it is for; the header row comes back even when no habit matched (LEFT JOIN), and
     /// WITH ORDINALITY keeps the function's order.
+    /// A score as the database rounded it (numeric, scale 4): "0.0000" … "1.0000".
+    static func score(_ numeric: PostgresNumeric) throws -> String {
+        let text = numeric.text
+        guard text.count == 6, text.hasPrefix("0.") || text == "1.0000", text.dropFirst(2).allSatisfy(\.isNumber) else {
+            throw PostgresError(kind: .decoding, message: "score \(text) is not a decimal in [0, 1] with four places")
+        }
+        return text
+    }
+
     public func statsStatement(user: UUID, template: UUID?, date: CalendarDate?) -> UserStatement<StatsReport> {
         UserStatement(user: user, statement: """
             WITH r AS MATERIALIZED (
@@ -27,8 +36,10 @@ extension HabitRepository {
             SELECT r.day, s.template_id, s.unit, s.current_length, s.current_start,
                    s.longest_length, s.longest_start, s.longest_end,
                    s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done,
-                   v.value_total, v.value_7, v.value_30
+                   v.value_total, v.value_7, v.value_30, sc.score
             FROM r LEFT JOIN LATERAL habit.habit_stats(\(user), \(template)::uuid, r.day) WITH ORDINALITY s ON true
+            -- Loop's score (sql/functions/scores.sql): grows with the habit's events.
+            LEFT JOIN LATERAL habit.habit_scores(\(user), \(template)::uuid, r.day) sc ON sc.template_id = s.template_id
             -- A habit counted from check-ins (sql/0029): its days' values, each the check-ins'
             -- sum or, done without check-ins (a toggle), habit.done_value; on or before R, and over
             -- the 7 and 30 days ending at R. Grows with the habit's check-ins and completions.
@@ -66,7 +77,8 @@ extension HabitRepository {
                     values: try row.isNull(at: 14) ? nil : ValueTotals(
                         total: DecimalValue(row.decode(PostgresNumeric.self, at: 14)),
                         last7: DecimalValue(row.decode(PostgresNumeric.self, at: 15)),
-                        last30: DecimalValue(row.decode(PostgresNumeric.self, at: 16)))))
+                        last30: DecimalValue(row.decode(PostgresNumeric.self, at: 16))),
+                    score: try Self.score(row.decode(PostgresNumeric.self, at: 17))))
             }
             if template != nil, report.habits.isEmpty { throw StoreError.notFound }
             return report

@@ -129,6 +129,8 @@ extension StatsReport: MethodResult {
             ("value_total", JSONSchema.described(ValueSchema.decimal, "Only for a habit counted from check-ins (measurable, or a target other than 1): its days' values (check-ins' sum; the target when done without check-ins) on or before R.")),
             ("value_7", JSONSchema.described(ValueSchema.decimal, "With value_total: over the 7 days ending at R.")),
             ("value_30", JSONSchema.described(ValueSchema.decimal, "With value_total: over the 30 days ending at R.")),
+            ("score", JSONSchema.described(JSONSchema.string(minLength: 6),
+                                           "Loop Habit Tracker's habit score at the end of R, 0…1 with four decimals as Loop prints it (protocol.md, \"Score\").")),
         ], optional: ["value_total", "value_7", "value_30"])), "With id: that habit alone; without: the habits on R, in day.get's order.")),
     ])
 
@@ -157,13 +159,14 @@ extension StatsReport: MethodResult {
                 json.key("value_7"); json.string(values.last7.text)
                 json.key("value_30"); json.string(values.last30.text)
             }
+            json.key("score"); json.string(habit.score)
             json.endObject()
         }
         json.endArray()
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 64 + 360 * habits.count }
+    public var estimatedJSONBytes: Int { 64 + 380 * habits.count }
 }
 
 extension StatsCalendar: MethodResult {

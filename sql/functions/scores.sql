@@ -1,0 +1,155 @@
+-- Loop Habit Tracker's habit score (issue 33, item 5): the exponential "habit strength" Loop
+-- shows, reproduced from uhabits-core (models/Score.kt, models/ScoreList.kt `recompute`, read at
+-- iSoron/uhabits 08113a57ace0f875a8d9c839c7a48d8896f4f6b4; docs/protocol.md, "Score").
+--
+-- Loop walks every day from the habit's first entry: score = score × m + c × (1 − m), with
+-- m = 0.5 ^ (√frequency / 13) and c the day's share of the target over a rolling window of the
+-- frequency's denominator days; a skipped day leaves the score as it was. A day-by-day walk
+-- costs what the history's length costs. Here the walk is folded over the stretches where c
+-- stays the same: c changes only on a day with an event (a completion, check-in or skip) or
+-- `denominator` days after one, and over k unskipped days of the same c the recurrence is
+-- score × m^k + c × (1 − m^k). So the cost grows with the habit's events, never with its days.
+
+-- A schedule as Loop's frequency, numerator / denominator: daily 1/1; weekdays with k days
+-- k/7 (all seven: 1/1); every n days 1/n; n times a week n/7; n times in m days n/m.
+CREATE OR REPLACE FUNCTION habit.loop_frequency(schedule jsonb, OUT numerator integer, OUT denominator integer)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT (CASE schedule ->> 'type'
+                WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(schedule -> 'days') = 7 THEN 1
+                                          ELSE jsonb_array_length(schedule -> 'days') END
+                WHEN 'times_per_week' THEN (schedule ->> 'times')::integer
+                WHEN 'times_in_days' THEN (schedule ->> 'times')::integer
+                ELSE 1 END),
+           (CASE schedule ->> 'type'
+                WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(schedule -> 'days') = 7 THEN 1 ELSE 7 END
+                WHEN 'every_n_days' THEN (schedule ->> 'n')::integer
+                WHEN 'times_per_week' THEN 7
+                WHEN 'times_in_days' THEN (schedule ->> 'days')::integer
+                ELSE 1 END)
+    $fn$;
+COMMENT ON FUNCTION habit.loop_frequency(jsonb) IS
+    'A schedule as Loop Habit Tracker''s frequency (numerator/denominator): daily 1/1, weekdays k/7 (7 days: 1/1), every_n_days 1/n, times_per_week n/7, times_in_days n/m (issue 33).';
+
+-- The score of one habit at the end of p_date (a double in [0, 1]; 0 before the habit's first
+-- local day; NULL when the user has no such habit). The habit's current schedule and target
+-- count for its whole history, as in Loop.
+--
+-- A habit counted from check-ins is Loop's numerical habit: a day's value is its check-ins' sum
+-- (a day done without check-ins: habit.done_value), the window's target is numerator × target
+-- (a weekly target: the week's), an at-most habit starts at 1 and loses by how far the window
+-- goes over the target; a skipped day adds 0.003 to the window, as Loop's SKIP marker (3
+-- thousandths) does. Other habits are Loop's yes/no habits: a day's share is the window's
+-- completions ÷ numerator, at most 1, and a frequency below 1 doubles the window and the
+-- numerator (Loop's smoothing of irregular repetitions).
+CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_date date, p_zone text, p_day_start time)
+    RETURNS double precision
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $fn$
+    DECLARE
+        h record;
+        v_numerator integer;
+        v_denominator integer;
+        v_counted boolean;
+        v_at_most boolean;
+        v_target double precision;
+        v_multiplier double precision;
+        v_start double precision;
+    BEGIN
+        SELECT t.schedule, t.kind, t.target, t.target_type, t.activated_at INTO h
+        FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        IF p_date < habit.local_day(h.activated_at, p_zone, p_day_start) THEN
+            RETURN 0;
+        END IF;
+        SELECT f.numerator, f.denominator INTO v_numerator, v_denominator FROM habit.loop_frequency(h.schedule) f;
+        v_multiplier := 0.5 ^ (sqrt(v_numerator::double precision / v_denominator) / 13.0);
+        v_counted := habit.is_counted(h.kind, h.target, h.target_type);
+        v_at_most := v_counted AND h.target_type = 'at_most';
+        v_target := v_numerator * h.target::double precision;
+        IF NOT v_counted AND v_numerator < v_denominator THEN
+            v_numerator := v_numerator * 2;
+            v_denominator := v_denominator * 2;
+        END IF;
+        v_start := CASE WHEN v_at_most THEN 1 ELSE 0 END;
+
+        RETURN (
+            WITH events AS (
+                -- One row per day with an event on or before p_date: its value in the window and
+                -- whether it is skipped (a skipped day has no completion or check-in).
+                SELECT e.day, greatest(sum(e.value), 0) AS value, bool_or(e.skipped) AS skipped
+                FROM (SELECT c.completed_date AS day,
+                             (CASE WHEN v_counted THEN habit.done_value(h.target, h.target_type) ELSE 1 END)::numeric AS value,
+                             false AS skipped
+                      FROM public.habit_completions c
+                      WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date <= p_date
+                        AND NOT (v_counted AND EXISTS (SELECT 1 FROM public.habit_checkins x
+                                                       WHERE x.user_id = p_user AND x.template_id = p_template
+                                                         AND x.checkin_date = c.completed_date))
+                      UNION ALL
+                      SELECT x.checkin_date, x.value, false FROM public.habit_checkins x
+                      WHERE v_counted AND x.user_id = p_user AND x.template_id = p_template AND x.checkin_date <= p_date
+                      UNION ALL
+                      SELECT s.skipped_date, CASE WHEN v_counted THEN 0.003 ELSE 0 END, true FROM public.habit_skips s
+                      WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date <= p_date) e
+                GROUP BY e.day
+            ), changes AS (
+                -- Where the window's sum can change: an event's day and the day it leaves the window.
+                SELECT DISTINCT p.day FROM (SELECT ev.day FROM events ev
+                                            UNION ALL SELECT ev.day + v_denominator FROM events ev) p
+                WHERE p.day <= p_date
+            ), stretches AS (
+                -- From each change to the next (the last to p_date): the window's sum over it, and
+                -- its unskipped days (a skipped day is always a change, so only a stretch's first
+                -- day can be one).
+                SELECT c.day, (lead(c.day, 1, p_date + 1) OVER w - c.day) - (CASE WHEN coalesce(ev.skipped, false) THEN 1 ELSE 0 END) AS days,
+                       (sum(coalesce(ev.value, 0)) OVER (ORDER BY c.day - DATE '2000-01-01'
+                                                         RANGE BETWEEN v_denominator - 1 PRECEDING AND CURRENT ROW))::double precision AS window_sum
+                FROM changes c LEFT JOIN events ev ON ev.day = c.day
+                WINDOW w AS (ORDER BY c.day)
+            ), shares AS (
+                SELECT s.days,
+                       (CASE WHEN NOT v_counted THEN least(1.0, s.window_sum / v_numerator)
+                             WHEN v_at_most THEN greatest(0.0, least(1.0, 1.0 - (s.window_sum - v_target) / v_target))
+                             ELSE least(1.0, s.window_sum / v_target) END) AS share,
+                       coalesce(sum(s.days) OVER (ORDER BY s.day ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0)::double precision AS days_after
+                FROM stretches s
+            )
+            SELECT coalesce(sum(x.share * (1 - v_multiplier ^ x.days::double precision) * v_multiplier ^ x.days_after), 0)
+                   + v_start * v_multiplier ^ coalesce(sum(x.days), 0)::double precision
+            FROM shares x);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time) IS
+    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over its events (issue 33).';
+
+-- The score at p_date (NULL: today in the user's zone), rounded to four decimals as Loop prints
+-- it, of the habit p_template, or of every habit of the user.
+CREATE OR REPLACE FUNCTION habit.habit_scores(p_user uuid, p_template uuid DEFAULT NULL, p_date date DEFAULT NULL)
+    RETURNS TABLE (template_id uuid, score numeric)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_zone text := habit.user_time_zone(p_user, NULL);
+        v_day_start time := habit.user_day_start(p_user);
+        v_date date := coalesce(p_date, habit.local_day(now(), v_zone, v_day_start));
+        v_template uuid;
+    BEGIN
+        -- One statement per habit: on Citus a function that reads tables may not run inside
+        -- another query (docs/scaling.md).
+        FOR v_template IN SELECT t.id FROM public.habit_templates t
+                          WHERE t.user_id = p_user AND (p_template IS NULL OR t.id = p_template) ORDER BY t.id LOOP
+            template_id := v_template;
+            score := round(habit.habit_score(p_user, v_template, v_date, v_zone, v_day_start)::numeric, 4);
+            RETURN NEXT;
+        END LOOP;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.habit_scores(uuid, uuid, date) IS
+    'Loop''s score, four decimals, at p_date (NULL: the user''s today) of the habit p_template or of every habit of p_user (issue 33).';
