@@ -59,13 +59,22 @@ for round in $(seq "$ROUNDS"); do
 done
 echo "median habits.stats/day.get $(median "${stats_ratios[@]}")x (target >= 0.5), day.get+streaks/day.get $(median "${streak_ratios[@]}")x (target >= 0.8)"
 
-# The bare statements, for scale: pgbench as the owner, one random user per transaction.
+# The bare statements, for scale: pgbench as the owner, one random user per transaction. Loop's
+# score (issue 33: habits.stats joins habit.habit_scores, folded over each habit's events) against
+# the bare read of the same events a client would send straight to the tables (every completion
+# and skip of the user), in the same run.
 user_sql="md5('bench-user-' || :n)::uuid"
-for fn in "habit.habit_stats($user_sql)" "habit.current_streaks($user_sql)"; do
+declare -A TPS
+for fn in "habit.habit_stats($user_sql)" "habit.current_streaks($user_sql)" "habit.habit_scores($user_sql)" \
+          "(SELECT template_id, completed_date FROM habit_completions WHERE user_id = $user_sql UNION ALL SELECT template_id, skipped_date FROM habit_skips WHERE user_id = $user_sql) bare"; do
     script=$HABIT_PG_DIR/bench.sql
     printf '\\set n random(1, %s)\nSELECT * FROM %s;\n' "$USERS" "$fn" >"$script"
-    echo "pgbench SELECT * FROM $fn: $(pgbench -n -M prepared -c 1 -T "$RUN" -f "$script" "$DATABASE_URL" 2>&1 | awk '/^tps/ {print $3}') tps"
+    TPS[$fn]=$(pgbench -n -M prepared -c 1 -T "$RUN" -f "$script" "$DATABASE_URL" 2>&1 | awk '/^tps/ {print $3}')
+    echo "pgbench SELECT * FROM $fn: ${TPS[$fn]} tps"
+    last=$fn
 done
+echo "habit_scores / bare read of the events: $(ratio "${TPS["habit.habit_scores($user_sql)"]}" "${TPS[$last]}")x;" \
+     "habit_scores / habit_stats: $(ratio "${TPS["habit.habit_scores($user_sql)"]}" "${TPS["habit.habit_stats($user_sql)"]}")x"
 
 # The cost of a write on a long streak: a daily habit done on each of the 1,000 days before
 # today; pgbench (as the owner, each statement its own transaction, triggers on) completes

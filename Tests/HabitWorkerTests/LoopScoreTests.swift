@@ -11,8 +11,9 @@ import Testing
 /// HabitsCSVExporter writes them) of random histories with that model's scores; the export is
 /// imported with `account.import`, and the database's score of every day must be the
 /// Scores.csv row of that day, to the four decimals Loop prints. The database computes it
-/// another way (folded over events, sql/functions/scores.sql), so the two agree only if both
-/// read Loop right.
+/// another way (folded over the events of the last days, sql/functions/scores.sql), so the two
+/// agree only if both read Loop right; histories of up to 900 days reach past the database's
+/// horizon (about 420 days for a daily habit), where it starts from 0.5.
 @Suite("habit serve: Loop's habit score")
 struct LoopScoreTests {
     /// One habit of a generated export.
@@ -100,7 +101,7 @@ struct LoopScoreTests {
             var rng = SeededGenerator(seed: seed)
             let user = UUID()
             let today = try session.today()
-            let habits = (1...5).map { Self.randomHabit($0, days: Int.random(in: 1...240, using: &rng), using: &rng) }
+            let habits = (1...5).map { Self.randomHabit($0, days: Int.random(in: 1...900, using: &rng), using: &rng) }
             let files = Self.files(habits, today: today)
             let request = params(user, ["source": "loop", "mode": "merge",
                                         "files": .object(files.map { WireJSON.Member($0.0, $0.1) })])

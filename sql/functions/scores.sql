@@ -51,20 +51,25 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
     AS $fn$
     DECLARE
         h record;
+        v_first date;
         v_numerator integer;
         v_denominator integer;
         v_counted boolean;
         v_at_most boolean;
         v_target double precision;
         v_multiplier double precision;
-        v_start double precision;
+        v_from date;
+        v_score double precision;
+        v_days double precision;
+        v_scaled double precision;
     BEGIN
         SELECT t.schedule, t.kind, t.target, t.target_type, t.activated_at INTO h
         FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
         IF NOT FOUND THEN
             RETURN NULL;
         END IF;
-        IF p_date < habit.local_day(h.activated_at, p_zone, p_day_start) THEN
+        v_first := habit.local_day(h.activated_at, p_zone, p_day_start);
+        IF p_date < v_first THEN
             RETURN 0;
         END IF;
         SELECT f.numerator, f.denominator INTO v_numerator, v_denominator FROM habit.loop_frequency(h.schedule) f;
@@ -76,32 +81,50 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
             v_numerator := v_numerator * 2;
             v_denominator := v_denominator * 2;
         END IF;
-        v_start := CASE WHEN v_at_most THEN 1 ELSE 0 END;
 
-        RETURN (
+        -- What came before v_from weighs at most m^k on the score, k the unskipped days from
+        -- v_from to p_date: with k such that 0.5 m^k <= 1e-10 (376 days for a daily habit), the
+        -- walk starts at v_from from 0.5 (the middle of what the score can be) and is off by at
+        -- most 1e-10, so the cost is bounded by days, not by the habit's age. Only when that
+        -- could change the fourth decimal (the score lies that close to a rounding midpoint,
+        -- about once in 10^5) is the whole history walked.
+        v_from := p_date - ceil(ln(2e-10) / ln(v_multiplier))::integer + 1;
+        SELECT v_from - count(*)::integer INTO v_from FROM public.habit_skips s
+        WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date BETWEEN v_from AND p_date;
+        IF v_from <= v_first THEN
+            v_from := NULL;
+        END IF;
+
+        LOOP
             WITH events AS (
-                -- One row per day with an event on or before p_date: its value in the window and
-                -- whether it is skipped (a skipped day has no completion or check-in).
+                -- One row per day with an event that counts from v_from on (the window reaches
+                -- denominator − 1 days back): its value in the window and whether it is skipped
+                -- (a skipped day has no completion or check-in).
                 SELECT e.day, greatest(sum(e.value), 0) AS value, bool_or(e.skipped) AS skipped
                 FROM (SELECT c.completed_date AS day,
                              (CASE WHEN v_counted THEN habit.done_value(h.target, h.target_type) ELSE 1 END)::numeric AS value,
                              false AS skipped
                       FROM public.habit_completions c
                       WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date <= p_date
+                        AND c.completed_date > coalesce(v_from, '-infinity'::date) - v_denominator
                         AND NOT (v_counted AND EXISTS (SELECT 1 FROM public.habit_checkins x
                                                        WHERE x.user_id = p_user AND x.template_id = p_template
                                                          AND x.checkin_date = c.completed_date))
                       UNION ALL
                       SELECT x.checkin_date, x.value, false FROM public.habit_checkins x
                       WHERE v_counted AND x.user_id = p_user AND x.template_id = p_template AND x.checkin_date <= p_date
+                        AND x.checkin_date > coalesce(v_from, '-infinity'::date) - v_denominator
                       UNION ALL
                       SELECT s.skipped_date, CASE WHEN v_counted THEN 0.003 ELSE 0 END, true FROM public.habit_skips s
-                      WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date <= p_date) e
+                      WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date <= p_date
+                        AND s.skipped_date > coalesce(v_from, '-infinity'::date) - v_denominator) e
                 GROUP BY e.day
             ), changes AS (
-                -- Where the window's sum can change: an event's day and the day it leaves the window.
+                -- Where the window's sum can change: an event's day and the day it leaves the
+                -- window; and v_from, where the walk starts.
                 SELECT DISTINCT p.day FROM (SELECT ev.day FROM events ev
-                                            UNION ALL SELECT ev.day + v_denominator FROM events ev) p
+                                            UNION ALL SELECT ev.day + v_denominator FROM events ev
+                                            UNION ALL SELECT v_from WHERE v_from IS NOT NULL) p
                 WHERE p.day <= p_date
             ), stretches AS (
                 -- From each change to the next (the last to p_date): the window's sum over it, and
@@ -119,14 +142,27 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                              ELSE least(1.0, s.window_sum / v_target) END) AS share,
                        coalesce(sum(s.days) OVER (ORDER BY s.day ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0)::double precision AS days_after
                 FROM stretches s
+                WHERE s.day >= coalesce(v_from, '-infinity'::date)
             )
-            SELECT coalesce(sum(x.share * (1 - v_multiplier ^ x.days::double precision) * v_multiplier ^ x.days_after), 0)
-                   + v_start * v_multiplier ^ coalesce(sum(x.days), 0)::double precision
-            FROM shares x);
+            SELECT coalesce(sum(x.share * (1 - v_multiplier ^ x.days::double precision) * v_multiplier ^ x.days_after), 0),
+                   coalesce(sum(x.days), 0)::double precision
+            INTO v_score, v_days
+            FROM shares x;
+            -- From the first day: Loop's start, 0 (1 for an at-most habit counted from check-ins).
+            IF v_from IS NULL THEN
+                RETURN v_score + (CASE WHEN v_at_most THEN 1 ELSE 0 END) * v_multiplier ^ v_days;
+            END IF;
+            v_score := v_score + 0.5 * v_multiplier ^ v_days;
+            v_scaled := v_score * 10000;
+            IF abs(v_scaled - floor(v_scaled) - 0.5) > 0.5 * v_multiplier ^ v_days * 10000 + 1e-6 THEN
+                RETURN v_score;
+            END IF;
+            v_from := NULL;
+        END LOOP;
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time) IS
-    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over its events (issue 33).';
+    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1, within 1e-10 of Loop''s and rounding to Loop''s four decimals; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over the events of its last days (issue 33).';
 
 -- The score at p_date (NULL: today in the user's zone), rounded to four decimals as Loop prints
 -- it, of the habit p_template, or of every habit of the user.
