@@ -128,8 +128,8 @@ public struct HabitsStats: Codable, Sendable, Equatable {
         public var rateAll: Double?
         public var totalDone: Int
         public var lastDone: String?
-        /// Loop's habit score at the reference date, "0.0000" … "1.0000".
-        public var score: String
+        /// Loop's habit score at the reference date, "0.0000" … "1.0000"; only with include ["score"].
+        public var score: String?
         enum CodingKeys: String, CodingKey {
             case id, unit, currentStreak = "current_streak", longestStreak = "longest_streak"
             case rate7 = "rate_7", rate30 = "rate_30", rate365 = "rate_365", rateAll = "rate_all"

@@ -59,12 +59,12 @@ public struct HabitStats: Sendable, Equatable {
     /// summed; nil for the others.
     public var values: ValueTotals?
     /// Loop Habit Tracker's habit score at the reference date, four decimals as Loop prints it
-    /// ("0.8123"; sql/functions/scores.sql).
-    public var score: String
+    /// ("0.8123"; sql/functions/scores.sql); nil unless asked for.
+    public var score: String?
 
     public init(id: UUID, unit: StatsUnit, currentStreak: CurrentStreak, longestStreak: LongestStreak,
                 rate7: Double?, rate30: Double?, rate365: Double?, rateAll: Double?, totalDone: Int, lastDone: CalendarDate?,
-                values: ValueTotals? = nil, score: String = "0.0000") {
+                values: ValueTotals? = nil, score: String? = nil) {
         self.values = values
         self.score = score
         self.id = id

@@ -28,7 +28,9 @@ extension HabitRepository {
         return text
     }
 
-    public func statsStatement(user: UUID, template: UUID?, date: CalendarDate?) -> UserStatement<StatsReport> {
+    /// `includeScore`: join Loop's score (habit.habit_scores), which reads each habit's events of
+    /// its last months: many times the rest of the statement, so only when asked for.
+    public func statsStatement(user: UUID, template: UUID?, date: CalendarDate?, includeScore: Bool = false) -> UserStatement<StatsReport> {
         UserStatement(user: user, statement: """
             WITH r AS MATERIALIZED (
                 SELECT coalesce(\(date)::date, habit.user_today(\(user), NULL)) AS day
@@ -38,8 +40,8 @@ extension HabitRepository {
                    s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done,
                    v.value_total, v.value_7, v.value_30, sc.score
             FROM r LEFT JOIN LATERAL habit.habit_stats(\(user), \(template)::uuid, r.day) WITH ORDINALITY s ON true
-            -- Loop's score (sql/functions/scores.sql): grows with the habit's events.
-            LEFT JOIN LATERAL habit.habit_scores(\(user), \(template)::uuid, r.day) sc ON sc.template_id = s.template_id
+            -- Loop's score (sql/functions/scores.sql), only when asked for: the other text calls nothing.
+            LEFT JOIN LATERAL \(unsafeSQL: includeScore ? "habit.habit_scores(" : "(SELECT ")\(user)\(unsafeSQL: includeScore ? ", " : "::uuid AS user_id, ")\(template)\(unsafeSQL: includeScore ? "::uuid, r.day) sc ON sc.template_id = s.template_id" : "::uuid AS template_id, NULL::numeric AS score WHERE false) sc ON true")
             -- A habit counted from check-ins (sql/0029): its days' values, each the check-ins'
             -- sum or, done without check-ins (a toggle), habit.done_value; on or before R, and over
             -- the 7 and 30 days ending at R. Grows with the habit's check-ins and completions.
@@ -78,7 +80,7 @@ extension HabitRepository {
                         total: DecimalValue(row.decode(PostgresNumeric.self, at: 14)),
                         last7: DecimalValue(row.decode(PostgresNumeric.self, at: 15)),
                         last30: DecimalValue(row.decode(PostgresNumeric.self, at: 16))),
-                    score: try Self.score(row.decode(PostgresNumeric.self, at: 17))))
+                    score: try row.isNull(at: 17) ? nil : Self.score(row.decode(PostgresNumeric.self, at: 17))))
             }
             if template != nil, report.habits.isEmpty { throw StoreError.notFound }
             return report

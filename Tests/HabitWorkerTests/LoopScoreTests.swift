@@ -123,7 +123,7 @@ struct LoopScoreTests {
                 #expect(mismatches.isEmpty, "seed \(seed), \(habit.name) (\(habit.numerical ? "numerical \(habit.atMost ? "at most" : "at least") \(habit.target)" : "yes/no") \(habit.numerator)/\(habit.denominator)): \(mismatches.prefix(5)); values \(habit.values)")
                 // habits.stats answers the same score, on a day drawn from the history.
                 let day = first.adding(days: Int.random(in: 0..<habit.values.count, using: &rng))
-                let stats = try session.worker.call("habits.stats", params(user, ["id": .uuid(template), "date": .string(day.description)]))
+                let stats = try session.worker.call("habits.stats", params(user, ["id": .uuid(template), "date": .string(day.description), "include": ["score"]]))
                 #expect(stats["habits"]?[0]?["score"]?.stringValue == expected[day.description], "habit \(index) on \(day): \(stats)")
             }
         }
@@ -139,7 +139,7 @@ struct LoopScoreTests {
                 _ = try session.worker.call("completions.set", params(user, ["template_id": .uuid(daily), "date": .string(today.adding(days: -back).description), "completed": true]))
             }
             func score(_ template: UUID, _ day: CalendarDate) throws -> String? {
-                try session.worker.call("habits.stats", params(user, ["id": .uuid(template), "date": .string(day.description)]))["habits"]?[0]?["score"]?.stringValue
+                try session.worker.call("habits.stats", params(user, ["id": .uuid(template), "date": .string(day.description), "include": ["score"]]))["habits"]?[0]?["score"]?.stringValue
             }
             // 1 − 0.5^(1/13) = 0.0519…, 1 − 0.5^(4/13) = 0.19206…; the day before the first: 0.
             #expect(try score(daily, today.adding(days: -5)) == "0.0000")
