@@ -11,6 +11,7 @@ public enum HabitMethods {
         "system.ping", "system.health", "rpc.discover",
         "profile.get", "profile.set",
         "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
+        "habits.move", "habits.archive", "habits.unarchive",
         "day.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
         "checkins.remove", "checkins.list", "notes.set",
         "lists.list", "lists.update", "lists.delete",
@@ -79,11 +80,13 @@ public struct Habit: Codable, Sendable, Equatable {
     public var due: Bool?
     /// Only in day.get's habits with `include: [.streaks]`: the current streak at the day's date.
     public var currentStreak: Streak?
+    /// When the habit was archived (habits.archive); nil while not.
+    public var archivedAt: String?
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
         case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", schedule, due
-        case currentStreak = "current_streak"
+        case currentStreak = "current_streak", archivedAt = "archived_at"
     }
 }
 

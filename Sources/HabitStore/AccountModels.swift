@@ -14,6 +14,8 @@ public struct AccountHabit: Sendable, Equatable {
     public var periods: [HabitPeriod]
     /// Kind and target (sql/0029).
     public var measure: HabitMeasure = .boolean
+    /// When it was archived (sql/0035); nil while not.
+    public var archivedAt: PostgresTimestamp? = nil
 }
 
 /// A check-in as the account document holds it (its client id, a device's retry key, is not

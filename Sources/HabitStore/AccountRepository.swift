@@ -87,7 +87,7 @@ public struct AccountRepository {
             case .habits:
                 let after = key.isEmpty ? nil : UUID(uuidString: key)
                 let rows = try connection.query("""
-                    SELECT id, name, icon, color, sort_order, created_at, updated_at, kind, unit, target, target_type, target_period
+                    SELECT id, name, icon, color, sort_order, created_at, updated_at, kind, unit, target, target_type, target_period, archived_at
                     FROM public.habit_templates
                     WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
                     ORDER BY id LIMIT \(fetch)
@@ -98,7 +98,8 @@ public struct AccountRepository {
                                  sortOrder: try row.decode(Int32?.self, "sort_order").map(Int.init),
                                  createdAt: try row.decode(PostgresTimestamp.self, "created_at"),
                                  updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"), periods: [],
-                                 measure: try HabitMeasure(row: row, at: 7))
+                                 measure: try HabitMeasure(row: row, at: 7),
+                                 archivedAt: try row.decode(PostgresTimestamp?.self, "archived_at"))
                 }
                 if let first = habits.first, let last = habits.last {
                     // The page's habits' periods: one range scan, in (habit, start) order.

@@ -190,10 +190,11 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- from them take user_id from the staged row, not p_user: only then does Citus see an
         -- INSERT … SELECT between co-located shards (otherwise it copies the rows through
         -- itself, and the tables' triggers then fail on the user's node).
-        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period)
+        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period, archived_at)
         SELECT p_user, h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
                coalesce(h.v -> 'periods', '[]'), coalesce(h.v ->> 'kind', 'boolean'), h.v ->> 'unit',
-               coalesce((h.v ->> 'target')::numeric, 1), coalesce(h.v ->> 'target_type', 'at_least'), coalesce(h.v ->> 'target_period', 'day')
+               coalesce((h.v ->> 'target')::numeric, 1), coalesce(h.v ->> 'target_type', 'at_least'), coalesce(h.v ->> 'target_period', 'day'),
+               (h.v ->> 'archived_at')::timestamptz
         FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
         -- At most 10,000 periods per habit (before they are expanded).
         SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
@@ -458,19 +459,19 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- check-ins.
         UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order,
                                             kind = h.kind, unit = h.unit, target = h.target, target_type = h.target_type,
-                                            target_period = h.target_period
+                                            target_period = h.target_period, archived_at = h.archived_at
         FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
         WHERE t.id = h.id AND t.user_id = p_user
-          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period)
-              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period);
+          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period, t.archived_at)
+              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at);
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule,
-                                                   kind, unit, target, target_type, target_period)
+                                                   kind, unit, target, target_type, target_period, archived_at)
         SELECT h.id, h.user_id, h.name, h.icon, h.color, h.sort_order,
                coalesce(pp.last_ended_at IS NULL AND pp.last_started_at IS NOT NULL, false),
                coalesce(pp.first_started_at, %2$L::timestamptz),
                CASE WHEN pp.last_started_at IS NULL THEN %2$L::timestamptz ELSE pp.last_ended_at END,
-               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period
+               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at
         FROM (SELECT * FROM habit.import_habits WHERE user_id = %1$L) h
         -- The first and the last period, grouped and joined by user_id (a LATERAL … LIMIT 1
         -- here is what Citus cannot send to the user's shards in an INSERT … SELECT).
@@ -1468,6 +1469,80 @@ CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS
     $fn$;
 COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
     'sort_order for a new habit of acting_user: after the last one (1 for the first), at most 2147483647.';
+
+-- habits.move (issue 33, item 2): puts p_template just before p_before or just after p_after
+-- (exactly one given, another habit of the user) in the daily list's order (sort_order NULLS
+-- LAST, created_at, id), and returns the moved row; no row when either habit is not the
+-- user's. The other habits keep their places. Usually one row is written: the habit gets a
+-- sort_order between its new neighbours'. When there is no room (neighbours one apart, a NULL
+-- sort_order, the integer's ends), every habit of the user is numbered again, 1024 apart in
+-- the list's order, leaving the room. The user's writes lock (habit.lock_user_writes) makes
+-- concurrent moves and creates of one user take turns, so each sees the other's result.
+CREATE OR REPLACE FUNCTION habit.move_habit(p_user uuid, p_template uuid, p_before uuid, p_after uuid)
+    RETURNS SETOF public.habit_templates
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        c_gap constant integer := 1024;
+        v_anchor uuid := coalesce(p_before, p_after);
+        v_ids uuid[];
+        v_orders integer[];
+        v_place integer;
+        v_prev integer;
+        v_next integer;
+        v_new bigint;
+        v_row public.habit_templates;
+    BEGIN
+        IF (p_before IS NULL) = (p_after IS NULL) OR v_anchor = p_template THEN
+            RAISE EXCEPTION 'habit.move_habit: give one of p_before and p_after, another habit''s id' USING ERRCODE = 'data_exception';
+        END IF;
+        PERFORM habit.lock_user_writes(p_user);
+        PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        SELECT array_agg(t.id ORDER BY t.sort_order NULLS LAST, t.created_at, t.id),
+               array_agg(t.sort_order ORDER BY t.sort_order NULLS LAST, t.created_at, t.id)
+        INTO v_ids, v_orders
+        FROM public.habit_templates t WHERE t.user_id = p_user AND t.id <> p_template;
+        -- v_place: the index, in the list without the habit, of the habit it goes before.
+        v_place := array_position(v_ids, v_anchor);
+        IF v_place IS NULL THEN
+            RETURN;
+        END IF;
+        IF p_after IS NOT NULL THEN
+            v_place := v_place + 1;
+        END IF;
+        v_prev := CASE WHEN v_place > 1 THEN v_orders[v_place - 1] END;
+        v_next := CASE WHEN v_place <= cardinality(v_ids) THEN v_orders[v_place] END;
+        IF (v_place > 1 AND v_prev IS NULL) OR (v_place <= cardinality(v_ids) AND v_next IS NULL)
+           OR (v_next::bigint - v_prev < 2)
+           OR (v_place = 1 AND v_next::bigint - c_gap < -2147483648)
+           OR (v_place > cardinality(v_ids) AND v_prev::bigint + c_gap > 2147483647) THEN
+            UPDATE public.habit_templates t
+            SET sort_order = c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END))
+            FROM unnest(v_ids) WITH ORDINALITY AS o(id, n)
+            WHERE t.user_id = p_user AND t.id = o.id
+              AND t.sort_order IS DISTINCT FROM c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END));
+            v_new := c_gap * v_place;
+        ELSIF v_prev IS NULL AND v_next IS NULL THEN
+            v_new := c_gap;
+        ELSIF v_prev IS NULL THEN
+            v_new := v_next::bigint - c_gap;
+        ELSIF v_next IS NULL THEN
+            v_new := v_prev::bigint + c_gap;
+        ELSE
+            v_new := v_prev + (v_next::bigint - v_prev) / 2;
+        END IF;
+        UPDATE public.habit_templates t SET sort_order = v_new::integer
+        WHERE t.user_id = p_user AND t.id = p_template
+        RETURNING t.* INTO v_row;
+        RETURN NEXT v_row;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.move_habit(uuid, uuid, uuid, uuid) IS
+    'habits.move: p_template just before p_before or just after p_after in the daily list (sort_order; renumbers 1024 apart when there is no room); the moved row, none when either habit is not p_user''s (issue 33).';
 
 -- Creates with a client-supplied id (habit.create_habit here, habit.create_list and
 -- habit.create_task in functions/tasks.sql). A request the worker never answered (killed,
@@ -2852,6 +2927,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
         v_counted boolean := false;
         v_target numeric;
         v_type text;
+        v_archived uuid[] := '{}';
     BEGIN
         IF p_from IS NULL OR p_to IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
@@ -2860,6 +2936,11 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
             SELECT habit.is_counted(t.kind, t.target, t.target_type), t.target, t.target_type INTO v_counted, v_target, v_type
             FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
             v_counted := coalesce(v_counted, false);
+        ELSE
+            -- All habits: not the archived ones (sql/0035). Read first, as its own statement
+            -- (Citus: no correlated read of a table inside the query over habit_days_at).
+            SELECT coalesce(array_agg(t.id), '{}') INTO v_archived
+            FROM public.habit_templates t WHERE t.user_id = p_user AND t.archived_at IS NOT NULL;
         END IF;
         RETURN QUERY
         SELECT g.day::date, coalesce(a.due, 0), coalesce(a.done, 0), coalesce(a.skipped, 0),
@@ -2875,7 +2956,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
             SELECT d.day, count(*)::integer AS due, (count(*) FILTER (WHERE d.done))::integer AS done,
                    (count(*) FILTER (WHERE d.skipped))::integer AS skipped
             FROM habit.habit_days_at(p_user, p_from, p_to, v_today) d
-            WHERE d.due AND (p_template IS NULL OR d.template_id = p_template)
+            WHERE d.due AND (p_template IS NULL OR d.template_id = p_template) AND d.template_id <> ALL (v_archived)
             GROUP BY d.day
         ) a ON a.day = g.day::date
         -- The counted habit's day values: its check-ins' sums, and its completions without any.
@@ -4227,6 +4308,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
             SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
           AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id))
+                                                AND t.archived_at IS NULL
                    ELSE t.id = p_template END
           AND (g.ok OR s.template_id IS NOT NULL)
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id;
@@ -4251,11 +4333,12 @@ CREATE OR REPLACE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAUL
         RETURN QUERY
         SELECT t.id, c.current_length, c.current_start FROM public.habit_templates t
         CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, v_today) c
-        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id));
+        WHERE t.user_id = p_user AND t.archived_at IS NULL
+          AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id));
     END
     $fn$;
 COMMENT ON FUNCTION habit.current_streaks(uuid, date) IS
-    'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day.';
+    'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day and not archived.';
 
 
 -- For admins (and after a bulk load with triggers disabled): every habit's streaks from scratch.
@@ -5387,7 +5470,7 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb),
     habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
-    habit.set_schedule(uuid, jsonb),
+    habit.set_schedule(uuid, jsonb), habit.move_habit(uuid, uuid, uuid, uuid),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
     habit.add_checkin(uuid, uuid, date, numeric, time, text, text), habit.remove_checkin(uuid, uuid),
@@ -7061,6 +7144,23 @@ COMMENT ON FUNCTION habit.valid_schedule(jsonb) IS
 
 COMMENT ON COLUMN public.habit_streak_state.has_tpw IS
     'Whether a segment is times_per_week or times_in_days (sql/0034): its due days then depend on the completions of its week or block.';
+
+"""#),
+        SQLFile(path: "migrations/0035_order_and_archive.sql", text: #"""
+-- 0035 (issue 33, item 2): archive. An archived habit is gone from the day's views (day.get,
+-- habits.stats' list, stats.calendar of all habits) and from habits.list's default view; its
+-- periods, completions, check-ins, streaks, sync and export stay as they are, and unarchiving
+-- brings it back unchanged. Unlike deactivating (is_active false), archiving does not close the
+-- habit's period: the days while archived are not inactive days, only hidden.
+--
+-- Order (habits.move) needs no column: habit_templates.sort_order already orders the daily
+-- list; habit.move_habit (functions/habits.sql) writes it.
+ALTER TABLE public.habit_templates ADD COLUMN archived_at timestamptz;
+COMMENT ON COLUMN public.habit_templates.archived_at IS
+    'When the habit was archived (habits.archive); NULL while not. An archived habit is hidden from day.get, habits.list''s default view and the list forms of habits.stats and stats.calendar; its history, streaks, sync and export are kept (sql/0035).';
+
+ALTER TABLE habit.import_habits ADD COLUMN archived_at timestamptz;
+COMMENT ON COLUMN habit.import_habits.archived_at IS 'The document habit''s archived_at (sql/0035).';
 
 """#),
         SQLFile(path: "policies.sql", text: #"""

@@ -33,9 +33,11 @@ public struct Habit: Sendable, Equatable {
     public var schedule: HabitSchedule
     /// Boolean or measurable, and the target (sql/0029).
     public var measure: HabitMeasure
+    /// When it was archived (habits.archive, sql/0035); nil while not.
+    public var archivedAt: PostgresTimestamp?
 
     /// The columns `init(row:at:)` reads, in this order, in a SELECT or RETURNING list.
-    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule, kind, unit, target, target_type, target_period"
+    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule, kind, unit, target, target_type, target_period, archived_at"
 
     static let columnNames = columns.split(separator: ", ").map(String.init)
 
@@ -63,6 +65,7 @@ public struct Habit: Sendable, Equatable {
         updatedAt = try row.decode(PostgresTimestamp.self, at: first + 9)
         schedule = try HabitSchedule(storedJSON: row.decode(JSONB.self, at: first + 10).text)
         measure = try HabitMeasure(row: row, at: first + 11)
+        archivedAt = try row.decode(PostgresTimestamp?.self, at: first + 16)
     }
 }
 

@@ -147,6 +147,28 @@ public final class HabitRepository {
         try setActive(user: user, id: id, active: true)
     }
 
+    /// Archives a habit (sql/0035): hidden from day.get and habits.list's default view; its
+    /// period stays open and its history, streaks, sync and export are kept. Archiving twice
+    /// keeps the first time; unarchiving clears it.
+    public func setArchived(user: UUID, id: UUID, archived: Bool) throws -> Habit {
+        let rows = try scope.query(as: user, """
+            UPDATE public.habit_templates
+            SET archived_at = CASE WHEN \(archived) THEN coalesce(archived_at, now()) END
+            WHERE id = \(id) AND user_id = \(user)
+            RETURNING \(unsafeSQL: Habit.columns)
+            """)
+        return try Habit(row: rows.found())
+    }
+
+    /// Moves a habit just before `before` or just after `after` (one of them) in the daily
+    /// list (habit.move_habit); notFound when either habit is not the user's.
+    public func moveHabit(user: UUID, id: UUID, before: UUID?, after: UUID?) throws -> Habit {
+        let rows = try scope.query(as: user, """
+            SELECT \(unsafeSQL: Habit.columns) FROM habit.move_habit(\(user), \(id), \(before)::uuid, \(after)::uuid)
+            """)
+        return try Habit(row: rows.found())
+    }
+
     private func setActive(user: UUID, id: UUID, active: Bool) throws -> Habit {
         let rows = try scope.query(as: user, """
             UPDATE public.habit_templates SET is_active = \(active)
@@ -191,13 +213,13 @@ public final class HabitRepository {
         guard deleted == 1 else { throw StoreError.notFound }
     }
 
-    public func listHabits(user: UUID, includeInactive: Bool = false,
+    public func listHabits(user: UUID, includeInactive: Bool = false, includeArchived: Bool = false,
                            page: PageRequest<HabitSortKey> = PageRequest()) throws -> Page<Habit> {
         // sort_order NULLS LAST as a row comparison: (sort_order IS NULL, coalesce(sort_order, 0)).
         let after = HabitSortKey.bounds(page.after)
         return Page(fetched: try scope.query(as: user, """
             SELECT \(unsafeSQL: Habit.columns) FROM public.habit_templates
-            WHERE user_id = \(user) AND (is_active OR \(includeInactive))
+            WHERE user_id = \(user) AND (is_active OR \(includeInactive)) AND (archived_at IS NULL OR \(includeArchived))
               AND (sort_order IS NULL, coalesce(sort_order, 0)::bigint, created_at, id)
                   > (\(after.nullOrder), \(after.order), \(after.createdAt), \(after.id))
             ORDER BY sort_order IS NULL, sort_order, created_at, id
@@ -301,7 +323,7 @@ public final class HabitRepository {
                         ELSE coalesce(ci.checkin_sum, 0) END AS day_value,
                    ci.checkin_count, n.note, wv.week_value\(includeStreaks ? ", streak.current_length, streak.current_start" : "")
             FROM habit.day_habits($1, header.day, header.today, header.tz, header.wk, header.ds) d
-            JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1
+            JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = $1 AND h.archived_at IS NULL
             -- The day's check-ins, only for a habit counted from them (sql/0029): for the others
             -- a one-time filter (no probe) and no row (HAVING).
             LEFT JOIN LATERAL (SELECT sum(x.value) AS checkin_sum, count(*) AS checkin_count FROM public.habit_checkins x

@@ -77,12 +77,13 @@ public enum AccountDocument {
             let path = "document.habits[\(index)]"
             let fields = try object(value, path, required: ["id", "name", "periods"],
                                     optional: ["icon", "color", "sort_order", "created_at", "updated_at",
-                                               "kind", "unit", "target", "target_type", "target_period"])
+                                               "kind", "unit", "target", "target_type", "target_period", "archived_at"])
             _ = try uuid(fields["id"]!, path + ".id")
             try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
             if let icon = try optionalString(fields["icon"], path + ".icon") { try rule(path + ".icon") { try AccountRepository.checkIcon(icon) } }
             if let color = try optionalString(fields["color"], path + ".color") { try rule(path + ".color") { try AccountRepository.checkColor(color) } }
             if let order = fields["sort_order"], !order.isNull { _ = try int32(order, path + ".sort_order") }
+            if let archived = fields["archived_at"], !archived.isNull { _ = try timestamp(archived, path + ".archived_at") }
             try checkPeriods(try array(fields["periods"]!, path + ".periods"), path + ".periods")
             try checkMeasure(fields, path)
         }
@@ -310,6 +311,7 @@ extension JSONWriter {
         key("target"); string(habit.measure.target.text)
         key("target_type"); string(habit.measure.targetType.rawValue)
         key("target_period"); string(habit.measure.targetPeriod.rawValue)
+        key("archived_at"); timestamp(habit.archivedAt)
         key("periods"); array(habit.periods) { json, period in
             json.beginObject()
             json.key("started_at"); json.timestamp(period.startedAt)

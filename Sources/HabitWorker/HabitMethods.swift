@@ -173,18 +173,80 @@ enum HabitsDelete: DatabaseMethod {
     }
 }
 
+/// habits.archive / habits.unarchive (issue 33, item 2; sql/0035).
+struct ArchiveParams: Sendable { let user: UUID; let template: UUID }
+
+extension ParamsReader {
+    func archiveParams() throws(RPCError) -> ArchiveParams {
+        ArchiveParams(user: try userID(), template: try uuid("template_id", description: "The habit."))
+    }
+}
+
+enum HabitsArchive: DatabaseMethod {
+    static let name = "habits.archive"
+    static let retry = RetrySafety.always
+    static let summary = "Archives a habit (idempotent: the first archived_at stays): gone from day.get and habits.list's default view; history, streaks, sync and export kept; its period stays open."
+    static let errors: [DomainErrorCode] = [.notFound]
+    static func decode(_ params: ParamsReader) throws(RPCError) -> ArchiveParams { try params.archiveParams() }
+    static func run(_ params: ArchiveParams, in context: MethodContext) throws -> Habit {
+        try context.habits.setArchived(user: params.user, id: params.template, archived: true)
+    }
+}
+
+enum HabitsUnarchive: DatabaseMethod {
+    static let name = "habits.unarchive"
+    static let retry = RetrySafety.always
+    static let summary = "Brings an archived habit back (idempotent), unchanged."
+    static let errors: [DomainErrorCode] = [.notFound]
+    static func decode(_ params: ParamsReader) throws(RPCError) -> ArchiveParams { try params.archiveParams() }
+    static func run(_ params: ArchiveParams, in context: MethodContext) throws -> Habit {
+        try context.habits.setArchived(user: params.user, id: params.template, archived: false)
+    }
+}
+
+enum HabitsMove: DatabaseMethod {
+    static let name = "habits.move"
+    static let retry = RetrySafety.always
+    static let summary = "Moves a habit just before or just after another habit of the user in the daily list's order; the others keep their places."
+    static let errors: [DomainErrorCode] = [.notFound]
+    struct Params: Sendable { let user: UUID; let template: UUID; let before: UUID?; let after: UUID? }
+    static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
+        let user = try params.userID()
+        let template = try params.uuid("template_id", description: "The habit to move.")
+        let before = try params.optionalUUID("before", description: "Another habit's id: put the habit just before it. Give before or after, not both.")
+        let after = try params.optionalUUID("after", description: "Another habit's id: put the habit just after it.")
+        if params.isDescribing { return Params(user: user, template: template, before: nil, after: nil) }
+        switch (before, after) {
+        case (_?, _?):
+            throw .invalidParams(field: "after", reason: InputFailure.notAllowed, message: "give either before or after, not both")
+        case (nil, nil):
+            throw .invalidParams(field: "before", reason: RPCReason.required, message: "missing: give before or after")
+        case (let anchor?, nil), (nil, let anchor?):
+            guard anchor != template else {
+                throw .invalidParams(field: before != nil ? "before" : "after", reason: InputFailure.notAllowed, message: "must be another habit than template_id")
+            }
+        }
+        return Params(user: user, template: template, before: before, after: after)
+    }
+    static func run(_ params: Params, in context: MethodContext) throws -> Habit {
+        try context.habits.moveHabit(user: params.user, id: params.template, before: params.before, after: params.after)
+    }
+}
+
 enum HabitsList: DatabaseMethod {
     static let name = "habits.list"
     static let retry = RetrySafety.always
     static let summary = "A page of the user's habits in display order."
-    struct Params: Sendable { let user: UUID; let includeInactive: Bool; let page: PageRequest<HabitSortKey> }
+    struct Params: Sendable { let user: UUID; let includeInactive: Bool; let includeArchived: Bool; let page: PageRequest<HabitSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(),
                includeInactive: try params.optionalBool("include_inactive", description: "Default false.") ?? false,
+               includeArchived: try params.optionalBool("include_archived", description: "Also archived habits (habits.archive). Default false.") ?? false,
                page: try params.habitPage())
     }
     static func run(_ params: Params, in context: MethodContext) throws -> HabitPage {
-        let habits = try context.habits.listHabits(user: params.user, includeInactive: params.includeInactive, page: params.page)
+        let habits = try context.habits.listHabits(user: params.user, includeInactive: params.includeInactive,
+                                                   includeArchived: params.includeArchived, page: params.page)
         return HabitPage(habits: habits, nextCursor: habits.nextCursor(kind: HabitSortKey.cursorKind) { HabitSortKey($0).cursorFields })
     }
 

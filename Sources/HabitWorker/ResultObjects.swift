@@ -58,6 +58,7 @@ extension JSONWriter {
         key("target"); string(habit.measure.target.text)
         key("target_type"); string(habit.measure.targetType.rawValue)
         key("target_period"); string(habit.measure.targetPeriod.rawValue)
+        key("archived_at"); timestamp(habit.archivedAt)
         if let due { key("due"); bool(due) }
         if let detail {
             // Where they apply (docs/protocol.md, "day.get"): the value and check-ins of a habit
@@ -120,6 +121,7 @@ extension Habit: SchemaComponent {
         ("target", JSONSchema.described(ValueSchema.decimal, "The value a day (a week, with target_period week) must reach to be done (a boolean habit: check-ins, default \"1\").")),
         ("target_type", JSONSchema.string(oneOf: TargetType.allCases.map(\.rawValue))),
         ("target_period", JSONSchema.described(JSONSchema.string(oneOf: TargetPeriod.allCases.map(\.rawValue)), "day, or week: the user's week's values summed, met once a week (schedule times_per_week 1); fixed at creation.")),
+        ("archived_at", JSONSchema.described(JSONSchema.nullable(ValueSchema.timestamp), "When the habit was archived (habits.archive); null while not. Archived: hidden from day.get and habits.list's default view, history kept.")),
     ])
 
     public func write(to json: inout JSONWriter) { json.habit(self) }

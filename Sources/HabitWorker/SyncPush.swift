@@ -35,6 +35,7 @@ enum SyncPush: DatabaseMethod {
     static let mutationMethods: [any MethodDeclaration.Type] = [
         ProfileSet.self,
         HabitsCreate.self, HabitsUpdate.self, HabitsDeactivate.self, HabitsActivate.self, HabitsDelete.self,
+        HabitsMove.self, HabitsArchive.self, HabitsUnarchive.self,
         CompletionsSet.self, CompletionsToggle.self, SkipsSetRange.self,
         CheckinsAdd.self, CheckinsRemove.self, NotesSet.self,
         ListsCreate.self, ListsUpdate.self, ListsDelete.self,

@@ -168,10 +168,11 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- from them take user_id from the staged row, not p_user: only then does Citus see an
         -- INSERT … SELECT between co-located shards (otherwise it copies the rows through
         -- itself, and the tables' triggers then fail on the user's node).
-        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period)
+        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period, archived_at)
         SELECT p_user, h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
                coalesce(h.v -> 'periods', '[]'), coalesce(h.v ->> 'kind', 'boolean'), h.v ->> 'unit',
-               coalesce((h.v ->> 'target')::numeric, 1), coalesce(h.v ->> 'target_type', 'at_least'), coalesce(h.v ->> 'target_period', 'day')
+               coalesce((h.v ->> 'target')::numeric, 1), coalesce(h.v ->> 'target_type', 'at_least'), coalesce(h.v ->> 'target_period', 'day'),
+               (h.v ->> 'archived_at')::timestamptz
         FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
         -- At most 10,000 periods per habit (before they are expanded).
         SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
@@ -436,19 +437,19 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- check-ins.
         UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order,
                                             kind = h.kind, unit = h.unit, target = h.target, target_type = h.target_type,
-                                            target_period = h.target_period
+                                            target_period = h.target_period, archived_at = h.archived_at
         FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
         WHERE t.id = h.id AND t.user_id = p_user
-          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period)
-              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period);
+          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period, t.archived_at)
+              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at);
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule,
-                                                   kind, unit, target, target_type, target_period)
+                                                   kind, unit, target, target_type, target_period, archived_at)
         SELECT h.id, h.user_id, h.name, h.icon, h.color, h.sort_order,
                coalesce(pp.last_ended_at IS NULL AND pp.last_started_at IS NOT NULL, false),
                coalesce(pp.first_started_at, %2$L::timestamptz),
                CASE WHEN pp.last_started_at IS NULL THEN %2$L::timestamptz ELSE pp.last_ended_at END,
-               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period
+               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at
         FROM (SELECT * FROM habit.import_habits WHERE user_id = %1$L) h
         -- The first and the last period, grouped and joined by user_id (a LATERAL … LIMIT 1
         -- here is what Citus cannot send to the user's shards in an INSERT … SELECT).

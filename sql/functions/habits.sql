@@ -35,6 +35,80 @@ CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS
 COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
     'sort_order for a new habit of acting_user: after the last one (1 for the first), at most 2147483647.';
 
+-- habits.move (issue 33, item 2): puts p_template just before p_before or just after p_after
+-- (exactly one given, another habit of the user) in the daily list's order (sort_order NULLS
+-- LAST, created_at, id), and returns the moved row; no row when either habit is not the
+-- user's. The other habits keep their places. Usually one row is written: the habit gets a
+-- sort_order between its new neighbours'. When there is no room (neighbours one apart, a NULL
+-- sort_order, the integer's ends), every habit of the user is numbered again, 1024 apart in
+-- the list's order, leaving the room. The user's writes lock (habit.lock_user_writes) makes
+-- concurrent moves and creates of one user take turns, so each sees the other's result.
+CREATE OR REPLACE FUNCTION habit.move_habit(p_user uuid, p_template uuid, p_before uuid, p_after uuid)
+    RETURNS SETOF public.habit_templates
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        c_gap constant integer := 1024;
+        v_anchor uuid := coalesce(p_before, p_after);
+        v_ids uuid[];
+        v_orders integer[];
+        v_place integer;
+        v_prev integer;
+        v_next integer;
+        v_new bigint;
+        v_row public.habit_templates;
+    BEGIN
+        IF (p_before IS NULL) = (p_after IS NULL) OR v_anchor = p_template THEN
+            RAISE EXCEPTION 'habit.move_habit: give one of p_before and p_after, another habit''s id' USING ERRCODE = 'data_exception';
+        END IF;
+        PERFORM habit.lock_user_writes(p_user);
+        PERFORM 1 FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        SELECT array_agg(t.id ORDER BY t.sort_order NULLS LAST, t.created_at, t.id),
+               array_agg(t.sort_order ORDER BY t.sort_order NULLS LAST, t.created_at, t.id)
+        INTO v_ids, v_orders
+        FROM public.habit_templates t WHERE t.user_id = p_user AND t.id <> p_template;
+        -- v_place: the index, in the list without the habit, of the habit it goes before.
+        v_place := array_position(v_ids, v_anchor);
+        IF v_place IS NULL THEN
+            RETURN;
+        END IF;
+        IF p_after IS NOT NULL THEN
+            v_place := v_place + 1;
+        END IF;
+        v_prev := CASE WHEN v_place > 1 THEN v_orders[v_place - 1] END;
+        v_next := CASE WHEN v_place <= cardinality(v_ids) THEN v_orders[v_place] END;
+        IF (v_place > 1 AND v_prev IS NULL) OR (v_place <= cardinality(v_ids) AND v_next IS NULL)
+           OR (v_next::bigint - v_prev < 2)
+           OR (v_place = 1 AND v_next::bigint - c_gap < -2147483648)
+           OR (v_place > cardinality(v_ids) AND v_prev::bigint + c_gap > 2147483647) THEN
+            UPDATE public.habit_templates t
+            SET sort_order = c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END))
+            FROM unnest(v_ids) WITH ORDINALITY AS o(id, n)
+            WHERE t.user_id = p_user AND t.id = o.id
+              AND t.sort_order IS DISTINCT FROM c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END));
+            v_new := c_gap * v_place;
+        ELSIF v_prev IS NULL AND v_next IS NULL THEN
+            v_new := c_gap;
+        ELSIF v_prev IS NULL THEN
+            v_new := v_next::bigint - c_gap;
+        ELSIF v_next IS NULL THEN
+            v_new := v_prev::bigint + c_gap;
+        ELSE
+            v_new := v_prev + (v_next::bigint - v_prev) / 2;
+        END IF;
+        UPDATE public.habit_templates t SET sort_order = v_new::integer
+        WHERE t.user_id = p_user AND t.id = p_template
+        RETURNING t.* INTO v_row;
+        RETURN NEXT v_row;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.move_habit(uuid, uuid, uuid, uuid) IS
+    'habits.move: p_template just before p_before or just after p_after in the daily list (sort_order; renumbers 1024 apart when there is no room); the moved row, none when either habit is not p_user''s (issue 33).';
+
 -- Creates with a client-supplied id (habit.create_habit here, habit.create_list and
 -- habit.create_task in functions/tasks.sql). A request the worker never answered (killed,
 -- crashed, timed out by the gateway) has an unknown outcome: its transaction, COMMIT

@@ -204,6 +204,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
         v_counted boolean := false;
         v_target numeric;
         v_type text;
+        v_archived uuid[] := '{}';
     BEGIN
         IF p_from IS NULL OR p_to IS NULL OR p_to < p_from OR p_to - p_from >= 366 THEN
             RAISE EXCEPTION 'a range of 1 to 366 days is needed, not % … %', p_from, p_to USING ERRCODE = 'data_exception';
@@ -212,6 +213,11 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
             SELECT habit.is_counted(t.kind, t.target, t.target_type), t.target, t.target_type INTO v_counted, v_target, v_type
             FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user;
             v_counted := coalesce(v_counted, false);
+        ELSE
+            -- All habits: not the archived ones (sql/0035). Read first, as its own statement
+            -- (Citus: no correlated read of a table inside the query over habit_days_at).
+            SELECT coalesce(array_agg(t.id), '{}') INTO v_archived
+            FROM public.habit_templates t WHERE t.user_id = p_user AND t.archived_at IS NOT NULL;
         END IF;
         RETURN QUERY
         SELECT g.day::date, coalesce(a.due, 0), coalesce(a.done, 0), coalesce(a.skipped, 0),
@@ -227,7 +233,7 @@ CREATE OR REPLACE FUNCTION habit.stats_calendar(p_user uuid, p_template uuid, p_
             SELECT d.day, count(*)::integer AS due, (count(*) FILTER (WHERE d.done))::integer AS done,
                    (count(*) FILTER (WHERE d.skipped))::integer AS skipped
             FROM habit.habit_days_at(p_user, p_from, p_to, v_today) d
-            WHERE d.due AND (p_template IS NULL OR d.template_id = p_template)
+            WHERE d.due AND (p_template IS NULL OR d.template_id = p_template) AND d.template_id <> ALL (v_archived)
             GROUP BY d.day
         ) a ON a.day = g.day::date
         -- The counted habit's day values: its check-ins' sums, and its completions without any.
@@ -1579,6 +1585,7 @@ CREATE OR REPLACE FUNCTION habit.habit_stats(p_user uuid, p_template uuid DEFAUL
             SELECT * FROM habit.streak_stats(p_user, t.id, v_date, v_today) WHERE NOT g.ok OFFSET 0) s ON true
         WHERE t.user_id = p_user
           AND CASE WHEN p_template IS NULL THEN t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id))
+                                                AND t.archived_at IS NULL
                    ELSE t.id = p_template END
           AND (g.ok OR s.template_id IS NOT NULL)
         ORDER BY t.sort_order NULLS LAST, t.created_at, t.id;
@@ -1603,11 +1610,12 @@ CREATE OR REPLACE FUNCTION habit.current_streaks(p_user uuid, p_date date DEFAUL
         RETURN QUERY
         SELECT t.id, c.current_length, c.current_start FROM public.habit_templates t
         CROSS JOIN LATERAL habit.current_streak(p_user, t.id, v_date, v_today) c
-        WHERE t.user_id = p_user AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id));
+        WHERE t.user_id = p_user AND t.archived_at IS NULL
+          AND t.id IN (SELECT o.id FROM habit.habits_on(p_user, v_date, v_today, v_tz, v_ds) AS o(id));
     END
     $fn$;
 COMMENT ON FUNCTION habit.current_streaks(uuid, date) IS
-    'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day.';
+    'The current streak at p_date (NULL: today in the user''s zone) of every habit on that day and not archived.';
 
 
 -- For admins (and after a bulk load with triggers disabled): every habit's streaks from scratch.
