@@ -130,6 +130,7 @@ struct AccountTests {
                 .init("sort_order", g.chance(50) ? .number(String(g.int(-5...50))) : .null),
                 .init("kind", measurable ? "measurable" : "boolean"), .init("unit", measurable ? "km" : .null),
                 .init("target", .string(target)), .init("target_type", atMost ? "at_most" : "at_least"), .init("target_period", "day"),
+                .init("archived_at", g.chance(20) ? .string("2026-0\(g.int(1...9))-1\(g.int(0...9))T0\(g.int(0...9)):30:00Z") : .null),
                 .init("periods", .array(periods)),
             ]))
         }

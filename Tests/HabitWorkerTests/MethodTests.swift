@@ -9,7 +9,7 @@ import Testing
 struct MethodTests {
     static let habitKeys: Set<String> = ["id", "name", "icon", "color", "is_active", "activated_at", "deactivated_at",
                                          "sort_order", "created_at", "updated_at", "schedule",
-                                         "kind", "unit", "target", "target_type", "target_period"]
+                                         "kind", "unit", "target", "target_type", "target_period", "archived_at"]
 
     /// Checks the shape every habit object has.
     static func expectHabitShape(_ habit: WireJSON, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -278,6 +278,11 @@ import Testing
                 ]))
                 try measure("habits.deactivate", "three years", p(["id": .uuid(habits[1])]))
                 try measure("habits.activate", "three years", p(["id": .uuid(habits[1])]))
+                // After the habit numbered 2147483647: no room, so every habit of the user is
+                // numbered again (habit.move_habit).
+                try measure("habits.move", "renumbering every habit", p(["template_id": .uuid(habits[3]), "after": .uuid(created)]))
+                try measure("habits.archive", "three years", p(["template_id": .uuid(habits[4])]))
+                try measure("habits.unarchive", "three years", p(["template_id": .uuid(habits[4])]))
 
                 try measure("completions.set", "1970-01-01", p(["template_id": .uuid(created), "date": "1970-01-01", "completed": true]))
                 try measure("completions.set", "first day of three years, skipped", p(["template_id": .uuid(habits[2]), "date": .string(firstDay), "state": "skipped"]))
