@@ -196,6 +196,10 @@ extension LoopExport {
                             ("target", .string(Self.decimalText(target))), ("target_type", .string(atMost ? "at_most" : "at_least")),
                             ("target_period", .string(weekly ? "week" : "day"))]
             }
+            // Archived in Loop: hidden here too (sql/0035), from the end of its period.
+            if let end {
+                members.append(("archived_at", .string(end.startRFC3339(in: zone, dayStartMinutes: dayStartMinutes))))
+            }
             members.append(("periods", .array([period])))
             habitValues.append((id, .object(JSONObject(members))))
         }

@@ -103,13 +103,16 @@ struct LoopConversionTests {
         for want in Self.expected {
             let id = Self.id(want.position, want.loopName)
             let habit = try #require(habits.first { $0["id"]?.stringValue == id }, "habit \(want.name)")
+            // An archived Loop habit is archived here from its period's end (sql/0035).
+            let archived = want.endedAt.map { [$0] } ?? []
+            #expect(habit["archived_at"] == want.endedAt.map { .string($0) }, "\(want.name)")
             if let measure = want.measure {
                 #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at",
-                                       "kind", "unit", "target", "target_type", "target_period", "periods"])
+                                       "kind", "unit", "target", "target_type", "target_period"] + archived.map { _ in "archived_at" } + ["periods"])
                 #expect(habit["kind"] == .string("measurable") && habit["unit"] == .string(measure.unit) && habit["target"] == .string(measure.target)
                         && habit["target_type"] == .string(measure.type) && habit["target_period"] == .string("day"))
             } else {
-                #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at", "periods"])
+                #expect(habit.keys == ["id", "name", "icon", "color", "sort_order", "created_at", "updated_at"] + archived.map { _ in "archived_at" } + ["periods"])
             }
             #expect(habit["name"] == .string(want.name))
             #expect(habit["icon"] == .null)
