@@ -114,7 +114,7 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb),
     habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
-    habit.set_schedule(uuid, jsonb), habit.move_habit(uuid, uuid, uuid, uuid),
+    habit.set_schedule(uuid, jsonb), habit.move_habit(uuid, uuid, uuid, uuid), habit.set_habit_archived(uuid, uuid, boolean),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
     habit.toggle_day(uuid, uuid, date, text),
     habit.add_checkin(uuid, uuid, date, numeric, time, text, text), habit.remove_checkin(uuid, uuid),

@@ -55,6 +55,7 @@ public enum Distribution {
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer)",
         "habit.create_list(uuid,uuid,text)",
         "habit.move_habit(uuid,uuid,uuid,uuid)",
+        "habit.set_habit_archived(uuid,uuid,boolean)",
         "habit.create_task(uuid,uuid,text,text,uuid,date,integer)",
         "habit.change_token(uuid)",
         "habit.sync_mutation_claim(uuid,text,text)",

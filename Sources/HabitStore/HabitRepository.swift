@@ -152,10 +152,7 @@ public final class HabitRepository {
     /// keeps the first time; unarchiving clears it.
     public func setArchived(user: UUID, id: UUID, archived: Bool) throws -> Habit {
         let rows = try scope.query(as: user, """
-            UPDATE public.habit_templates
-            SET archived_at = CASE WHEN \(archived) THEN coalesce(archived_at, now()) END
-            WHERE id = \(id) AND user_id = \(user)
-            RETURNING \(unsafeSQL: Habit.columns)
+            SELECT \(unsafeSQL: Habit.columns) FROM habit.set_habit_archived(\(user), \(id), \(archived))
             """)
         return try Habit(row: rows.found())
     }

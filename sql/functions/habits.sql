@@ -35,6 +35,34 @@ CREATE OR REPLACE FUNCTION habit.next_habit_sort_order(acting_user uuid) RETURNS
 COMMENT ON FUNCTION habit.next_habit_sort_order(uuid) IS
     'sort_order for a new habit of acting_user: after the last one (1 for the first), at most 2147483647.';
 
+-- habits.archive / habits.unarchive (issue 33, item 2; sql/0035): archived_at set to now() if
+-- it is NULL (archiving again keeps the first time), or cleared; returns the row, none when it
+-- is not p_user's. A function, delegated to the user's node on Citus, which refuses now() in an
+-- UPDATE beside a column reference (coalesce(archived_at, now())).
+CREATE OR REPLACE FUNCTION habit.set_habit_archived(p_user uuid, p_template uuid, p_archived boolean)
+    RETURNS SETOF public.habit_templates
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_row public.habit_templates;
+    BEGIN
+        IF p_archived THEN
+            UPDATE public.habit_templates t SET archived_at = now()
+            WHERE t.user_id = p_user AND t.id = p_template AND t.archived_at IS NULL;
+        ELSE
+            UPDATE public.habit_templates t SET archived_at = NULL
+            WHERE t.user_id = p_user AND t.id = p_template AND t.archived_at IS NOT NULL;
+        END IF;
+        SELECT t.* INTO v_row FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
+        IF FOUND THEN
+            RETURN NEXT v_row;
+        END IF;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_habit_archived(uuid, uuid, boolean) IS
+    'habits.archive (p_archived: archived_at := now() unless set) and habits.unarchive (NULL); the row, none when not p_user''s (issue 33, sql/0035).';
+
 -- habits.move (issue 33, item 2): puts p_template just before p_before or just after p_after
 -- (exactly one given, another habit of the user) in the daily list's order (sort_order NULLS
 -- LAST, created_at, id), and returns the moved row; no row when either habit is not the
