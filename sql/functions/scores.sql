@@ -10,28 +10,6 @@
 -- `denominator` days after one, and over k unskipped days of the same c the recurrence is
 -- score × m^k + c × (1 − m^k). So the cost grows with the habit's events, never with its days.
 
--- A schedule as Loop's frequency, numerator / denominator: daily 1/1; weekdays with k days
--- k/7 (all seven: 1/1); every n days 1/n; n times a week n/7; n times in m days n/m.
-CREATE OR REPLACE FUNCTION habit.loop_frequency(schedule jsonb, OUT numerator integer, OUT denominator integer)
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-    SELECT (CASE schedule ->> 'type'
-                WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(schedule -> 'days') = 7 THEN 1
-                                          ELSE jsonb_array_length(schedule -> 'days') END
-                WHEN 'times_per_week' THEN (schedule ->> 'times')::integer
-                WHEN 'times_in_days' THEN (schedule ->> 'times')::integer
-                ELSE 1 END),
-           (CASE schedule ->> 'type'
-                WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(schedule -> 'days') = 7 THEN 1 ELSE 7 END
-                WHEN 'every_n_days' THEN (schedule ->> 'n')::integer
-                WHEN 'times_per_week' THEN 7
-                WHEN 'times_in_days' THEN (schedule ->> 'days')::integer
-                ELSE 1 END)
-    $fn$;
-COMMENT ON FUNCTION habit.loop_frequency(jsonb) IS
-    'A schedule as Loop Habit Tracker''s frequency (numerator/denominator): daily 1/1, weekdays k/7 (7 days: 1/1), every_n_days 1/n, times_per_week n/7, times_in_days n/m (issue 33).';
-
 -- The score of one habit at the end of p_date (a double in [0, 1]; 0 before the habit's first
 -- local day; NULL when the user has no such habit). The habit's current schedule and target
 -- count for its whole history, as in Loop.
@@ -62,6 +40,7 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         v_score double precision;
         v_days double precision;
         v_scaled double precision;
+        v_base double precision;
     BEGIN
         SELECT t.schedule, t.kind, t.target, t.target_type, t.activated_at INTO h
         FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
@@ -72,7 +51,20 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         IF p_date < v_first THEN
             RETURN 0;
         END IF;
-        SELECT f.numerator, f.denominator INTO v_numerator, v_denominator FROM habit.loop_frequency(h.schedule) f;
+        -- Loop's frequency, numerator / denominator (protocol.md, "Score"): written out here, not
+        -- a helper function, whose SET search_path would cost a tenth of the whole call.
+        v_numerator := (CASE h.schedule ->> 'type'
+                            WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1
+                                                      ELSE jsonb_array_length(h.schedule -> 'days') END
+                            WHEN 'times_per_week' THEN (h.schedule ->> 'times')::integer
+                            WHEN 'times_in_days' THEN (h.schedule ->> 'times')::integer
+                            ELSE 1 END);
+        v_denominator := (CASE h.schedule ->> 'type'
+                              WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1 ELSE 7 END
+                              WHEN 'every_n_days' THEN (h.schedule ->> 'n')::integer
+                              WHEN 'times_per_week' THEN 7
+                              WHEN 'times_in_days' THEN (h.schedule ->> 'days')::integer
+                              ELSE 1 END);
         v_multiplier := 0.5 ^ (sqrt(v_numerator::double precision / v_denominator) / 13.0);
         v_counted := habit.is_counted(h.kind, h.target, h.target_type);
         v_at_most := v_counted AND h.target_type = 'at_most';
@@ -95,7 +87,51 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
             v_from := NULL;
         END IF;
 
+        -- A day without events has this share: 0, or 1 for an at-most habit (nothing is within it).
+        v_base := CASE WHEN v_at_most THEN 1 ELSE 0 END;
+
         LOOP
+          IF v_denominator = 1 THEN
+            -- A window of one day (daily habits, the most common): a day's share is its own
+            -- event's and a day without one has the base share, so the walk is a sum over the
+            -- events alone, each event's share less the base weighted by m^(the unskipped days
+            -- after it), plus the base over every day: one pass, no change points.
+            SELECT coalesce(sum((x.share - v_base) * (1 - v_multiplier)
+                                * v_multiplier ^ ((p_date - x.day) - x.skips_after)::double precision) FILTER (WHERE NOT x.skipped), 0),
+                   ((p_date - coalesce(v_from, p_date) + 1) - count(*) FILTER (WHERE x.skipped AND x.day >= coalesce(v_from, p_date)))::double precision
+            INTO v_score, v_days
+            FROM (SELECT e.day, e.skipped,
+                         (CASE WHEN NOT v_counted THEN least(1.0, e.value)
+                               WHEN v_at_most THEN greatest(0.0, least(1.0, 1.0 - (greatest(e.value, 0) - v_target) / v_target))
+                               ELSE least(1.0, greatest(e.value, 0) / v_target) END) AS share,
+                         count(*) FILTER (WHERE e.skipped) OVER (ORDER BY e.day DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS skips_after
+                  -- One row per day: a day has a completion, check-ins or a skip, not two of them.
+                  FROM (SELECT c.completed_date AS day, 1.0::double precision AS value, false AS skipped
+                        FROM public.habit_completions c
+                        WHERE NOT v_counted AND c.user_id = p_user AND c.template_id = p_template
+                          AND c.completed_date <= p_date AND c.completed_date >= coalesce(v_from, '-infinity'::date)
+                        UNION ALL
+                        SELECT k.checkin_date, sum(k.value)::double precision, false FROM public.habit_checkins k
+                        WHERE v_counted AND k.user_id = p_user AND k.template_id = p_template
+                          AND k.checkin_date <= p_date AND k.checkin_date >= coalesce(v_from, '-infinity'::date)
+                        GROUP BY k.checkin_date
+                        UNION ALL
+                        SELECT c.completed_date, habit.done_value(h.target, h.target_type)::double precision, false
+                        FROM public.habit_completions c
+                        WHERE v_counted AND c.user_id = p_user AND c.template_id = p_template
+                          AND c.completed_date <= p_date AND c.completed_date >= coalesce(v_from, '-infinity'::date)
+                          AND NOT EXISTS (SELECT 1 FROM public.habit_checkins k
+                                          WHERE k.user_id = p_user AND k.template_id = p_template AND k.checkin_date = c.completed_date)
+                        UNION ALL
+                        SELECT s.skipped_date, 0, true FROM public.habit_skips s
+                        WHERE s.user_id = p_user AND s.template_id = p_template
+                          AND s.skipped_date <= p_date AND s.skipped_date >= coalesce(v_from, '-infinity'::date)) e) x;
+            IF v_from IS NULL THEN
+                RETURN v_base + v_score;
+            END IF;
+            -- The base share from v_from on; what came before weighs m^k on it (added below).
+            v_score := v_score + v_base * (1 - v_multiplier ^ v_days);
+          ELSE
             WITH events AS (
                 -- One row per day with an event that counts from v_from on (the window reaches
                 -- denominator − 1 days back): its value in the window and whether it is skipped
@@ -150,8 +186,9 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
             FROM shares x;
             -- From the first day: Loop's start, 0 (1 for an at-most habit counted from check-ins).
             IF v_from IS NULL THEN
-                RETURN v_score + (CASE WHEN v_at_most THEN 1 ELSE 0 END) * v_multiplier ^ v_days;
+                RETURN v_score + v_base * v_multiplier ^ v_days;
             END IF;
+          END IF;
             v_score := v_score + 0.5 * v_multiplier ^ v_days;
             v_scaled := v_score * 10000;
             IF abs(v_scaled - floor(v_scaled) - 0.5) > 0.5 * v_multiplier ^ v_days * 10000 + 1e-6 THEN
