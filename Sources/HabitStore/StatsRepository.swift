@@ -40,8 +40,10 @@ extension HabitRepository {
                    s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done,
                    v.value_total, v.value_7, v.value_30, sc.score
             FROM r LEFT JOIN LATERAL habit.habit_stats(\(user), \(template)::uuid, r.day) WITH ORDINALITY s ON true
-            -- Loop's score (sql/functions/scores.sql), only when asked for: the other text calls nothing.
-            LEFT JOIN LATERAL \(unsafeSQL: includeScore ? "habit.habit_scores(" : "(SELECT ")\(user)\(unsafeSQL: includeScore ? ", " : "::uuid AS user_id, ")\(template)\(unsafeSQL: includeScore ? "::uuid, r.day) sc ON sc.template_id = s.template_id" : "::uuid AS template_id, NULL::numeric AS score WHERE false) sc ON true")
+            -- Loop's score (sql/functions/scores.sql), only when asked for: with the parameter
+            -- false the plan's one-time filter never calls the function.
+            LEFT JOIN LATERAL (SELECT x.template_id, x.score FROM habit.habit_scores(\(user), \(template)::uuid, r.day) x
+                               WHERE \(includeScore)) sc ON sc.template_id = s.template_id
             -- A habit counted from check-ins (sql/0029): its days' values, each the check-ins'
             -- sum or, done without check-ins (a toggle), habit.done_value; on or before R, and over
             -- the 7 and 30 days ending at R. Grows with the habit's check-ins and completions.
