@@ -36,14 +36,15 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
-    public.task_lists, public.tasks
+    public.task_lists, public.tasks, public.habit_reminders
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
-    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks TO authenticated, service_role;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks, public.habit_reminders
+    TO authenticated, service_role;
 -- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
 GRANT SELECT ON public.habit_periods, public.habit_streak_runs, public.habit_streak_state,
@@ -55,7 +56,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state,
-    public.weekly_completion_counts, public.task_lists, public.tasks TO habit_admin;
+    public.weekly_completion_counts, public.task_lists, public.tasks, public.habit_reminders TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
 -- habit: zone names for every role that computes a date; the migrations for system.health
@@ -166,6 +167,18 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.wee
 GRANT EXECUTE ON FUNCTION habit.weekly_values(date, date, text, uuid) TO authenticated;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;
+
+-- Reminders (sql/0036): a user replaces a habit's reminders; the zone's wall clock for whoever
+-- computes an instant; the push sender's window, claim and acknowledgement run as the worker's
+-- login role (SECURITY DEFINER: a window holds many users), never as a user.
+GRANT EXECUTE ON FUNCTION habit.set_reminders(uuid, uuid, time[], smallint[]) TO authenticated, service_role;
+GRANT EXECUTE ON FUNCTION habit.wall_floor(timestamptz, text), habit.fire_instant(timestamp, text)
+    TO authenticated, service_role, habit_batch, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.reminders_due(timestamptz, timestamptz, integer),
+    habit.claim_reminder_firings(text[], interval, text), habit.ack_reminder_firings(text[]),
+    habit.prune_reminder_firings(interval)
+    TO habit_worker, service_role;
+GRANT EXECUTE ON FUNCTION habit.prune_reminder_firings(interval) TO habit_admin;
 
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;

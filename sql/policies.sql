@@ -115,6 +115,21 @@ CREATE POLICY habit_day_notes_delete_own ON public.habit_day_notes FOR DELETE TO
 DROP POLICY IF EXISTS habit_day_notes_read_all ON public.habit_day_notes;
 CREATE POLICY habit_day_notes_read_all ON public.habit_day_notes FOR SELECT TO habit_batch, habit_admin USING (true);
 
+-- public.habit_reminders (sql/0036)
+ALTER TABLE public.habit_reminders ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_reminders FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_reminders_select_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_select_own ON public.habit_reminders FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_insert_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_insert_own ON public.habit_reminders FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_update_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_update_own ON public.habit_reminders FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_delete_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_delete_own ON public.habit_reminders FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_read_all ON public.habit_reminders;
+CREATE POLICY habit_reminders_read_all ON public.habit_reminders FOR SELECT TO habit_batch, habit_admin USING (true);
+
 -- public.habit_streak_runs, public.habit_streak_state: the streak ledger, written only by
 -- its maintenance (SECURITY DEFINER); the users' roles only read.
 ALTER TABLE public.habit_streak_runs ENABLE ROW LEVEL SECURITY;

@@ -2440,6 +2440,406 @@ COMMENT ON FUNCTION habit.is_on_day(boolean, timestamptz, date, text) IS
     'Superseded by habit.habit_days_at (sql/0010): the pre-history rule, kept for old queries; the service no longer uses it.';
 
 """#),
+        SQLFile(path: "functions/reminders.sql", text: #"""
+-- Reminders (issue 33, item 3; sql/migrations/0036): the wall clock of a zone, a habit's
+-- reminders, and the push sender's window, claim and acknowledgement.
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- The wall clock ----------------------------------------------------------------------------
+-- A zone's local time is not a function PostgreSQL inverts the way a reminder needs: for a
+-- local time a spring-forward day skips, `timestamp AT TIME ZONE` answers the instant an hour
+-- after the gap's start (03:30 for 02:30 in New York); for one a fall-back day repeats, the
+-- second occurrence. A reminder fires at the FIRST instant whose wall-clock time is at or past
+-- its local time: F(L) = min { X : local(X) >= L }, which is the time itself on a plain day,
+-- the end of the gap (03:00) for a skipped time and the first occurrence for a repeated one.
+-- F is monotonic, so the local times that fire in [from, to) are exactly [S(from), S(to)),
+-- S(X) being the latest wall-clock time shown before X (habit.wall_floor). Both assume one
+-- transition at most in 6 hours, of at most 6 hours, at a whole second (true of every zone
+-- of the tz database since 1970).
+
+-- S(X): sup of local(Y) over Y < X. local(X) itself unless a transition happened within the
+-- 6 hours before X: then the transition T is found (whole seconds, by halving) and S(X) is the
+-- larger of local(X) and the wall-clock time just before T (after a fall-back, the repeated
+-- times already shown); at X = T exactly, the time just before it.
+CREATE OR REPLACE FUNCTION habit.wall_floor(p_at timestamptz, p_zone text) RETURNS timestamp
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        offset_now interval := (p_at AT TIME ZONE p_zone) - (p_at AT TIME ZONE 'UTC');
+        earlier timestamptz := p_at - interval '6 hours';
+        offset_before interval := (earlier AT TIME ZONE p_zone) - (earlier AT TIME ZONE 'UTC');
+        lo bigint;
+        hi bigint;
+        mid bigint;
+        transition timestamptz;
+    BEGIN
+        IF offset_before = offset_now THEN
+            RETURN p_at AT TIME ZONE p_zone;
+        END IF;
+        -- Invariant: the offset at lo is offset_before, at hi offset_now.
+        lo := floor(extract(epoch FROM p_at))::bigint - 21600;
+        hi := floor(extract(epoch FROM p_at))::bigint;
+        WHILE hi - lo > 1 LOOP
+            mid := (lo + hi) / 2;
+            IF (to_timestamp(mid) AT TIME ZONE p_zone) - (to_timestamp(mid) AT TIME ZONE 'UTC') = offset_now THEN
+                hi := mid;
+            ELSE
+                lo := mid;
+            END IF;
+        END LOOP;
+        transition := to_timestamp(hi);
+        IF p_at = transition THEN
+            RETURN (transition AT TIME ZONE 'UTC') + offset_before;
+        END IF;
+        RETURN greatest(p_at AT TIME ZONE p_zone, (transition AT TIME ZONE 'UTC') + offset_before);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.wall_floor(timestamptz, text) IS
+    'The latest wall-clock time of p_zone shown before instant p_at (its local time, unless a fall-back within 6 hours already showed later ones): local times at or past it fire at or after p_at (sql/0036).';
+
+-- F(L): the first instant whose wall-clock time in p_zone is at or past p_local.
+CREATE OR REPLACE FUNCTION habit.fire_instant(p_local timestamp, p_zone text) RETURNS timestamptz
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        guess timestamptz := p_local AT TIME ZONE p_zone;
+        offsets interval[];
+        candidate timestamptz;
+        best timestamptz;
+        one interval;
+        lo bigint;
+        hi bigint;
+        mid bigint;
+    BEGIN
+        offsets := ARRAY[((guess - interval '6 hours') AT TIME ZONE p_zone) - ((guess - interval '6 hours') AT TIME ZONE 'UTC'),
+                         (guess AT TIME ZONE p_zone) - (guess AT TIME ZONE 'UTC'),
+                         ((guess + interval '6 hours') AT TIME ZONE p_zone) - ((guess + interval '6 hours') AT TIME ZONE 'UTC')];
+        IF offsets[1] = offsets[2] AND offsets[2] = offsets[3] THEN
+            RETURN guess;
+        END IF;
+        -- The instants showing p_local, under each offset in force nearby: the earliest.
+        FOREACH one IN ARRAY offsets LOOP
+            candidate := (p_local - one) AT TIME ZONE 'UTC';
+            IF candidate AT TIME ZONE p_zone = p_local AND (best IS NULL OR candidate < best) THEN
+                best := candidate;
+            END IF;
+        END LOOP;
+        IF best IS NOT NULL THEN
+            RETURN best;
+        END IF;
+        -- None: p_local is in a gap. The first whole second showing a later time is the gap's end.
+        lo := floor(extract(epoch FROM (p_local - (SELECT max(o) FROM unnest(offsets) o)) AT TIME ZONE 'UTC'))::bigint;
+        hi := ceil(extract(epoch FROM (p_local - (SELECT min(o) FROM unnest(offsets) o)) AT TIME ZONE 'UTC'))::bigint;
+        WHILE hi - lo > 1 LOOP
+            mid := (lo + hi) / 2;
+            IF to_timestamp(mid) AT TIME ZONE p_zone >= p_local THEN
+                hi := mid;
+            ELSE
+                lo := mid;
+            END IF;
+        END LOOP;
+        RETURN to_timestamp(hi);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.fire_instant(timestamp, text) IS
+    'The instant a reminder at local date and time p_local fires in p_zone: the first instant whose wall-clock time is at or past it (a skipped time: the end of the gap; a repeated one: its first occurrence) (sql/0036).';
+
+-- The live firings --------------------------------------------------------------------------
+-- THE rule of what fires, shared by the window (habit.reminders_due) and the claim: of the
+-- reminders p_reminders on local dates p_dates (firing at p_fire_ats, NULL: computed), those
+-- whose habit, on the habit's day holding the firing (the local date and time less the day's
+-- start), is not archived, on (a period makes it on, as habit.day_habits says), due (the
+-- schedule; times_per_week and times_in_days while the block's target is not met before that
+-- day), on one of the reminder's weekdays if it has them, neither done nor skipped, all as of
+-- now: "already done" means done when the sender asks. One call per request; the candidates
+-- are probed by index, so the cost is that of the candidates.
+CREATE OR REPLACE FUNCTION habit.live_reminder_firings(p_reminders uuid[], p_dates date[], p_fire_ats timestamptz[])
+    RETURNS TABLE (reminder_id uuid, local_date date, user_id uuid, template_id uuid, fire_at timestamptz,
+                   local_time time, habit_day date, name text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        RETURN QUERY
+        SELECT r.id, x.d, r.user_id, r.template_id, f.fire_at, r.local_time, f.habit_day, t.name
+        FROM unnest(p_reminders, p_dates, coalesce(p_fire_ats, '{}')) AS x(reminder_id, d, fire_at)
+        JOIN public.habit_reminders r ON r.id = x.reminder_id
+        CROSS JOIN LATERAL (SELECT coalesce(x.fire_at, habit.fire_instant(x.d + r.local_time, r.time_zone)) AS fire_at,
+                                   ((x.d + r.local_time) - r.day_starts_at)::date AS habit_day,
+                                   habit.local_day(now(), r.time_zone, r.day_starts_at) AS today) f
+        JOIN public.habit_templates t ON t.id = r.template_id AND t.user_id = r.user_id AND t.archived_at IS NULL
+        CROSS JOIN LATERAL (
+            SELECT p.schedule, habit.local_day(p.started_at, r.time_zone, r.day_starts_at) AS first_day
+            FROM public.habit_periods p
+            WHERE p.user_id = r.user_id AND p.template_id = r.template_id
+              AND habit.local_day(p.started_at, r.time_zone, r.day_starts_at) <= f.habit_day
+              AND (p.ended_at IS NULL
+                   OR (f.habit_day < f.today AND p.ended_at > habit.day_begins(f.habit_day, r.time_zone, r.day_starts_at)))
+            ORDER BY p.started_at DESC
+            LIMIT 1) o
+        WHERE (r.weekdays IS NULL OR (r.weekdays & (1 << (extract(isodow FROM f.habit_day)::integer - 1))) <> 0)
+          AND (CASE o.schedule ->> 'type'
+               WHEN 'times_per_week'
+               THEN (SELECT count(*) FROM public.habit_completions c
+                     WHERE c.user_id = r.user_id AND c.template_id = r.template_id
+                       AND c.completed_date >= habit.week_start(f.habit_day, habit.user_week_start_isodow(r.user_id))
+                       AND c.completed_date < f.habit_day) < (o.schedule ->> 'times')::integer
+               WHEN 'times_in_days'
+               THEN (SELECT count(*) FROM public.habit_completions c
+                     WHERE c.user_id = r.user_id AND c.template_id = r.template_id
+                       AND c.completed_date >= habit.quota_block_start(o.schedule, o.first_day, 1, f.habit_day)
+                       AND c.completed_date < f.habit_day) < (o.schedule ->> 'times')::integer
+               ELSE habit.due_on(o.schedule, o.first_day, f.habit_day) END)
+          AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                          WHERE c.user_id = r.user_id AND c.template_id = r.template_id AND c.completed_date = f.habit_day)
+          AND NOT EXISTS (SELECT 1 FROM public.habit_skips k
+                          WHERE k.user_id = r.user_id AND k.template_id = r.template_id AND k.skipped_date = f.habit_day);
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.live_reminder_firings(uuid[], date[], timestamptz[]) IS
+    'Of the firings (reminder, local date), those that fire as of now: habit not archived, on, due, on the reminder''s weekdays, not done, not skipped on the habit''s day holding the firing (sql/0036).';
+
+-- A user's reminders --------------------------------------------------------------------------
+-- Replaces the reminders of p_user's habit p_template by (p_times[i], p_weekdays[i]) (weekdays a
+-- bit set, NULL: due days). A reminder kept (same time and days) keeps its id, so its firings
+-- already claimed or sent are not sent again; the others are deleted or added. Nothing for a
+-- habit that is not the user's. The habit is locked first, so two replacements take turns.
+CREATE OR REPLACE FUNCTION habit.set_reminders(p_user uuid, p_template uuid, p_times time[], p_weekdays smallint[])
+    RETURNS SETOF public.habit_reminders
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        PERFORM 1 FROM public.habit_templates t WHERE t.id = p_template AND t.user_id = p_user FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        DELETE FROM public.habit_reminders r
+        WHERE r.user_id = p_user AND r.template_id = p_template
+          AND NOT EXISTS (SELECT 1 FROM unnest(p_times, p_weekdays) AS w(local_time, weekdays)
+                          WHERE w.local_time = r.local_time AND w.weekdays IS NOT DISTINCT FROM r.weekdays);
+        INSERT INTO public.habit_reminders (user_id, template_id, local_time, weekdays)
+        SELECT DISTINCT p_user, p_template, w.local_time, w.weekdays FROM unnest(p_times, p_weekdays) AS w(local_time, weekdays)
+        ON CONFLICT ON CONSTRAINT habit_reminders_habit_time_key DO NOTHING;
+        RETURN QUERY SELECT * FROM public.habit_reminders r
+            WHERE r.user_id = p_user AND r.template_id = p_template ORDER BY r.local_time, r.weekdays NULLS FIRST;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.set_reminders(uuid, uuid, time[], smallint[]) IS
+    'reminders.set: the reminders of p_user''s habit p_template become (p_times[i], p_weekdays[i]); unchanged ones keep their ids. Empty: not the user''s habit (sql/0036).';
+
+-- The sender's side -----------------------------------------------------------------------------
+-- Run as the worker's login role (no user's claims: a window holds many users), hence SECURITY
+-- DEFINER and granted to habit_worker and service_role alone (sql/grants.sql).
+--   HB011 invalid window  (COLUMN: the parameter; DETAIL: what is wrong with it)
+
+-- The firing id: '<reminder id>/<YYYY-MM-DD>' (the local date it fires on). Refuses any other
+-- shape (HB011, COLUMN firing_ids).
+CREATE OR REPLACE FUNCTION habit.reminder_firing_keys(p_ids text[])
+    RETURNS TABLE (reminder_id uuid, local_date date)
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        bad text;
+    BEGIN
+        IF p_ids IS NULL OR cardinality(p_ids) > 10000 THEN
+            RAISE EXCEPTION 'firing_ids: at most 10000 ids' USING ERRCODE = 'HB011', COLUMN = 'firing_ids', DETAIL = 'too_many';
+        END IF;
+        SELECT i INTO bad FROM unnest(p_ids) i
+        WHERE i IS NULL OR i !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'
+        LIMIT 1;
+        IF bad IS NULL AND EXISTS (SELECT 1 FROM unnest(p_ids) i WHERE i IS NULL) THEN
+            bad := 'null';
+        END IF;
+        IF bad IS NULL THEN
+            -- The day of the month exists (2026-02-30 does not): one cast of all, and only when
+            -- it fails the search for the one that did.
+            BEGIN
+                PERFORM split_part(i, '/', 2)::date FROM unnest(p_ids) i;
+            EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+                SELECT i INTO bad FROM unnest(p_ids) i
+                WHERE make_date(split_part(split_part(i, '/', 2), '-', 1)::integer, split_part(split_part(i, '/', 2), '-', 2)::integer, 1)
+                      + (split_part(split_part(i, '/', 2), '-', 3)::integer - 1)
+                      >= (make_date(split_part(split_part(i, '/', 2), '-', 1)::integer, split_part(split_part(i, '/', 2), '-', 2)::integer, 1) + interval '1 month')::date
+                LIMIT 1;
+                bad := coalesce(bad, '?');
+            END;
+        END IF;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'firing_ids: % is not a firing id (<reminder id>/<YYYY-MM-DD>)', bad
+                USING ERRCODE = 'HB011', COLUMN = 'firing_ids', DETAIL = 'invalid_firing_id';
+        END IF;
+        RETURN QUERY SELECT DISTINCT split_part(i, '/', 1)::uuid, split_part(i, '/', 2)::date FROM unnest(p_ids) i;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.reminder_firing_keys(text[]) IS
+    'The (reminder, local date) of each firing id ''<reminder id>/<YYYY-MM-DD>''; HB011 for any other shape (sql/0036).';
+
+-- The firings in [p_from, p_to) (at most 24 hours), earliest first, at most p_limit, leaving out
+-- those acknowledged and those under a lease not run out. Per zone that has reminders (a skip
+-- scan of the index's first column), the window's local times [S(from), S(to)), one to three
+-- local dates, each a range scan of (time_zone, local_time): the reminders read are those whose
+-- time falls in the window, whatever the number of the others.
+CREATE OR REPLACE FUNCTION habit.reminders_due(p_from timestamptz, p_to timestamptz, p_limit integer)
+    RETURNS TABLE (firing_id text, user_id uuid, template_id uuid, reminder_id uuid, fire_at timestamptz,
+                   local_date date, local_time time, habit_day date, name text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        reminders uuid[];
+        dates date[];
+        fire_ats timestamptz[];
+    BEGIN
+        IF p_from IS NULL THEN
+            RAISE EXCEPTION 'from: required' USING ERRCODE = 'HB011', COLUMN = 'from', DETAIL = 'required';
+        END IF;
+        IF p_to IS NULL OR p_to <= p_from THEN
+            RAISE EXCEPTION 'to: must be after from' USING ERRCODE = 'HB011', COLUMN = 'to', DETAIL = 'invalid_order';
+        END IF;
+        IF p_to - p_from > interval '24 hours' THEN
+            RAISE EXCEPTION 'to: a window is at most 24 hours' USING ERRCODE = 'HB011', COLUMN = 'to', DETAIL = 'out_of_range';
+        END IF;
+        IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10001 THEN
+            RAISE EXCEPTION 'limit: 1 to 10000' USING ERRCODE = 'HB011', COLUMN = 'limit', DETAIL = 'out_of_range';
+        END IF;
+        WITH RECURSIVE zones(tz) AS (
+            (SELECT r.time_zone FROM public.habit_reminders r ORDER BY r.time_zone LIMIT 1)
+            UNION ALL
+            SELECT (SELECT r.time_zone FROM public.habit_reminders r WHERE r.time_zone > z.tz ORDER BY r.time_zone LIMIT 1)
+            FROM zones z WHERE z.tz IS NOT NULL
+        ), bounds AS (
+            SELECT z.tz, habit.wall_floor(p_from, z.tz) AS lo, habit.wall_floor(p_to, z.tz) AS hi,
+                   -- No transition near the window: a local time's instant is AT TIME ZONE's.
+                   ((p_from - interval '6 hours') AT TIME ZONE z.tz) - ((p_from - interval '6 hours') AT TIME ZONE 'UTC')
+                       = ((p_to + interval '6 hours') AT TIME ZONE z.tz) - ((p_to + interval '6 hours') AT TIME ZONE 'UTC')
+                   AND (p_from AT TIME ZONE z.tz) - (p_from AT TIME ZONE 'UTC') = (p_to AT TIME ZONE z.tz) - (p_to AT TIME ZONE 'UTC')
+                   AND (p_from AT TIME ZONE z.tz) - (p_from AT TIME ZONE 'UTC')
+                       = ((p_to + interval '6 hours') AT TIME ZONE z.tz) - ((p_to + interval '6 hours') AT TIME ZONE 'UTC') AS plain
+            FROM zones z WHERE z.tz IS NOT NULL
+        ), segments AS (
+            SELECT b.tz, b.plain, day::date AS d,
+                   (greatest(b.lo, day) - day)::time AS t_lo,
+                   CASE WHEN b.hi >= day + interval '1 day' THEN NULL ELSE (b.hi - day)::time END AS t_hi
+            FROM bounds b
+            CROSS JOIN LATERAL generate_series(date_trunc('day', b.lo), b.hi - interval '1 microsecond', interval '1 day') AS day
+            WHERE b.lo < b.hi
+        )
+        SELECT array_agg(r.id), array_agg(s.d), array_agg(CASE WHEN s.plain THEN (s.d + r.local_time) AT TIME ZONE s.tz END)
+        INTO reminders, dates, fire_ats
+        FROM segments s
+        JOIN public.habit_reminders r ON r.time_zone = s.tz AND r.local_time >= s.t_lo AND (s.t_hi IS NULL OR r.local_time < s.t_hi);
+
+        RETURN QUERY
+        SELECT l.reminder_id::text || '/' || to_char(l.local_date, 'YYYY-MM-DD'), l.user_id, l.template_id, l.reminder_id,
+               l.fire_at, l.local_date, l.local_time, l.habit_day, l.name
+        FROM habit.live_reminder_firings(reminders, dates, fire_ats) l
+        WHERE l.fire_at >= p_from AND l.fire_at < p_to
+          AND NOT EXISTS (SELECT 1 FROM habit.reminder_firings f
+                          WHERE f.reminder_id = l.reminder_id AND f.local_date = l.local_date
+                            AND (f.acked_at IS NOT NULL OR f.lease_until > now()))
+        ORDER BY l.fire_at, l.reminder_id, l.local_date
+        LIMIT p_limit;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.reminders_due(timestamptz, timestamptz, integer) IS
+    'The push sender''s window: the firings in [p_from, p_to) (at most 24 hours), earliest first, at most p_limit, not acknowledged nor under a lease; HB011 for a bad window (sql/0036).';
+
+-- Claims firings for p_lease: those that still fire (habit.live_reminder_firings, as of now),
+-- are not acknowledged, and are not under another's lease (p_holder's own lease is renewed, so a
+-- sender's retried claim gets the same firings back). Returns the firings now held. Concurrent
+-- claims of one firing take turns on its row: one wins.
+CREATE OR REPLACE FUNCTION habit.claim_reminder_firings(p_ids text[], p_lease interval, p_holder text)
+    RETURNS TABLE (firing_id text, user_id uuid, template_id uuid, reminder_id uuid, fire_at timestamptz,
+                   local_date date, local_time time, habit_day date, name text, lease_until timestamptz)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        keys_reminders uuid[];
+        keys_dates date[];
+    BEGIN
+        IF p_lease IS NULL OR p_lease < interval '1 second' OR p_lease > interval '1 hour' THEN
+            RAISE EXCEPTION 'lease_ms: 1000 to 3600000' USING ERRCODE = 'HB011', COLUMN = 'lease_ms', DETAIL = 'out_of_range';
+        END IF;
+        IF p_holder IS NOT NULL AND (char_length(p_holder) NOT BETWEEN 1 AND 100) THEN
+            RAISE EXCEPTION 'sender: 1 to 100 characters' USING ERRCODE = 'HB011', COLUMN = 'sender', DETAIL = 'too_long';
+        END IF;
+        SELECT array_agg(k.reminder_id ORDER BY k.reminder_id, k.local_date), array_agg(k.local_date ORDER BY k.reminder_id, k.local_date)
+        INTO keys_reminders, keys_dates
+        FROM habit.reminder_firing_keys(p_ids) k;
+        RETURN QUERY
+        WITH live AS MATERIALIZED (
+            SELECT * FROM habit.live_reminder_firings(keys_reminders, keys_dates, NULL)
+        ), held AS (
+            -- In key order, so two claims of overlapping firings lock them in the same order.
+            INSERT INTO habit.reminder_firings AS f (reminder_id, local_date, user_id, fire_at, holder, lease_until)
+            SELECT l.reminder_id, l.local_date, l.user_id, l.fire_at, p_holder, now() + p_lease
+            FROM live l ORDER BY l.reminder_id, l.local_date
+            ON CONFLICT ON CONSTRAINT reminder_firings_pkey DO UPDATE
+                SET holder = excluded.holder, lease_until = excluded.lease_until, fire_at = excluded.fire_at, claims = f.claims + 1
+                WHERE f.acked_at IS NULL AND (f.lease_until <= now() OR (excluded.holder IS NOT NULL AND f.holder = excluded.holder))
+            RETURNING f.reminder_id, f.local_date, f.lease_until
+        )
+        SELECT l.reminder_id::text || '/' || to_char(l.local_date, 'YYYY-MM-DD'), l.user_id, l.template_id, l.reminder_id,
+               l.fire_at, l.local_date, l.local_time, l.habit_day, l.name, h.lease_until
+        FROM held h JOIN live l ON l.reminder_id = h.reminder_id AND l.local_date = h.local_date
+        ORDER BY l.fire_at, l.reminder_id, l.local_date;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.claim_reminder_firings(text[], interval, text) IS
+    'reminders.claim: of the firing ids, those that still fire and are neither acknowledged nor under another''s lease, now held by p_holder for p_lease (sql/0036).';
+
+-- Acknowledges firings as sent: never listed or claimed again. Returns the ids acknowledged now
+-- (a second acknowledgement returns nothing and changes nothing); an id never claimed is not a
+-- sent firing and is left alone.
+CREATE OR REPLACE FUNCTION habit.ack_reminder_firings(p_ids text[])
+    RETURNS TABLE (firing_id text)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        RETURN QUERY
+        WITH acked AS (
+            UPDATE habit.reminder_firings f SET acked_at = now()
+            FROM habit.reminder_firing_keys(p_ids) k
+            WHERE f.reminder_id = k.reminder_id AND f.local_date = k.local_date AND f.acked_at IS NULL
+            RETURNING f.reminder_id, f.local_date
+        )
+        SELECT a.reminder_id::text || '/' || to_char(a.local_date, 'YYYY-MM-DD') FROM acked a
+        ORDER BY 1;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.ack_reminder_firings(text[]) IS
+    'reminders.ack: marks claimed firings sent; returns those acknowledged by this call (sql/0036).';
+
+-- Claims acknowledged, or left, before now - p_keep: the worker's prune job removes them (a
+-- window older than that may list its firings again; docs/admin.md).
+CREATE OR REPLACE FUNCTION habit.prune_reminder_firings(p_keep interval) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        removed bigint;
+    BEGIN
+        DELETE FROM habit.reminder_firings f WHERE f.fire_at < now() - p_keep AND f.lease_until < now() - p_keep;
+        GET DIAGNOSTICS removed = ROW_COUNT;
+        RETURN removed;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.prune_reminder_firings(interval) IS
+    'Removes firing claims whose firing and lease are older than p_keep; returns how many (sql/0036).';
+
+"""#),
         SQLFile(path: "functions/rows.sql", text: #"""
 -- Per-user row limits, for every writer (the worker, apps through Supabase, psql).
 --
@@ -5457,14 +5857,15 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
-    public.task_lists, public.tasks
+    public.task_lists, public.tasks, public.habit_reminders
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
-    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks TO authenticated, service_role;
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks, public.habit_reminders
+    TO authenticated, service_role;
 -- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
 GRANT SELECT ON public.habit_periods, public.habit_streak_runs, public.habit_streak_state,
@@ -5476,7 +5877,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state,
-    public.weekly_completion_counts, public.task_lists, public.tasks TO habit_admin;
+    public.weekly_completion_counts, public.task_lists, public.tasks, public.habit_reminders TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
 -- habit: zone names for every role that computes a date; the migrations for system.health
@@ -5587,6 +5988,18 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.wee
 GRANT EXECUTE ON FUNCTION habit.weekly_values(date, date, text, uuid) TO authenticated;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;
+
+-- Reminders (sql/0036): a user replaces a habit's reminders; the zone's wall clock for whoever
+-- computes an instant; the push sender's window, claim and acknowledgement run as the worker's
+-- login role (SECURITY DEFINER: a window holds many users), never as a user.
+GRANT EXECUTE ON FUNCTION habit.set_reminders(uuid, uuid, time[], smallint[]) TO authenticated, service_role;
+GRANT EXECUTE ON FUNCTION habit.wall_floor(timestamptz, text), habit.fire_instant(timestamp, text)
+    TO authenticated, service_role, habit_batch, habit_admin;
+GRANT EXECUTE ON FUNCTION habit.reminders_due(timestamptz, timestamptz, integer),
+    habit.claim_reminder_firings(text[], interval, text), habit.ack_reminder_firings(text[]),
+    habit.prune_reminder_firings(interval)
+    TO habit_worker, service_role;
+GRANT EXECUTE ON FUNCTION habit.prune_reminder_firings(interval) TO habit_admin;
 
 -- Sync: the worker prunes on a schedule; admins prune and reset.
 GRANT EXECUTE ON FUNCTION habit.prune_sync(interval) TO habit_worker, habit_admin;
@@ -7228,6 +7641,97 @@ ALTER TABLE habit.import_habits ADD COLUMN archived_at timestamptz;
 COMMENT ON COLUMN habit.import_habits.archived_at IS 'The document habit''s archived_at (sql/0035).';
 
 """#),
+        SQLFile(path: "migrations/0036_reminders.sql", text: #"""
+-- 0036 (issue 33, item 3): reminders. A habit has up to 24 reminders, each a local time of day
+-- and the days it applies (the habit's due days, or chosen ISO weekdays of them). A push
+-- sender (the gateway's process, not a user) asks which fire in a window of real time
+-- (habit.reminders_due), claims them with a lease (habit.claim_reminder_firings) and
+-- acknowledges them once sent (habit.ack_reminder_firings): functions/reminders.sql.
+--
+-- The window is answered from an index on (time_zone, local_time): for each zone, the window
+-- is the range of local wall-clock times it covers (one to three local dates), so a window
+-- reads the reminders whose local time falls in it and none other, whatever the total. That
+-- needs the zone on the reminder: time_zone and day_starts_at copy the user's profile, set by
+-- the reminder's trigger and kept by the profile's (a zone or day-start change takes effect for
+-- the next firing).
+CREATE TABLE public.habit_reminders (
+    id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_id       uuid NOT NULL,
+    template_id   uuid NOT NULL,
+    local_time    time NOT NULL
+                  CONSTRAINT habit_reminders_local_time_check
+                  CHECK (local_time = date_trunc('minute', '2000-01-01'::date + local_time)::time),
+    weekdays      smallint
+                  CONSTRAINT habit_reminders_weekdays_check CHECK (weekdays BETWEEN 1 AND 127),
+    time_zone     text NOT NULL DEFAULT 'UTC',
+    day_starts_at time NOT NULL DEFAULT '00:00',
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    change_seq    bigint NOT NULL DEFAULT 0,
+    CONSTRAINT habit_reminders_template_fkey FOREIGN KEY (template_id, user_id)
+        REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE,
+    CONSTRAINT habit_reminders_id_user_id_key UNIQUE (id, user_id),
+    -- One reminder per time and days of a habit: a second is the same notification twice.
+    CONSTRAINT habit_reminders_habit_time_key UNIQUE NULLS NOT DISTINCT (user_id, template_id, local_time, weekdays)
+);
+COMMENT ON TABLE public.habit_reminders IS
+    'A habit''s reminders (at most 24 a habit): a local time of day on the habit''s due days, or on chosen ISO weekdays of them (sql/0036).';
+COMMENT ON COLUMN public.habit_reminders.user_id IS 'Owner; must be the owner of the habit (composite foreign key).';
+COMMENT ON COLUMN public.habit_reminders.template_id IS 'The habit.';
+COMMENT ON COLUMN public.habit_reminders.local_time IS
+    'Local time of day, whole minutes, in the user''s zone. It belongs to the habit''s day that contains it (with a day start of 04:00, 01:00 is the late part of the day before). A time a spring-forward day skips fires at the first instant after the gap; a time a fall-back day repeats fires at its first occurrence.';
+COMMENT ON COLUMN public.habit_reminders.weekdays IS
+    'NULL: every due day of the habit. Otherwise a bit set of ISO weekdays (bit 0 Monday … bit 6 Sunday): only due days that are one of them (weekday of the habit''s day).';
+COMMENT ON COLUMN public.habit_reminders.time_zone IS
+    'A copy of the user''s profiles.timezone (UTC without a profile), set by trigger: the window query''s index key. Not written by clients.';
+COMMENT ON COLUMN public.habit_reminders.day_starts_at IS
+    'A copy of the user''s profiles.day_starts_at (00:00 without a profile), set by trigger. Not written by clients.';
+COMMENT ON COLUMN public.habit_reminders.created_at IS 'When the reminder was created.';
+COMMENT ON COLUMN public.habit_reminders.updated_at IS 'When the reminder last changed. Set by trigger.';
+COMMENT ON COLUMN public.habit_reminders.change_seq IS
+    'The change number (habit.sync_clocks) of the write that last changed the row. Set by trigger.';
+-- The sender's window: per zone, a range of local times.
+CREATE INDEX habit_reminders_zone_time_idx ON public.habit_reminders (time_zone, local_time);
+CREATE INDEX habit_reminders_user_change_seq_idx ON public.habit_reminders (user_id, change_seq, id);
+
+-- A firing is a reminder on a local date: its id is '<reminder id>/<YYYY-MM-DD>', computed, so
+-- a sender's claim and acknowledgement name it without this table holding every firing. A row
+-- exists once a firing is claimed: the lease (who holds it until when) and, once sent, acked_at.
+-- Rows grow with firings sent, never with days or reminders; habit.prune_reminder_firings
+-- removes acknowledged ones past the window a sender may ask for.
+CREATE TABLE habit.reminder_firings (
+    reminder_id  uuid NOT NULL,
+    local_date   date NOT NULL,
+    user_id      uuid NOT NULL,
+    fire_at      timestamptz NOT NULL,
+    holder       text CONSTRAINT reminder_firings_holder_check CHECK (char_length(holder) BETWEEN 1 AND 100),
+    lease_until  timestamptz NOT NULL,
+    claims       integer NOT NULL DEFAULT 1,
+    acked_at     timestamptz,
+    CONSTRAINT reminder_firings_pkey PRIMARY KEY (reminder_id, local_date),
+    CONSTRAINT reminder_firings_reminder_fkey FOREIGN KEY (reminder_id, user_id)
+        REFERENCES public.habit_reminders (id, user_id) ON DELETE CASCADE
+);
+COMMENT ON TABLE habit.reminder_firings IS
+    'Claimed reminder firings (sql/0036): the lease a sender holds and, once sent, acked_at. Written only by habit.claim_reminder_firings and habit.ack_reminder_firings.';
+COMMENT ON COLUMN habit.reminder_firings.reminder_id IS 'The reminder.';
+COMMENT ON COLUMN habit.reminder_firings.local_date IS 'The local calendar date on which it fires (the firing id''s date).';
+COMMENT ON COLUMN habit.reminder_firings.user_id IS 'The reminder''s user.';
+COMMENT ON COLUMN habit.reminder_firings.fire_at IS 'The instant it fires, as computed when last claimed.';
+COMMENT ON COLUMN habit.reminder_firings.holder IS 'The sender that claimed it (reminders.claim''s sender), or NULL for an anonymous claim.';
+COMMENT ON COLUMN habit.reminder_firings.lease_until IS 'Until when the claim holds; after it, another claim takes the firing.';
+COMMENT ON COLUMN habit.reminder_firings.claims IS 'How many claims took it (1: once; more: a lease ran out, or a sender renewed).';
+COMMENT ON COLUMN habit.reminder_firings.acked_at IS 'When a sender acknowledged it as sent; never claimed or listed again.';
+CREATE INDEX reminder_firings_acked_idx ON habit.reminder_firings (acked_at) WHERE acked_at IS NOT NULL;
+
+-- Reminders are synced, exported and tombstoned like every user table.
+ALTER TABLE habit.sync_tombstones DROP CONSTRAINT sync_tombstones_kind_check,
+    ADD CONSTRAINT sync_tombstones_kind_check
+        CHECK (kind IN ('profile', 'habits', 'periods', 'completions', 'skips', 'lists', 'tasks', 'checkins', 'notes', 'reminders'));
+COMMENT ON COLUMN habit.sync_tombstones.kind IS
+    'What was deleted: profile, habits, periods, completions, skips, lists, tasks, checkins, notes or reminders.';
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -7345,6 +7849,21 @@ DROP POLICY IF EXISTS habit_day_notes_delete_own ON public.habit_day_notes;
 CREATE POLICY habit_day_notes_delete_own ON public.habit_day_notes FOR DELETE TO authenticated USING (user_id = auth.uid());
 DROP POLICY IF EXISTS habit_day_notes_read_all ON public.habit_day_notes;
 CREATE POLICY habit_day_notes_read_all ON public.habit_day_notes FOR SELECT TO habit_batch, habit_admin USING (true);
+
+-- public.habit_reminders (sql/0036)
+ALTER TABLE public.habit_reminders ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_reminders FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_reminders_select_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_select_own ON public.habit_reminders FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_insert_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_insert_own ON public.habit_reminders FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_update_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_update_own ON public.habit_reminders FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_delete_own ON public.habit_reminders;
+CREATE POLICY habit_reminders_delete_own ON public.habit_reminders FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_reminders_read_all ON public.habit_reminders;
+CREATE POLICY habit_reminders_read_all ON public.habit_reminders FOR SELECT TO habit_batch, habit_admin USING (true);
 
 -- public.habit_streak_runs, public.habit_streak_state: the streak ledger, written only by
 -- its maintenance (SECURITY DEFINER); the users' roles only read.
@@ -7795,6 +8314,66 @@ CREATE OR REPLACE TRIGGER habit_periods_after AFTER INSERT OR UPDATE OR DELETE O
     FOR EACH ROW EXECUTE FUNCTION habit.habit_periods_after();
 
 """#),
+        SQLFile(path: "triggers/habit_reminders.sql", text: #"""
+-- The trigger of public.habit_reminders (sql/migrations/0036): one BEFORE row trigger, writing
+-- only rows of the user_id of the row that fired it; an UPDATE that changes nothing does
+-- nothing.
+--
+-- Current-state file: applied again by `habit migrate` whenever this file changes (docs/schema.md,
+-- "Migrations"). Removing a trigger needs a DROP TRIGGER in a versioned migration.
+
+-- BEFORE: the user's zone and day start copied from the profile (whatever the writer sent: the
+-- sender's window is keyed on them), at most 24 reminders a habit (HB001, counted under the
+-- habit's lock, so two writers take turns), updated_at, the change number (key: the id) and
+-- the tombstone of a deleted or moved reminder.
+CREATE OR REPLACE FUNCTION habit.habit_reminders_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        held integer;
+    BEGIN
+        -- Another user's row: row-level security refuses it; nothing here runs first (the rule
+        -- and the reason in triggers/habit_completions.sql).
+        IF coalesce(NEW.user_id, OLD.user_id) IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
+        END IF;
+        IF TG_OP = 'DELETE' THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'reminders', OLD.id::text);
+            RETURN OLD;
+        END IF;
+        SELECT coalesce(max(p.timezone), 'UTC'), coalesce(max(p.day_starts_at), '00:00')
+        INTO NEW.time_zone, NEW.day_starts_at
+        FROM public.profiles p WHERE p.user_id = NEW.user_id;
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            NEW.updated_at := now();
+        END IF;
+        IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id) IS DISTINCT FROM (OLD.user_id, OLD.template_id) THEN
+            PERFORM 1 FROM public.habit_templates t WHERE t.id = NEW.template_id AND t.user_id = NEW.user_id FOR NO KEY UPDATE;
+            SELECT count(*) INTO held FROM public.habit_reminders r WHERE r.user_id = NEW.user_id AND r.template_id = NEW.template_id;
+            IF held >= 24 THEN
+                RAISE EXCEPTION 'habit % would have % reminders; the limit is 24', NEW.template_id, held + 1
+                    USING ERRCODE = 'HB001', TABLE = 'habit_reminders', SCHEMA = 'public';
+            END IF;
+        END IF;
+        IF TG_OP = 'UPDATE' AND (NEW.id, NEW.user_id) IS DISTINCT FROM (OLD.id, OLD.user_id) THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'reminders', OLD.id::text);
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'reminders',
+            CASE WHEN TG_OP = 'INSERT' OR (NEW.id, NEW.user_id) IS DISTINCT FROM (OLD.id, OLD.user_id) THEN NEW.id::text END);
+        RETURN NEW;
+    END
+    $fn$;
+
+CREATE OR REPLACE TRIGGER habit_reminders_before BEFORE INSERT OR UPDATE OR DELETE ON public.habit_reminders
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_reminders_before();
+
+"""#),
         SQLFile(path: "triggers/habit_skips.sql", text: #"""
 -- The triggers of public.habit_skips: one BEFORE and one AFTER row trigger at most (issue 29),
 -- each doing all of the table's bookkeeping for its timing and writing only rows of the user_id
@@ -8078,7 +8657,8 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: the zone, the day's start and the week decide every day and week of the user's habits:
+-- AFTER: the zone, the day's start and the week decide every day and week of the user's habits
+-- (and the reminders' copies of the zone and day start, sql/0036):
 -- when they change (a profile inserted or deleted counts as a change from or to UTC, 00:00 and Monday),
 -- the user's streaks are rebuilt at commit and every week marked for the weekly counts; a new
 -- week start re-decides the weeks of weekly targets.
@@ -8098,6 +8678,12 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
         IF TG_OP <> 'INSERT' THEN
             IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
                 PERFORM habit.sync_tombstone(OLD.user_id, 'profile', '');
+            END IF;
+            -- The reminders' copies of the zone and the day's start (sql/0036): their trigger
+            -- reads them from the profile, as it now is.
+            IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
+                UPDATE public.habit_reminders r SET time_zone = 'UTC', day_starts_at = '00:00'
+                WHERE r.user_id = OLD.user_id AND (r.time_zone, r.day_starts_at) IS DISTINCT FROM ('UTC', '00:00'::time);
             END IF;
             IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (OLD.timezone, OLD.week_start, OLD.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
@@ -8119,6 +8705,10 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
                     WHERE x.id = habit_id AND x.user_id = NEW.user_id;
                     PERFORM habit.checkins_retarget(NEW.user_id, habit_id, target, target_type);
                 END LOOP;
+            END IF;
+            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.day_starts_at) THEN
+                UPDATE public.habit_reminders r SET time_zone = NEW.timezone, day_starts_at = NEW.day_starts_at
+                WHERE r.user_id = NEW.user_id AND (r.time_zone, r.day_starts_at) IS DISTINCT FROM (NEW.timezone, NEW.day_starts_at);
             END IF;
             IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN

@@ -109,6 +109,8 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case notSupported = "not_supported"
     /// A boolean habit's value or target that is not a whole number of times.
     case notWhole = "not_whole"
+    /// Not a reminder firing id `<reminder id>/<YYYY-MM-DD>` (reminders.claim, reminders.ack).
+    case invalidFiringID = "invalid_firing_id"
 }
 
 /// One of the user's completions or skips that an `account.import` `merge` keeps (the document
@@ -168,6 +170,10 @@ extension StoreError {
             }
         case .habitNotActive:
             return StoreError.habitNotActive
+        case .invalidReminderRequest:
+            // The sender's functions name the parameter and the reason (sql/functions/reminders.sql).
+            let reason = postgres.detail.flatMap(InputFailure.init(rawValue:)) ?? .outOfRange
+            return StoreError.invalidInput(field: postgres.column ?? "params", reason: reason, message: postgres.message)
         case .doneAndSkipped:
             return StoreError.invalidState("done_and_skipped")
         case .overTarget:
@@ -225,6 +231,9 @@ extension StoreError {
         "habit_day_notes_note_check": ("note", .tooLong),
         "habit_day_notes_note_bidi_check": ("note", .invalidCharacters),
         "habit_templates_unit_bidi_check": ("unit", .invalidCharacters),
+        // Reminders (sql/migrations/0036).
+        "habit_reminders_local_time_check": ("time", .invalidTime),
+        "habit_reminders_weekdays_check": ("days", .outOfRange),
     ]
 
     /// The prose of the constraints no validation in Swift answers first (the others say

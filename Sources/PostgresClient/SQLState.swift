@@ -82,6 +82,9 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, ExpressibleByStrin
     /// `habit.import_account` refused a document: COLUMN = the JSON path, DETAIL = the reason
     /// (sql/functions/accounts.sql).
     public static let importRefused: SQLState = "HB010"
+    /// A reminder sender's bad window, limit, lease or firing id: COLUMN = the parameter,
+    /// DETAIL = the reason (sql/functions/reminders.sql).
+    public static let invalidReminderRequest: SQLState = "HB011"
     // Class P0 — PL/pgSQL
     public static let raiseException: SQLState = "P0001"
 }

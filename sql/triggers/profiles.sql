@@ -34,7 +34,8 @@ CREATE OR REPLACE FUNCTION habit.profiles_before() RETURNS trigger
     END
     $fn$;
 
--- AFTER: the zone, the day's start and the week decide every day and week of the user's habits:
+-- AFTER: the zone, the day's start and the week decide every day and week of the user's habits
+-- (and the reminders' copies of the zone and day start, sql/0036):
 -- when they change (a profile inserted or deleted counts as a change from or to UTC, 00:00 and Monday),
 -- the user's streaks are rebuilt at commit and every week marked for the weekly counts; a new
 -- week start re-decides the weeks of weekly targets.
@@ -54,6 +55,12 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
         IF TG_OP <> 'INSERT' THEN
             IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
                 PERFORM habit.sync_tombstone(OLD.user_id, 'profile', '');
+            END IF;
+            -- The reminders' copies of the zone and the day's start (sql/0036): their trigger
+            -- reads them from the profile, as it now is.
+            IF TG_OP = 'DELETE' OR NEW.user_id IS DISTINCT FROM OLD.user_id THEN
+                UPDATE public.habit_reminders r SET time_zone = 'UTC', day_starts_at = '00:00'
+                WHERE r.user_id = OLD.user_id AND (r.time_zone, r.day_starts_at) IS DISTINCT FROM ('UTC', '00:00'::time);
             END IF;
             IF TG_OP = 'DELETE' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (OLD.timezone, OLD.week_start, OLD.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
@@ -75,6 +82,10 @@ CREATE OR REPLACE FUNCTION habit.profiles_after() RETURNS trigger
                     WHERE x.id = habit_id AND x.user_id = NEW.user_id;
                     PERFORM habit.checkins_retarget(NEW.user_id, habit_id, target, target_type);
                 END LOOP;
+            END IF;
+            IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.day_starts_at) THEN
+                UPDATE public.habit_reminders r SET time_zone = NEW.timezone, day_starts_at = NEW.day_starts_at
+                WHERE r.user_id = NEW.user_id AND (r.time_zone, r.day_starts_at) IS DISTINCT FROM (NEW.timezone, NEW.day_starts_at);
             END IF;
             IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM (OLD.user_id, OLD.timezone, OLD.week_start, OLD.day_starts_at) THEN
                 IF (NEW.timezone, NEW.week_start, NEW.day_starts_at) IS DISTINCT FROM ('UTC', 'monday', '00:00'::time) OR TG_OP = 'UPDATE' THEN
