@@ -26,6 +26,7 @@ struct Habit: ParsableCommand {
             DatabaseCommand.self,
             WeeklyCountsCommand.self,
             ReportCommand.self,
+            RemindersCommand.self,
             AccountCommand.self,
             DevCommand.self,
             HealthCommand.self,

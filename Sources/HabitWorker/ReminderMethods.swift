@@ -315,3 +315,11 @@ enum RemindersAck: DatabaseMethod {
         AckedFirings(ids: try ReminderSender(connection: context.connection, settings: context.settings).ack(firingIDs: params.ids))
     }
 }
+
+/// One firing as reminders.due writes it: a line of `habit reminders due`.
+public struct FiringLine: JSONWritable {
+    public let firing: ReminderFiring
+    public init(_ firing: ReminderFiring) { self.firing = firing }
+    public func write(to json: inout JSONWriter) { json.firing(firing) }
+    public var text: String { String(decoding: encodedJSON.bytes, as: UTF8.self) }
+}
