@@ -2552,60 +2552,63 @@ CREATE OR REPLACE FUNCTION habit.fire_instant(p_local timestamp, p_zone text) RE
 COMMENT ON FUNCTION habit.fire_instant(timestamp, text) IS
     'The instant a reminder at local date and time p_local fires in p_zone: the first instant whose wall-clock time is at or past it (a skipped time: the end of the gap; a repeated one: its first occurrence) (sql/0036).';
 
--- The live firings --------------------------------------------------------------------------
--- THE rule of what fires, shared by the window (habit.reminders_due) and the claim: of the
--- reminders p_reminders on local dates p_dates (firing at p_fire_ats, NULL: computed), those
--- whose habit, on the habit's day holding the firing (the local date and time less the day's
--- start), is not archived, on (a period makes it on, as habit.day_habits says), due (the
--- schedule; times_per_week and times_in_days while the block's target is not met before that
--- day), on one of the reminder's weekdays if it has them, neither done nor skipped, all as of
--- now: "already done" means done when the sender asks. One call per request; the candidates
--- are probed by index, so the cost is that of the candidates.
-CREATE OR REPLACE FUNCTION habit.live_reminder_firings(p_reminders uuid[], p_dates date[], p_fire_ats timestamptz[])
-    RETURNS TABLE (reminder_id uuid, local_date date, user_id uuid, template_id uuid, fire_at timestamptz,
-                   local_time time, habit_day date, name text)
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
+-- The rule of a firing -----------------------------------------------------------------------
+-- THE rule of what fires, shared by the window (habit.reminders_due) and the claim: the habit's
+-- name when a reminder of p_user's habit p_template (weekdays p_weekdays, NULL: any) fires on
+-- the habit's day p_habit_day (the local date and time of the firing less the day's start;
+-- p_zone, p_day_start the user's, p_today the user's today), nothing otherwise. It fires when,
+-- as of now, the habit is not archived, is on that day (a period makes it on, as
+-- habit.day_habits says), is due (the schedule; times_per_week and times_in_days while the
+-- block's target is not met before that day), the day is one of the reminder's weekdays, and
+-- the day is neither done nor skipped: "already done" means done when the sender asks.
+-- Inlined (one SELECT, no SET clause, schema-qualified) into its callers' plans: a window
+-- checks its firings earliest first and stops at its limit, each firing a few index probes.
+CREATE OR REPLACE FUNCTION habit.reminder_firing_rule(p_user uuid, p_template uuid, p_weekdays smallint, p_zone text,
+                                                      p_day_start time, p_habit_day date, p_today date)
+    RETURNS TABLE (name text)
+    LANGUAGE sql STABLE
     AS $fn$
-    BEGIN
-        RETURN QUERY
-        SELECT r.id, x.d, r.user_id, r.template_id, f.fire_at, r.local_time, f.habit_day, t.name
-        FROM unnest(p_reminders, p_dates, coalesce(p_fire_ats, '{}')) AS x(reminder_id, d, fire_at)
-        JOIN public.habit_reminders r ON r.id = x.reminder_id
-        CROSS JOIN LATERAL (SELECT coalesce(x.fire_at, habit.fire_instant(x.d + r.local_time, r.time_zone)) AS fire_at,
-                                   ((x.d + r.local_time) - r.day_starts_at)::date AS habit_day,
-                                   habit.local_day(now(), r.time_zone, r.day_starts_at) AS today) f
-        JOIN public.habit_templates t ON t.id = r.template_id AND t.user_id = r.user_id AND t.archived_at IS NULL
-        CROSS JOIN LATERAL (
-            SELECT p.schedule, habit.local_day(p.started_at, r.time_zone, r.day_starts_at) AS first_day
-            FROM public.habit_periods p
-            WHERE p.user_id = r.user_id AND p.template_id = r.template_id
-              AND habit.local_day(p.started_at, r.time_zone, r.day_starts_at) <= f.habit_day
-              AND (p.ended_at IS NULL
-                   OR (f.habit_day < f.today AND p.ended_at > habit.day_begins(f.habit_day, r.time_zone, r.day_starts_at)))
-            ORDER BY p.started_at DESC
-            LIMIT 1) o
-        WHERE (r.weekdays IS NULL OR (r.weekdays & (1 << (extract(isodow FROM f.habit_day)::integer - 1))) <> 0)
-          AND (CASE o.schedule ->> 'type'
-               WHEN 'times_per_week'
-               THEN (SELECT count(*) FROM public.habit_completions c
-                     WHERE c.user_id = r.user_id AND c.template_id = r.template_id
-                       AND c.completed_date >= habit.week_start(f.habit_day, habit.user_week_start_isodow(r.user_id))
-                       AND c.completed_date < f.habit_day) < (o.schedule ->> 'times')::integer
-               WHEN 'times_in_days'
-               THEN (SELECT count(*) FROM public.habit_completions c
-                     WHERE c.user_id = r.user_id AND c.template_id = r.template_id
-                       AND c.completed_date >= habit.quota_block_start(o.schedule, o.first_day, 1, f.habit_day)
-                       AND c.completed_date < f.habit_day) < (o.schedule ->> 'times')::integer
-               ELSE habit.due_on(o.schedule, o.first_day, f.habit_day) END)
-          AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
-                          WHERE c.user_id = r.user_id AND c.template_id = r.template_id AND c.completed_date = f.habit_day)
-          AND NOT EXISTS (SELECT 1 FROM public.habit_skips k
-                          WHERE k.user_id = r.user_id AND k.template_id = r.template_id AND k.skipped_date = f.habit_day);
-    END
+    SELECT t.name
+    FROM public.habit_templates t
+    CROSS JOIN LATERAL (
+        SELECT p.schedule, habit.local_day(p.started_at, p_zone, p_day_start) AS first_day
+        FROM public.habit_periods p
+        WHERE p.user_id OPERATOR(pg_catalog.=) p_user AND p.template_id OPERATOR(pg_catalog.=) p_template
+          AND habit.local_day(p.started_at, p_zone, p_day_start) OPERATOR(pg_catalog.<=) p_habit_day
+          AND (p.ended_at IS NULL
+               OR (p_habit_day OPERATOR(pg_catalog.<) p_today
+                   AND p.ended_at OPERATOR(pg_catalog.>) habit.day_begins(p_habit_day, p_zone, p_day_start)))
+        ORDER BY p.started_at DESC
+        LIMIT 1) o
+    WHERE t.id OPERATOR(pg_catalog.=) p_template AND t.user_id OPERATOR(pg_catalog.=) p_user AND t.archived_at IS NULL
+      AND (p_weekdays IS NULL
+           OR (p_weekdays::integer OPERATOR(pg_catalog.&)
+               (1 OPERATOR(pg_catalog.<<) (EXTRACT(isodow FROM p_habit_day)::integer OPERATOR(pg_catalog.-) 1))) OPERATOR(pg_catalog.<>) 0)
+      AND (CASE o.schedule OPERATOR(pg_catalog.->>) 'type'
+           WHEN 'times_per_week'
+           THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
+                 WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
+                   AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_habit_day, habit.user_week_start_isodow(p_user))
+                   AND c.completed_date OPERATOR(pg_catalog.<) p_habit_day)
+                OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
+           WHEN 'times_in_days'
+           THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
+                 WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
+                   AND c.completed_date OPERATOR(pg_catalog.>=) habit.quota_block_start(o.schedule, o.first_day, 1, p_habit_day)
+                   AND c.completed_date OPERATOR(pg_catalog.<) p_habit_day)
+                OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
+           ELSE habit.due_on(o.schedule, o.first_day, p_habit_day) END)
+      -- OFFSET 0: a probe of the day's key per firing. Without it PostgreSQL may hash the
+      -- whole table once per window instead (a sequential scan of every user's completions).
+      AND NOT EXISTS (SELECT 1 FROM public.habit_completions c
+                      WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) p_template
+                        AND c.completed_date OPERATOR(pg_catalog.=) p_habit_day OFFSET 0)
+      AND NOT EXISTS (SELECT 1 FROM public.habit_skips k
+                      WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) p_template
+                        AND k.skipped_date OPERATOR(pg_catalog.=) p_habit_day OFFSET 0)
     $fn$;
-COMMENT ON FUNCTION habit.live_reminder_firings(uuid[], date[], timestamptz[]) IS
-    'Of the firings (reminder, local date), those that fire as of now: habit not archived, on, due, on the reminder''s weekdays, not done, not skipped on the habit''s day holding the firing (sql/0036).';
+COMMENT ON FUNCTION habit.reminder_firing_rule(uuid, uuid, smallint, text, time, date, date) IS
+    'The habit''s name when a reminder (weekdays p_weekdays) of p_user''s habit p_template fires on habit day p_habit_day as of now: not archived, on, due, on the reminder''s weekdays, not done, not skipped (sql/0036).';
 
 -- A user's reminders --------------------------------------------------------------------------
 -- Replaces the reminders of p_user's habit p_template by (p_times[i], p_weekdays[i]) (weekdays a
@@ -2654,51 +2657,53 @@ CREATE OR REPLACE FUNCTION habit.reminder_firing_keys(p_ids text[])
         IF p_ids IS NULL OR cardinality(p_ids) > 10000 THEN
             RAISE EXCEPTION 'firing_ids: at most 10000 ids' USING ERRCODE = 'HB011', COLUMN = 'firing_ids', DETAIL = 'too_many';
         END IF;
+        -- One pass of casts (a regular expression per id costs several times more); only when
+        -- it fails, the search for the id that made it fail.
         SELECT i INTO bad FROM unnest(p_ids) i
-        WHERE i IS NULL OR i !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'
+        WHERE i IS NULL OR length(i) <> 47 OR substr(i, 37, 1) <> '/' OR substr(i, 42, 1) <> '-' OR substr(i, 45, 1) <> '-'
+           OR lower(i) <> i
         LIMIT 1;
-        IF bad IS NULL AND EXISTS (SELECT 1 FROM unnest(p_ids) i WHERE i IS NULL) THEN
-            bad := 'null';
-        END IF;
-        IF bad IS NULL THEN
-            -- The day of the month exists (2026-02-30 does not): one cast of all, and only when
-            -- it fails the search for the one that did.
-            BEGIN
-                PERFORM split_part(i, '/', 2)::date FROM unnest(p_ids) i;
-            EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
-                SELECT i INTO bad FROM unnest(p_ids) i
-                WHERE make_date(split_part(split_part(i, '/', 2), '-', 1)::integer, split_part(split_part(i, '/', 2), '-', 2)::integer, 1)
-                      + (split_part(split_part(i, '/', 2), '-', 3)::integer - 1)
-                      >= (make_date(split_part(split_part(i, '/', 2), '-', 1)::integer, split_part(split_part(i, '/', 2), '-', 2)::integer, 1) + interval '1 month')::date
-                LIMIT 1;
-                bad := coalesce(bad, '?');
-            END;
-        END IF;
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'firing_ids: % is not a firing id (<reminder id>/<YYYY-MM-DD>)', bad
+        IF FOUND THEN
+            RAISE EXCEPTION 'firing_ids: % is not a firing id (<reminder id>/<YYYY-MM-DD>)', coalesce(bad, 'null')
                 USING ERRCODE = 'HB011', COLUMN = 'firing_ids', DETAIL = 'invalid_firing_id';
         END IF;
-        RETURN QUERY SELECT DISTINCT split_part(i, '/', 1)::uuid, split_part(i, '/', 2)::date FROM unnest(p_ids) i;
+        BEGIN
+            RETURN QUERY
+            SELECT DISTINCT split_part(i, '/', 1)::uuid, split_part(i, '/', 2)::date FROM unnest(p_ids) i;
+            RETURN;
+        EXCEPTION WHEN invalid_text_representation OR datetime_field_overflow OR invalid_datetime_format THEN
+            SELECT i INTO bad FROM unnest(p_ids) i
+            WHERE i IS NULL
+               OR i !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'
+               OR make_date(split_part(split_part(i, '/', 2), '-', 1)::integer, split_part(split_part(i, '/', 2), '-', 2)::integer, 1)
+                  + (split_part(split_part(i, '/', 2), '-', 3)::integer - 1)
+                  >= (make_date(split_part(split_part(i, '/', 2), '-', 1)::integer, split_part(split_part(i, '/', 2), '-', 2)::integer, 1) + interval '1 month')::date
+            LIMIT 1;
+            RAISE EXCEPTION 'firing_ids: % is not a firing id (<reminder id>/<YYYY-MM-DD>)', coalesce(bad, 'null')
+                USING ERRCODE = 'HB011', COLUMN = 'firing_ids', DETAIL = 'invalid_firing_id';
+        END;
     END
     $fn$;
 COMMENT ON FUNCTION habit.reminder_firing_keys(text[]) IS
     'The (reminder, local date) of each firing id ''<reminder id>/<YYYY-MM-DD>''; HB011 for any other shape (sql/0036).';
 
 -- The firings in [p_from, p_to) (at most 24 hours), earliest first, at most p_limit, leaving out
--- those acknowledged and those under a lease not run out. Per zone that has reminders (a skip
--- scan of the index's first column), the window's local times [S(from), S(to)), one to three
--- local dates, each a range scan of (time_zone, local_time): the reminders read are those whose
--- time falls in the window, whatever the number of the others.
+-- those acknowledged and those under a lease not run out. Per zone, the window's local times
+-- [S(from), S(to)), one to three local dates, each a range scan of (time_zone, local_time): the
+-- reminders read are those whose time falls in the window, whatever the number of the others.
 CREATE OR REPLACE FUNCTION habit.reminders_due(p_from timestamptz, p_to timestamptz, p_limit integer)
     RETURNS TABLE (firing_id text, user_id uuid, template_id uuid, reminder_id uuid, fire_at timestamptz,
                    local_date date, local_time time, habit_day date, name text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- The plan is fixed by design: the candidates from the index, then per candidate a few
+    -- index probes (its habit, period, completion, skip, claim). The planner, seeing every
+    -- zone, would rather hash whole tables (a sequential scan of every completion) and start
+    -- JIT (300 ms against 10 ms).
+    SET jit = off
+    SET enable_hashjoin = off
+    SET enable_mergejoin = off
     AS $fn$
-    DECLARE
-        reminders uuid[];
-        dates date[];
-        fire_ats timestamptz[];
     BEGIN
         IF p_from IS NULL THEN
             RAISE EXCEPTION 'from: required' USING ERRCODE = 'HB011', COLUMN = 'from', DETAIL = 'required';
@@ -2712,49 +2717,67 @@ CREATE OR REPLACE FUNCTION habit.reminders_due(p_from timestamptz, p_to timestam
         IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10001 THEN
             RAISE EXCEPTION 'limit: 1 to 10000' USING ERRCODE = 'HB011', COLUMN = 'limit', DETAIL = 'out_of_range';
         END IF;
-        WITH RECURSIVE zones(tz) AS (
-            (SELECT r.time_zone FROM public.habit_reminders r ORDER BY r.time_zone LIMIT 1)
-            UNION ALL
-            SELECT (SELECT r.time_zone FROM public.habit_reminders r WHERE r.time_zone > z.tz ORDER BY r.time_zone LIMIT 1)
-            FROM zones z WHERE z.tz IS NOT NULL
-        ), bounds AS (
-            SELECT z.tz, habit.wall_floor(p_from, z.tz) AS lo, habit.wall_floor(p_to, z.tz) AS hi,
-                   -- No transition near the window: a local time's instant is AT TIME ZONE's.
-                   ((p_from - interval '6 hours') AT TIME ZONE z.tz) - ((p_from - interval '6 hours') AT TIME ZONE 'UTC')
-                       = ((p_to + interval '6 hours') AT TIME ZONE z.tz) - ((p_to + interval '6 hours') AT TIME ZONE 'UTC')
-                   AND (p_from AT TIME ZONE z.tz) - (p_from AT TIME ZONE 'UTC') = (p_to AT TIME ZONE z.tz) - (p_to AT TIME ZONE 'UTC')
-                   AND (p_from AT TIME ZONE z.tz) - (p_from AT TIME ZONE 'UTC')
-                       = ((p_to + interval '6 hours') AT TIME ZONE z.tz) - ((p_to + interval '6 hours') AT TIME ZONE 'UTC') AS plain
-            FROM zones z WHERE z.tz IS NOT NULL
-        ), segments AS (
+        RETURN QUERY
+        -- Zones are habit.time_zones' (a reminder's zone is a profile's, which references it,
+        -- or UTC); each costs one index descent when none of its reminders is in the window.
+        WITH offsets AS MATERIALIZED (
+            SELECT z.name AS tz,
+                   -- No transition near the window: a local time's instant is AT TIME ZONE's and
+                   -- the window's local times are its ends' readings.
+                   ((p_from - interval '6 hours') AT TIME ZONE z.name) - ((p_from - interval '6 hours') AT TIME ZONE 'UTC')
+                       = ((p_to + interval '6 hours') AT TIME ZONE z.name) - ((p_to + interval '6 hours') AT TIME ZONE 'UTC')
+                   AND (p_from AT TIME ZONE z.name) - (p_from AT TIME ZONE 'UTC') = (p_to AT TIME ZONE z.name) - (p_to AT TIME ZONE 'UTC')
+                   AND (p_from AT TIME ZONE z.name) - (p_from AT TIME ZONE 'UTC')
+                       = ((p_to + interval '6 hours') AT TIME ZONE z.name) - ((p_to + interval '6 hours') AT TIME ZONE 'UTC') AS plain
+            FROM (SELECT t.name FROM habit.time_zones t UNION SELECT 'UTC') z
+        ), bounds AS MATERIALIZED (
+            -- Materialized: each zone's bounds computed once, not per reminder read.
+            SELECT o.tz, o.plain,
+                   CASE WHEN o.plain THEN p_from AT TIME ZONE o.tz ELSE habit.wall_floor(p_from, o.tz) END AS lo,
+                   CASE WHEN o.plain THEN p_to AT TIME ZONE o.tz ELSE habit.wall_floor(p_to, o.tz) END AS hi
+            FROM offsets o
+        ), segments AS MATERIALIZED (
+            -- Both ends are index conditions: the end of a local date is 24:00, which a time
+            -- of day holds and every local_time is below.
+            -- (A window of at most 24 hours spans at most three local dates, even across a
+            -- transition of up to six hours.)
             SELECT b.tz, b.plain, day::date AS d,
                    (greatest(b.lo, day) - day)::time AS t_lo,
-                   CASE WHEN b.hi >= day + interval '1 day' THEN NULL ELSE (b.hi - day)::time END AS t_hi
+                   CASE WHEN b.hi >= day + interval '1 day' THEN time '24:00' ELSE (b.hi - day)::time END AS t_hi
             FROM bounds b
-            CROSS JOIN LATERAL generate_series(date_trunc('day', b.lo), b.hi - interval '1 microsecond', interval '1 day') AS day
-            WHERE b.lo < b.hi
+            CROSS JOIN LATERAL (VALUES (0), (1), (2)) AS k(i)
+            CROSS JOIN LATERAL (SELECT date_trunc('day', b.lo) + k.i * interval '1 day' AS day) AS x
+            WHERE b.lo < b.hi AND day < b.hi
+        ), candidates AS (
+            -- Every reminder whose local time falls in the window (the index alone), earliest first.
+            SELECT r.id, r.user_id, r.template_id, r.weekdays, r.local_time, r.day_starts_at, s.tz, s.d,
+                   CASE WHEN s.plain THEN (s.d + r.local_time) AT TIME ZONE s.tz ELSE habit.fire_instant(s.d + r.local_time, s.tz) END AS fire_at
+            FROM segments s
+            JOIN public.habit_reminders r ON r.time_zone = s.tz AND r.local_time >= s.t_lo AND r.local_time < s.t_hi
         )
-        SELECT array_agg(r.id), array_agg(s.d), array_agg(CASE WHEN s.plain THEN (s.d + r.local_time) AT TIME ZONE s.tz END)
-        INTO reminders, dates, fire_ats
-        FROM segments s
-        JOIN public.habit_reminders r ON r.time_zone = s.tz AND r.local_time >= s.t_lo AND (s.t_hi IS NULL OR r.local_time < s.t_hi);
-
-        RETURN QUERY
-        SELECT l.reminder_id::text || '/' || to_char(l.local_date, 'YYYY-MM-DD'), l.user_id, l.template_id, l.reminder_id,
-               l.fire_at, l.local_date, l.local_time, l.habit_day, l.name
-        FROM habit.live_reminder_firings(reminders, dates, fire_ats) l
-        WHERE l.fire_at >= p_from AND l.fire_at < p_to
-          AND NOT EXISTS (SELECT 1 FROM habit.reminder_firings f
-                          WHERE f.reminder_id = l.reminder_id AND f.local_date = l.local_date
-                            AND (f.acked_at IS NOT NULL OR f.lease_until > now()))
-        ORDER BY l.fire_at, l.reminder_id, l.local_date
+        -- Then the rule, in that order, until p_limit firings: a page of a busy minute checks
+        -- about a page of candidates, not the minute.
+        SELECT c.id::text || '/' || to_char(c.d, 'YYYY-MM-DD'), c.user_id, c.template_id, c.id, c.fire_at, c.d, c.local_time,
+               c.habit_day, f.name
+        FROM (SELECT c.*, ((c.d + c.local_time) - c.day_starts_at)::date AS habit_day,
+                     habit.local_day(now(), c.tz, c.day_starts_at) AS today
+              FROM candidates c
+              WHERE c.fire_at >= p_from AND c.fire_at < p_to
+              ORDER BY c.fire_at, c.id, c.d) c
+        CROSS JOIN LATERAL habit.reminder_firing_rule(c.user_id, c.template_id, c.weekdays, c.tz, c.day_starts_at, c.habit_day, c.today) f
+        WHERE NOT EXISTS (SELECT 1 FROM habit.reminder_firings x
+                          WHERE x.reminder_id = c.id AND x.local_date = c.d AND (x.acked_at IS NOT NULL OR x.lease_until > now())
+                          OFFSET 0)
+        -- Already in this order (the nested loops keep the candidates'), so the limit stops
+        -- the checks early; said again because only ORDER BY promises it.
+        ORDER BY c.fire_at, c.id, c.d
         LIMIT p_limit;
     END
     $fn$;
 COMMENT ON FUNCTION habit.reminders_due(timestamptz, timestamptz, integer) IS
     'The push sender''s window: the firings in [p_from, p_to) (at most 24 hours), earliest first, at most p_limit, not acknowledged nor under a lease; HB011 for a bad window (sql/0036).';
 
--- Claims firings for p_lease: those that still fire (habit.live_reminder_firings, as of now),
+-- Claims firings for p_lease: those that still fire (habit.reminder_firing_rule, as of now),
 -- are not acknowledged, and are not under another's lease (p_holder's own lease is renewed, so a
 -- sender's retried claim gets the same firings back). Returns the firings now held. Concurrent
 -- claims of one firing take turns on its row: one wins.
@@ -2763,10 +2786,8 @@ CREATE OR REPLACE FUNCTION habit.claim_reminder_firings(p_ids text[], p_lease in
                    local_date date, local_time time, habit_day date, name text, lease_until timestamptz)
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    SET jit = off
     AS $fn$
-    DECLARE
-        keys_reminders uuid[];
-        keys_dates date[];
     BEGIN
         IF p_lease IS NULL OR p_lease < interval '1 second' OR p_lease > interval '1 hour' THEN
             RAISE EXCEPTION 'lease_ms: 1000 to 3600000' USING ERRCODE = 'HB011', COLUMN = 'lease_ms', DETAIL = 'out_of_range';
@@ -2774,26 +2795,36 @@ CREATE OR REPLACE FUNCTION habit.claim_reminder_firings(p_ids text[], p_lease in
         IF p_holder IS NOT NULL AND (char_length(p_holder) NOT BETWEEN 1 AND 100) THEN
             RAISE EXCEPTION 'sender: 1 to 100 characters' USING ERRCODE = 'HB011', COLUMN = 'sender', DETAIL = 'too_long';
         END IF;
-        SELECT array_agg(k.reminder_id ORDER BY k.reminder_id, k.local_date), array_agg(k.local_date ORDER BY k.reminder_id, k.local_date)
-        INTO keys_reminders, keys_dates
-        FROM habit.reminder_firing_keys(p_ids) k;
         RETURN QUERY
         WITH live AS MATERIALIZED (
-            SELECT * FROM habit.live_reminder_firings(keys_reminders, keys_dates, NULL)
+            SELECT r.id, k.local_date, r.user_id, r.template_id, r.local_time, c.fire_at, c.habit_day, f.name
+            FROM habit.reminder_firing_keys(p_ids) k
+            JOIN public.habit_reminders r ON r.id = k.reminder_id
+            CROSS JOIN LATERAL (SELECT (k.local_date + r.local_time) AT TIME ZONE r.time_zone AS guess) g
+            CROSS JOIN LATERAL (
+                -- AT TIME ZONE's instant unless a transition is near (habit.fire_instant).
+                SELECT CASE WHEN ((g.guess - interval '6 hours') AT TIME ZONE r.time_zone) - ((g.guess - interval '6 hours') AT TIME ZONE 'UTC')
+                                 = (g.guess AT TIME ZONE r.time_zone) - (g.guess AT TIME ZONE 'UTC')
+                                 AND (g.guess AT TIME ZONE r.time_zone) - (g.guess AT TIME ZONE 'UTC')
+                                 = ((g.guess + interval '6 hours') AT TIME ZONE r.time_zone) - ((g.guess + interval '6 hours') AT TIME ZONE 'UTC')
+                            THEN g.guess ELSE habit.fire_instant(k.local_date + r.local_time, r.time_zone) END AS fire_at,
+                       ((k.local_date + r.local_time) - r.day_starts_at)::date AS habit_day,
+                       habit.local_day(now(), r.time_zone, r.day_starts_at) AS today) c
+            CROSS JOIN LATERAL habit.reminder_firing_rule(r.user_id, r.template_id, r.weekdays, r.time_zone, r.day_starts_at, c.habit_day, c.today) f
         ), held AS (
             -- In key order, so two claims of overlapping firings lock them in the same order.
-            INSERT INTO habit.reminder_firings AS f (reminder_id, local_date, user_id, fire_at, holder, lease_until)
-            SELECT l.reminder_id, l.local_date, l.user_id, l.fire_at, p_holder, now() + p_lease
-            FROM live l ORDER BY l.reminder_id, l.local_date
+            INSERT INTO habit.reminder_firings AS x (reminder_id, local_date, user_id, fire_at, holder, lease_until)
+            SELECT l.id, l.local_date, l.user_id, l.fire_at, p_holder, now() + p_lease
+            FROM live l ORDER BY l.id, l.local_date
             ON CONFLICT ON CONSTRAINT reminder_firings_pkey DO UPDATE
-                SET holder = excluded.holder, lease_until = excluded.lease_until, fire_at = excluded.fire_at, claims = f.claims + 1
-                WHERE f.acked_at IS NULL AND (f.lease_until <= now() OR (excluded.holder IS NOT NULL AND f.holder = excluded.holder))
-            RETURNING f.reminder_id, f.local_date, f.lease_until
+                SET holder = excluded.holder, lease_until = excluded.lease_until, fire_at = excluded.fire_at, claims = x.claims + 1
+                WHERE x.acked_at IS NULL AND (x.lease_until <= now() OR (excluded.holder IS NOT NULL AND x.holder = excluded.holder))
+            RETURNING x.reminder_id, x.local_date, x.lease_until
         )
-        SELECT l.reminder_id::text || '/' || to_char(l.local_date, 'YYYY-MM-DD'), l.user_id, l.template_id, l.reminder_id,
+        SELECT l.id::text || '/' || to_char(l.local_date, 'YYYY-MM-DD'), l.user_id, l.template_id, l.id,
                l.fire_at, l.local_date, l.local_time, l.habit_day, l.name, h.lease_until
-        FROM held h JOIN live l ON l.reminder_id = h.reminder_id AND l.local_date = h.local_date
-        ORDER BY l.fire_at, l.reminder_id, l.local_date;
+        FROM held h JOIN live l ON l.id = h.reminder_id AND l.local_date = h.local_date
+        ORDER BY l.fire_at, l.id, l.local_date;
     END
     $fn$;
 COMMENT ON FUNCTION habit.claim_reminder_firings(text[], interval, text) IS
@@ -7690,8 +7721,10 @@ COMMENT ON COLUMN public.habit_reminders.created_at IS 'When the reminder was cr
 COMMENT ON COLUMN public.habit_reminders.updated_at IS 'When the reminder last changed. Set by trigger.';
 COMMENT ON COLUMN public.habit_reminders.change_seq IS
     'The change number (habit.sync_clocks) of the write that last changed the row. Set by trigger.';
--- The sender's window: per zone, a range of local times.
-CREATE INDEX habit_reminders_zone_time_idx ON public.habit_reminders (time_zone, local_time);
+-- The sender's window: per zone, a range of local times, read from the index alone (what the
+-- window's rules need of each reminder is in it).
+CREATE INDEX habit_reminders_zone_time_idx ON public.habit_reminders (time_zone, local_time)
+    INCLUDE (id, user_id, template_id, weekdays, day_starts_at);
 CREATE INDEX habit_reminders_user_change_seq_idx ON public.habit_reminders (user_id, change_seq, id);
 
 -- A firing is a reminder on a local date: its id is '<reminder id>/<YYYY-MM-DD>', computed, so

@@ -40,6 +40,8 @@ import Testing
         "habit.has_no_bidi_controls(text)",
         // The lower bound of written dates (sql/migrations/0021), a constant the triggers inline.
         "habit.earliest_day()",
+        // The rule of a reminder's firing (sql/0036), inlined into the sender's window.
+        "habit.reminder_firing_rule(uuid,uuid,smallint,text,time without time zone,date,date)",
     ]
 
     /// Every function of ours runs with a fixed search_path, except the documented helpers.

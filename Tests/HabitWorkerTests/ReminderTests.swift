@@ -126,6 +126,11 @@ struct ReminderTests {
             #expect(actual == expected, "[\(ReminderModel.rfc3339(from)), \(ReminderModel.rfc3339(to))): missing \(Set(expected).subtracting(actual).sorted()), extra \(Set(actual).subtracting(expected).sorted())")
             guard actual == expected else { return false }
             compared += expected.count
+            // A page: the first `limit` of them, earliest first, and more to come.
+            if expected.count >= 2 {
+                let page = try due(worker, from: from, to: to, limit: expected.count - 1)
+                #expect(page.firings == Array(expected.prefix(expected.count - 1)) && page.more)
+            }
         }
         return true
     }

@@ -46,8 +46,10 @@ COMMENT ON COLUMN public.habit_reminders.created_at IS 'When the reminder was cr
 COMMENT ON COLUMN public.habit_reminders.updated_at IS 'When the reminder last changed. Set by trigger.';
 COMMENT ON COLUMN public.habit_reminders.change_seq IS
     'The change number (habit.sync_clocks) of the write that last changed the row. Set by trigger.';
--- The sender's window: per zone, a range of local times.
-CREATE INDEX habit_reminders_zone_time_idx ON public.habit_reminders (time_zone, local_time);
+-- The sender's window: per zone, a range of local times, read from the index alone (what the
+-- window's rules need of each reminder is in it).
+CREATE INDEX habit_reminders_zone_time_idx ON public.habit_reminders (time_zone, local_time)
+    INCLUDE (id, user_id, template_id, weekdays, day_starts_at);
 CREATE INDEX habit_reminders_user_change_seq_idx ON public.habit_reminders (user_id, change_seq, id);
 
 -- A firing is a reminder on a local date: its id is '<reminder id>/<YYYY-MM-DD>', computed, so
