@@ -4,7 +4,7 @@
 \set ON_ERROR_STOP on
 SET session_replication_role = replica;
 INSERT INTO public.habit_reminders (user_id, template_id, local_time, time_zone, day_starts_at)
-SELECT r.user_id, r.template_id, make_time(abs(hashint4(n)) % 24, 17, 0) , r.time_zone, r.day_starts_at
+SELECT r.user_id, r.template_id, make_time(abs(hashint4(n::integer)) % 24, 17, 0), r.time_zone, r.day_starts_at
 FROM (SELECT r.*, row_number() OVER () AS n FROM public.habit_reminders r) r
 ON CONFLICT DO NOTHING;
 RESET session_replication_role;
