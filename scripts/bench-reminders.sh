@@ -74,7 +74,7 @@ rounds() { # suffix
 }
 rounds ""
 echo "the busiest minute's plan, a page (auto_explain of the function's statement; the rule is inlined into it):"
-psql -X -q "$DATABASE_URL" 2>&1 <<SQL | grep -v '^\s*$' | grep -vE '^\s*(Query Text|WITH|SELECT|FROM|WHERE|AND|OR|CASE|JOIN|CROSS|ORDER|LIMIT|--|\(|\)|[a-z_. ]+(AS|=|,)|RETURN)' | sed 's/^/  /' | awk 'NR <= 70'
+psql -X -q "$DATABASE_URL" 2>&1 <<SQL | grep -E 'duration|->|^Limit|Sort Key|Index Cond' | cut -c1-160 | sed 's/^/  /' | awk 'NR <= 60'
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_timing = off;
 SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; SET client_min_messages = notice;

@@ -17,6 +17,8 @@
 #   scripts/reliability.sh sync [ROUNDS]        two devices syncing through one worker against the exactly-once model (default 100000)
 #   scripts/reliability.sh incremental [ROUNDS] weekly-counts --store --incremental against a full recompute after random
 #                                               changes of every kind (default 2000)
+#   scripts/reliability.sh reminders [WINDOWS]  reminders.due against the reminder model over zones with DST gaps and repeats,
+#                                               day starts and schedules (default 5000 windows in each of its two phases)
 #   scripts/reliability.sh amplification [N]  every method at its dearest params, by counts; a push of N mutations (default 20)
 #   scripts/reliability.sh failover [N]          kill -9 the primary under write load, promote its synchronous standby,
 #                                               rebuild, N times (default 20); every acknowledged write checked (scripts/failover-tmp)
@@ -112,6 +114,9 @@ streaks() {
     run streaks HabitStoreTests.StreakPropertyTests HABIT_STREAK_ROUNDS="$rounds"
     run streaks-worker HabitWorkerTests.StreakCasesTests HABIT_STREAK_WORKER_ROUNDS="$(( rounds / 10 ))"
 }
+reminders() {
+    run reminders HabitWorkerTests.ReminderTests/windowProperty HABIT_REMINDER_WINDOWS="${1:-5000}" HABIT_REMINDER_SEED="${RELIABILITY_SEED:-3303}"
+}
 amplification() { run amplification ReliabilityTests.AmplificationTests RELIABILITY_AMPLIFICATION_PUSH="${1:-20}"; }
 failover() { run failover DeploymentTests.FailoverTests/acknowledgedWritesSurviveFailover HABIT_FAILOVER_ROUNDS="${1:-20}"; }
 patroni() {
@@ -133,6 +138,7 @@ case "$command" in
     checkins) checkins "$@" ;;
     streaks) streaks "$@" ;;
     sync) sync "$@" ;;
+    reminders) reminders "$@" ;;
     incremental) incremental "$@" ;;
     failover) failover "$@" ;;
     patroni) patroni "$@" ;;
@@ -144,7 +150,7 @@ case "$command" in
     lifecycle) lifecycle "$@" ;;
     all)
         scripts/fuzz.sh 600 || failures=$((failures + 1))
-        blackbox; limits; kills; crash; timeouts; lifecycle; history; checkins; streaks; sync; incremental; amplification; failover; patroni
+        blackbox; limits; kills; crash; timeouts; lifecycle; history; checkins; streaks; sync; reminders; incremental; amplification; failover; patroni
         ;;
     *) echo "unknown command $command" >&2; exit 2 ;;
 esac

@@ -14,6 +14,7 @@ public enum HabitMethods {
         "habits.move", "habits.archive", "habits.unarchive",
         "day.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
         "checkins.remove", "checkins.list", "notes.set",
+        "reminders.set", "reminders.list", "reminders.due", "reminders.claim", "reminders.ack",
         "lists.list", "lists.update", "lists.delete",
         "tasks.today", "tasks.list", "tasks.update", "tasks.delete",
         "tasks.complete", "tasks.uncomplete", "tasks.set_state",

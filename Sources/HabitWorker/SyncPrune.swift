@@ -3,7 +3,8 @@ import Logging
 import PostgresClient
 
 /// Forgets what sync no longer needs: tombstones and `sync.push` replay records older than
-/// `--sync-retention-days` (`habit.prune_sync`, which also raises each user's
+/// `--sync-retention-days`, and reminder claims as old (`habit.prune_reminder_firings`)
+/// (`habit.prune_sync`, which also raises each user's
 /// `pruned_through`, so older cursors answer `cursor_expired`). Runs on a thread of its own,
 /// at start-up and then hourly, each time on a short-lived connection (no pool slot is held
 /// and no request waits); a failure is logged and tried again at the next hour, never fatal.
@@ -41,7 +42,13 @@ final class SyncPrune: @unchecked Sendable {
                 SELECT tombstones, mutations FROM habit.prune_sync(make_interval(days => \(configuration.syncRetentionDays)::int))
                 """)
             let (tombstones, mutations) = (try row.decode(Int64.self, at: 0), try row.decode(Int64.self, at: 1))
+            // Reminder claims past the same retention (sql/0036): a sender's window older than
+            // that would list their firings again.
+            let firings = try connection.queryOne("""
+                SELECT habit.prune_reminder_firings(make_interval(days => \(configuration.syncRetentionDays)::int))
+                """).decode(Int64.self, at: 0)
             logger.info("sync pruned", metadata: ["tombstones": "\(tombstones)", "mutations": "\(mutations)",
+                                                  "reminder_firings": "\(firings)",
                                                   "retention_days": "\(configuration.syncRetentionDays)"])
         } catch {
             logger.warning("sync prune failed", metadata: ["error": "\(error)"])

@@ -37,7 +37,7 @@ enum SyncPush: DatabaseMethod {
         HabitsCreate.self, HabitsUpdate.self, HabitsDeactivate.self, HabitsActivate.self, HabitsDelete.self,
         HabitsMove.self, HabitsArchive.self, HabitsUnarchive.self,
         CompletionsSet.self, CompletionsToggle.self, SkipsSetRange.self,
-        CheckinsAdd.self, CheckinsRemove.self, NotesSet.self,
+        CheckinsAdd.self, CheckinsRemove.self, NotesSet.self, RemindersSet.self,
         ListsCreate.self, ListsUpdate.self, ListsDelete.self,
         TasksCreate.self, TasksUpdate.self, TasksDelete.self, TasksComplete.self, TasksUncomplete.self, TasksCycle.self, TasksSetState.self,
         AccountImport.self,

@@ -180,6 +180,8 @@ import Testing
         try record("checkins.remove", params(user, ["checkin_id": checkin]))
         try record("completions.set", params(user, ["template_id": measured, "date": "2020-06-02", "value": "4.5"]))
         try record("notes.set", params(user, ["template_id": measured, "date": "2020-06-01", "note": "windy"]))
+        try record("reminders.set", params(user, ["template_id": measured, "reminders": [["time": "07:30"]]]))
+        try record("reminders.list", params(user, ["template_id": measured]))
         try record("day.get", params(user, ["date": "2020-06-01", "include": ["streaks"]]))
         try record("week.counts", params(user, ["date": "2020-06-01", "week_start": "sunday"]))
         try record("habits.stats", params(user, ["date": "2020-06-03"]))

@@ -316,6 +316,22 @@ import Testing
                                                                                        "note": .string(String(repeating: "𝔸", count: 1000))]))
                 try measure("notes.set", "cleared", p(["template_id": .uuid(measurableHabit), "date": .string(firstDay), "note": .null]))
 
+                // Reminders (issue 33, item 3): a habit's 24, replaced by 24 others; the user's
+                // list; tomorrow's window with them all firing, claimed and acknowledged.
+                let reminders = WireJSON.array((0..<24).map { .object([.init("days", [1, 2, 3, 4, 5, 6, 7]), .init("time", .string(String(format: "%02d:00", $0)))]) })
+                try call("reminders.set", p(["template_id": .uuid(measurableHabit), "reminders": reminders]))
+                try measure("reminders.set", "24 replaced by 24", p(["template_id": .uuid(measurableHabit), "reminders": .array((0..<24).map {
+                    .object([.init("time", .string(String(format: "%02d:30", $0)))])
+                })]))
+                try measure("reminders.list", "24", p())
+                let window = WireJSON.object([.init("from", .string(tomorrow + "T00:00:00Z")), .init("limit", 10_000), .init("to", .string(tomorrow + "T23:59:59Z"))])
+                let firings = try measure("reminders.due", "a day of 24", window)["firings"]?.arrayValue ?? []
+                #expect(firings.count == 24)
+                let firingIDs = WireJSON.array(firings.compactMap { $0["firing_id"] })
+                try measure("reminders.claim", "24", .object([.init("firing_ids", firingIDs), .init("lease_ms", 3_600_000),
+                                                              .init("sender", .string(String(repeating: "s", count: 100)))]))
+                try measure("reminders.ack", "24", .object([.init("firing_ids", firingIDs)]))
+
                 try measure("lists.create", "longest name", p(["name": name100]))
                 try measure("lists.update", "longest name", p(["id": .uuid(lists[1]), "name": name100]))
                 try measure("lists.list", "limit 1000", p(["limit": 1000]))

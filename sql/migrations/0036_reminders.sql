@@ -66,7 +66,9 @@ CREATE TABLE habit.reminder_firings (
     lease_until  timestamptz NOT NULL,
     claims       integer NOT NULL DEFAULT 1,
     acked_at     timestamptz,
-    CONSTRAINT reminder_firings_pkey PRIMARY KEY (reminder_id, local_date),
+    -- user_id last: a firing is found by reminder and date; it is in the key because a table
+    -- sharded by user (Citus, docs/scaling.md) needs it in every unique constraint.
+    CONSTRAINT reminder_firings_pkey PRIMARY KEY (reminder_id, local_date, user_id),
     CONSTRAINT reminder_firings_reminder_fkey FOREIGN KEY (reminder_id, user_id)
         REFERENCES public.habit_reminders (id, user_id) ON DELETE CASCADE
 );
