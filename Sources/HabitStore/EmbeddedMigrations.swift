@@ -708,7 +708,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     DECLARE
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
-        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint;
+        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint;
         relocking boolean;
     BEGIN
         IF p_user IS NULL THEN
@@ -744,6 +744,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_state FROM public.habit_streak_state WHERE user_id = p_user;
         SELECT count(*) INTO n_checkins FROM public.habit_checkins WHERE user_id = p_user;
         SELECT count(*) INTO n_notes FROM public.habit_day_notes WHERE user_id = p_user;
+        SELECT count(*) INTO n_reminders FROM public.habit_reminders WHERE user_id = p_user;
+        SELECT count(*) INTO n_firings FROM habit.reminder_firings WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
         DELETE FROM public.tasks WHERE user_id = p_user;
@@ -770,6 +772,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
             ('public.habit_skips', n_skips),
             ('public.habit_checkins', n_checkins),
             ('public.habit_day_notes', n_notes),
+            ('public.habit_reminders', n_reminders),
+            ('habit.reminder_firings', n_firings),
             ('public.habit_streak_runs', n_runs),
             ('public.habit_streak_state', n_state),
             ('public.task_lists', n_lists),
@@ -2846,8 +2850,11 @@ CREATE OR REPLACE FUNCTION habit.ack_reminder_firings(p_ids text[])
             WHERE f.reminder_id = k.reminder_id AND f.local_date = k.local_date AND f.acked_at IS NULL
             RETURNING f.reminder_id, f.local_date
         )
-        SELECT a.reminder_id::text || '/' || to_char(a.local_date, 'YYYY-MM-DD') FROM acked a
-        ORDER BY 1;
+        -- In the order the ids were given.
+        SELECT o.i FROM acked a
+        JOIN (SELECT u.i, min(u.n) AS n FROM unnest(p_ids) WITH ORDINALITY AS u(i, n) GROUP BY u.i) o
+          ON o.i = a.reminder_id::text || '/' || to_char(a.local_date, 'YYYY-MM-DD')
+        ORDER BY o.n;
     END
     $fn$;
 COMMENT ON FUNCTION habit.ack_reminder_firings(text[]) IS
@@ -7686,7 +7693,7 @@ COMMENT ON COLUMN habit.import_habits.archived_at IS 'The document habit''s arch
 -- the reminder's trigger and kept by the profile's (a zone or day-start change takes effect for
 -- the next firing).
 CREATE TABLE public.habit_reminders (
-    id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    id            uuid NOT NULL DEFAULT gen_random_uuid(),
     user_id       uuid NOT NULL,
     template_id   uuid NOT NULL,
     local_time    time NOT NULL
@@ -7701,12 +7708,14 @@ CREATE TABLE public.habit_reminders (
     change_seq    bigint NOT NULL DEFAULT 0,
     CONSTRAINT habit_reminders_template_fkey FOREIGN KEY (template_id, user_id)
         REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE,
-    CONSTRAINT habit_reminders_id_user_id_key UNIQUE (id, user_id),
+    -- Per user, as every key since sql/0027 (a table sharded by user keeps it unique).
+    CONSTRAINT habit_reminders_pkey PRIMARY KEY (id, user_id),
     -- One reminder per time and days of a habit: a second is the same notification twice.
     CONSTRAINT habit_reminders_habit_time_key UNIQUE NULLS NOT DISTINCT (user_id, template_id, local_time, weekdays)
 );
 COMMENT ON TABLE public.habit_reminders IS
     'A habit''s reminders (at most 24 a habit): a local time of day on the habit''s due days, or on chosen ISO weekdays of them (sql/0036).';
+COMMENT ON COLUMN public.habit_reminders.id IS 'The reminder''s id (reminders.set makes it; kept while its time and days are).';
 COMMENT ON COLUMN public.habit_reminders.user_id IS 'Owner; must be the owner of the habit (composite foreign key).';
 COMMENT ON COLUMN public.habit_reminders.template_id IS 'The habit.';
 COMMENT ON COLUMN public.habit_reminders.local_time IS
@@ -7741,7 +7750,9 @@ CREATE TABLE habit.reminder_firings (
     lease_until  timestamptz NOT NULL,
     claims       integer NOT NULL DEFAULT 1,
     acked_at     timestamptz,
-    CONSTRAINT reminder_firings_pkey PRIMARY KEY (reminder_id, local_date),
+    -- user_id last: a firing is found by reminder and date; it is in the key because a table
+    -- sharded by user (Citus, docs/scaling.md) needs it in every unique constraint.
+    CONSTRAINT reminder_firings_pkey PRIMARY KEY (reminder_id, local_date, user_id),
     CONSTRAINT reminder_firings_reminder_fkey FOREIGN KEY (reminder_id, user_id)
         REFERENCES public.habit_reminders (id, user_id) ON DELETE CASCADE
 );

@@ -105,6 +105,12 @@ import Testing
         // A check-in (its day's completion follows it) and a note (sql/0029).
         try admin.execute("INSERT INTO habit_checkins (user_id, template_id, checkin_date, value) VALUES (\(user), \(run), current_date - 1, 1)")
         try admin.execute("INSERT INTO habit_day_notes (user_id, template_id, note_date, note) VALUES (\(user), \(run), current_date - 1, 'felt good')")
+        // A reminder and a claim of one of its firings (sql/0036).
+        try admin.execute("""
+            WITH r AS (INSERT INTO habit_reminders (user_id, template_id, local_time) VALUES (\(user), \(run), '07:30') RETURNING id)
+            INSERT INTO habit.reminder_firings (reminder_id, local_date, user_id, fire_at, lease_until)
+            SELECT r.id, current_date, \(user), now(), now() + interval '1 minute' FROM r
+            """)
         try admin.execute("DELETE FROM habit_templates WHERE id = \(gone)")
         try admin.execute("INSERT INTO task_lists (id, user_id, name) VALUES (\(list), \(user), 'Home')")
         try admin.execute("INSERT INTO tasks (user_id, title, list_id, position) VALUES (\(user), 'Buy milk', \(list), 1), (\(user), 'Call', NULL, 1)")
@@ -156,7 +162,7 @@ import Testing
                 SELECT kind, count(*) FROM habit.sync_tombstones WHERE user_id = \(user) AND change_seq = \(clockAfter) GROUP BY kind ORDER BY kind
                 """).map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
             #expect(tombstones == ["checkins 1", "completions \(before["public.habit_completions"]!)", "habits 2", "lists 1", "notes 1",
-                                   "periods \(before["public.habit_periods"]!)", "profile 1", "skips 1", "tasks 2"])
+                                   "periods \(before["public.habit_periods"]!)", "profile 1", "reminders 1", "skips 1", "tasks 2"])
             let tombstoneColumns = try admin.query("""
                 SELECT attname::text FROM pg_attribute WHERE attrelid = 'habit.sync_tombstones'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum
                 """).map { try $0.decode(String.self, at: 0) }

@@ -114,6 +114,8 @@ struct ReasonTests {
             // Measurable habits and check-ins (sql/0029).
             (call("habits.create", #""name":"x","kind":"measurable","target":"1e3""#), -32602, "invalid_decimal", ("field", "target")),
             (call("checkins.add", #""template_id":"\#(user)","date":"2026-01-01","time":"7:30""#), -32602, "invalid_time", ("field", "time")),
+            // The push sender's service methods take no user_id (issue 33, item 3).
+            (Array(#"{\#(p),"method":"reminders.claim","params":{"firing_ids":["\#(user)/2026-02-30"],"lease_ms":5000}}"#.utf8), -32602, "invalid_firing_id", ("field", "firing_ids[0]")),
             // (The habit is created below, before the cases run.)
             (call("habits.update", #""id":"00000000-0000-0000-0000-0000000000aa","target_period":"week""#), -32602, "not_supported", ("field", "target_period")),
             (call("habits.create", #""name":"x","target":"2.5""#), -32602, "not_whole", ("field", "target")),

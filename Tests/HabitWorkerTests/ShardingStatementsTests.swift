@@ -27,6 +27,10 @@ import Testing
     /// Functions the worker calls that span users, by signature, with the reason.
     static let functionExceptions: [String: String] = [
         "habit.prune_sync(interval)": "the worker's retention job (SyncPrune): expired tombstones and replay records of every user; a multi-shard DELETE on Citus",
+        "habit.prune_reminder_firings(interval)": "the same job: reminder claims of every user past the retention",
+        "habit.reminders_due(timestamp with time zone,timestamp with time zone,integer)": "the push sender's window (a service method, no user): every user's reminders in it",
+        "habit.claim_reminder_firings(text[],interval,text)": "the sender's claim of firings of many users",
+        "habit.ack_reminder_firings(text[])": "the sender's acknowledgement of firings of many users",
     ]
 
     /// Lowercased, whitespace collapsed.
@@ -182,6 +186,10 @@ import Testing
         try record("notes.set", params(user, ["template_id": measured, "date": "2020-06-01", "note": "windy"]))
         try record("reminders.set", params(user, ["template_id": measured, "reminders": [["time": "07:30"]]]))
         try record("reminders.list", params(user, ["template_id": measured]))
+        let due = try record("reminders.due", .object([.init("from", "2020-06-03T00:00:00Z"), .init("to", "2020-06-04T00:00:00Z")]))
+        let firingIDs = WireJSON.array((due["firings"]?.arrayValue ?? []).compactMap { $0["firing_id"] })
+        try record("reminders.claim", .object([.init("firing_ids", firingIDs), .init("lease_ms", 60_000)]))
+        try record("reminders.ack", .object([.init("firing_ids", firingIDs)]))
         try record("day.get", params(user, ["date": "2020-06-01", "include": ["streaks"]]))
         try record("week.counts", params(user, ["date": "2020-06-01", "week_start": "sunday"]))
         try record("habits.stats", params(user, ["date": "2020-06-03"]))

@@ -686,7 +686,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     DECLARE
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
-        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint;
+        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint;
         relocking boolean;
     BEGIN
         IF p_user IS NULL THEN
@@ -722,6 +722,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_state FROM public.habit_streak_state WHERE user_id = p_user;
         SELECT count(*) INTO n_checkins FROM public.habit_checkins WHERE user_id = p_user;
         SELECT count(*) INTO n_notes FROM public.habit_day_notes WHERE user_id = p_user;
+        SELECT count(*) INTO n_reminders FROM public.habit_reminders WHERE user_id = p_user;
+        SELECT count(*) INTO n_firings FROM habit.reminder_firings WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
         DELETE FROM public.tasks WHERE user_id = p_user;
@@ -748,6 +750,8 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
             ('public.habit_skips', n_skips),
             ('public.habit_checkins', n_checkins),
             ('public.habit_day_notes', n_notes),
+            ('public.habit_reminders', n_reminders),
+            ('habit.reminder_firings', n_firings),
             ('public.habit_streak_runs', n_runs),
             ('public.habit_streak_state', n_state),
             ('public.task_lists', n_lists),

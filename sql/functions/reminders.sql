@@ -403,8 +403,11 @@ CREATE OR REPLACE FUNCTION habit.ack_reminder_firings(p_ids text[])
             WHERE f.reminder_id = k.reminder_id AND f.local_date = k.local_date AND f.acked_at IS NULL
             RETURNING f.reminder_id, f.local_date
         )
-        SELECT a.reminder_id::text || '/' || to_char(a.local_date, 'YYYY-MM-DD') FROM acked a
-        ORDER BY 1;
+        -- In the order the ids were given.
+        SELECT o.i FROM acked a
+        JOIN (SELECT u.i, min(u.n) AS n FROM unnest(p_ids) WITH ORDINALITY AS u(i, n) GROUP BY u.i) o
+          ON o.i = a.reminder_id::text || '/' || to_char(a.local_date, 'YYYY-MM-DD')
+        ORDER BY o.n;
     END
     $fn$;
 COMMENT ON FUNCTION habit.ack_reminder_firings(text[]) IS

@@ -11,7 +11,7 @@
 -- the reminder's trigger and kept by the profile's (a zone or day-start change takes effect for
 -- the next firing).
 CREATE TABLE public.habit_reminders (
-    id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    id            uuid NOT NULL DEFAULT gen_random_uuid(),
     user_id       uuid NOT NULL,
     template_id   uuid NOT NULL,
     local_time    time NOT NULL
@@ -26,12 +26,14 @@ CREATE TABLE public.habit_reminders (
     change_seq    bigint NOT NULL DEFAULT 0,
     CONSTRAINT habit_reminders_template_fkey FOREIGN KEY (template_id, user_id)
         REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE,
-    CONSTRAINT habit_reminders_id_user_id_key UNIQUE (id, user_id),
+    -- Per user, as every key since sql/0027 (a table sharded by user keeps it unique).
+    CONSTRAINT habit_reminders_pkey PRIMARY KEY (id, user_id),
     -- One reminder per time and days of a habit: a second is the same notification twice.
     CONSTRAINT habit_reminders_habit_time_key UNIQUE NULLS NOT DISTINCT (user_id, template_id, local_time, weekdays)
 );
 COMMENT ON TABLE public.habit_reminders IS
     'A habit''s reminders (at most 24 a habit): a local time of day on the habit''s due days, or on chosen ISO weekdays of them (sql/0036).';
+COMMENT ON COLUMN public.habit_reminders.id IS 'The reminder''s id (reminders.set makes it; kept while its time and days are).';
 COMMENT ON COLUMN public.habit_reminders.user_id IS 'Owner; must be the owner of the habit (composite foreign key).';
 COMMENT ON COLUMN public.habit_reminders.template_id IS 'The habit.';
 COMMENT ON COLUMN public.habit_reminders.local_time IS
