@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Streaks benchmark (issue 17): on USERS users × 10 habits × 3 years (scripts/bench/setup-streaks.sql),
-# the worker's habits.stats (every habit of a user, today) and day.get with include ["streaks"]
+# the worker's habits.stats (every habit of a user, today), day.get with include ["streaks"] and
+# widget.get (issue 33: the due habits with streak and score)
 # against day.get without, in the same run: each round runs the three back to back (the order
 # rotates: this machine's speed drifts within a minute) and prints requests/s, p50 and the two
 # ratios; then their medians. Targets: stats/day.get ≥ 0.5 at 1 in flight, streaks/day.get ≥ 0.8.
@@ -38,26 +39,28 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "machine: $(nproc) cores, $(uname -r); worker --pool-size $POOL, $INFLIGHT in flight; $ROUNDS rounds of $RUN s; date $TODAY; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%5s %12s %7s %12s %7s %12s %7s %10s %10s\n' round day.get p50 stats p50 streaks p50 stats/day streaks/day
-stats_ratios=() streak_ratios=()
+printf '%5s %12s %7s %12s %7s %12s %7s %12s %7s %10s %10s %10s\n' round day.get p50 stats p50 streaks p50 widget p50 stats/day streaks/day widget/day
+stats_ratios=() streak_ratios=() widget_ratios=()
 for round in $(seq "$ROUNDS"); do
     case $((round % 3)) in
-        1) order="day stats streaks" ;; 2) order="stats streaks day" ;; 0) order="streaks day stats" ;;
+        1) order="day stats streaks widget" ;; 2) order="widget stats streaks day" ;; 0) order="streaks day widget stats" ;;
     esac
     for side in $order; do
         case $side in
             day) read -r day_rps day_p50 day_err <<<"$(bench day.get "")" ;;
             stats) read -r stats_rps stats_p50 stats_err <<<"$(bench habits.stats "")" ;;
             streaks) read -r streaks_rps streaks_p50 streaks_err <<<"$(bench day.get streaks)" ;;
+            widget) read -r widget_rps widget_p50 widget_err <<<"$(bench widget.get "")" ;;
         esac
     done
     stats_ratios+=("$(ratio "$stats_rps" "$day_rps")") streak_ratios+=("$(ratio "$streaks_rps" "$day_rps")")
-    printf '%5s %12s %7s %12s %7s %12s %7s %9sx %9sx' "$round" "$day_rps" "$day_p50" "$stats_rps" "$stats_p50" \
-        "$streaks_rps" "$streaks_p50" "${stats_ratios[-1]}" "${streak_ratios[-1]}"
-    errors=$((day_err + stats_err + streaks_err))
+    widget_ratios+=("$(ratio "$widget_rps" "$day_rps")")
+    printf '%5s %12s %7s %12s %7s %12s %7s %12s %7s %9sx %9sx %9sx' "$round" "$day_rps" "$day_p50" "$stats_rps" "$stats_p50" \
+        "$streaks_rps" "$streaks_p50" "$widget_rps" "$widget_p50" "${stats_ratios[-1]}" "${streak_ratios[-1]}" "${widget_ratios[-1]}"
+    errors=$((day_err + stats_err + streaks_err + widget_err))
     [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
 done
-echo "median habits.stats/day.get $(median "${stats_ratios[@]}")x (target >= 0.5), day.get+streaks/day.get $(median "${streak_ratios[@]}")x (target >= 0.8)"
+echo "median habits.stats/day.get $(median "${stats_ratios[@]}")x (target >= 0.5), day.get+streaks/day.get $(median "${streak_ratios[@]}")x (target >= 0.8), widget.get/day.get $(median "${widget_ratios[@]}")x"
 
 # The bare statements, for scale: pgbench as the owner, one random user per transaction. Loop's
 # score (issue 33: habits.stats joins habit.habit_scores, folded over each habit's events) against

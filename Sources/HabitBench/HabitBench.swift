@@ -215,7 +215,7 @@ struct RequestMaker {
                                         "params": .object(["template_id": .string(habits[index]), "date": .string(date),
                                                            "completed": .bool(completed(index))])]
             return (method, ["user_id": .string(users[index]), "client_id": .string("bench"), "mutations": .array([.object(mutation)])])
-        case "habits.stats":
+        case "habits.stats", "widget.get":
             return (method, ["user_id": .string(users[index]), "date": .string(date)])
         default:
             return (method, JSONObject())

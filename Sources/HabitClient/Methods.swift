@@ -12,7 +12,7 @@ public enum HabitMethods {
         "profile.get", "profile.set",
         "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
         "habits.move", "habits.archive", "habits.unarchive",
-        "day.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
+        "day.get", "widget.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
         "checkins.remove", "checkins.list", "notes.set",
         "reminders.set", "reminders.list", "reminders.due", "reminders.claim", "reminders.ack",
         "lists.list", "lists.update", "lists.delete",

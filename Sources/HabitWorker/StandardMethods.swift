@@ -19,6 +19,7 @@ extension MethodRegistry {
         registry.register(HabitsUnarchive.self)
         registry.register(HabitsHistory.self)
         registry.register(DayGet.self)
+        registry.register(WidgetGet.self)
         registry.register(CompletionsSet.self)
         registry.register(CompletionsToggle.self)
         registry.register(SkipsSetRange.self)

@@ -207,6 +207,7 @@ struct OpenRPCTests {
             try record("notes.set", params(user, ["template_id": measured, "date": "2020-06-01", "note": .null]))
             try record("reminders.set", params(user, ["template_id": measured, "reminders": [["time": "07:30"], ["time": "21:00", "days": [1, 3]]]]))
             try record("reminders.list", params(user))
+            try record("widget.get", params(user, ["date": "2020-06-01"]))
             let due = try record("reminders.due", .object([.init("from", "2020-06-03T00:00:00Z"), .init("to", "2020-06-04T00:00:00Z")]))
             let firingIDs = WireJSON.array((due["firings"]?.arrayValue ?? []).compactMap { $0["firing_id"] })
             try record("reminders.claim", .object([.init("firing_ids", firingIDs), .init("lease_ms", 60_000), .init("sender", "s")]))

@@ -186,6 +186,7 @@ import Testing
         try record("notes.set", params(user, ["template_id": measured, "date": "2020-06-01", "note": "windy"]))
         try record("reminders.set", params(user, ["template_id": measured, "reminders": [["time": "07:30"]]]))
         try record("reminders.list", params(user, ["template_id": measured]))
+        try record("widget.get", params(user, ["date": "2020-06-01"]))
         let due = try record("reminders.due", .object([.init("from", "2020-06-03T00:00:00Z"), .init("to", "2020-06-04T00:00:00Z")]))
         let firingIDs = WireJSON.array((due["firings"]?.arrayValue ?? []).compactMap { $0["firing_id"] })
         try record("reminders.claim", .object([.init("firing_ids", firingIDs), .init("lease_ms", 60_000)]))

@@ -324,6 +324,7 @@ import Testing
                     .object([.init("time", .string(String(format: "%02d:30", $0)))])
                 })]))
                 try measure("reminders.list", "24", p())
+                try measure("widget.get", "today, every habit due", p())
                 let window = WireJSON.object([.init("from", .string(tomorrow + "T00:00:00Z")), .init("limit", 10_000), .init("to", .string(tomorrow + "T23:59:59Z"))])
                 let firings = try measure("reminders.due", "a day of 24", window)["firings"]?.arrayValue ?? []
                 #expect(firings.count == 24)
