@@ -4,7 +4,7 @@ import PostgresClient
 /// What a pull reports each synced row as, in the order of a page within one change number:
 /// the rank of the cursor's `(seq, rank, key)` (sql/functions/sync.sql, docs/schema.md "Sync").
 public enum SyncKind: Int, CaseIterable, Sendable {
-    case profile = 0, habits, periods, completions, skips, lists, tasks, checkins, notes
+    case profile = 0, habits, periods, completions, skips, lists, tasks, checkins, notes, reminders
 
     /// The kind's name in habit.sync_tombstones.kind.
     public var name: String {
@@ -18,11 +18,12 @@ public enum SyncKind: Int, CaseIterable, Sendable {
         case .tasks: "tasks"
         case .checkins: "checkins"
         case .notes: "notes"
+        case .reminders: "reminders"
         }
     }
 
     /// The rank after every kind: a caught-up cursor is `(S, caughtUpRank, "")`.
-    static let caughtUpRank = 9
+    static let caughtUpRank = 10
 }
 
 /// A habit and a calendar date: the key of a completion or a skip (`<template_id>/<YYYY-MM-DD>`).
@@ -101,12 +102,13 @@ public struct SyncDeletions: Sendable, Equatable {
     public var tasks: [UUID] = []
     public var checkins: [UUID] = []
     public var notes: [DayKey] = []
+    public var reminders: [UUID] = []
 
     public init() {}
 
     public var isEmpty: Bool {
         !profile && habits.isEmpty && periods.isEmpty && completions.isEmpty && skips.isEmpty && lists.isEmpty && tasks.isEmpty
-            && checkins.isEmpty && notes.isEmpty
+            && checkins.isEmpty && notes.isEmpty && reminders.isEmpty
     }
 }
 
@@ -123,6 +125,7 @@ public struct SyncPage: Sendable {
     public var tasks: [TaskItem] = []
     public var checkins: [Checkin] = []
     public var notes: [SyncNote] = []
+    public var reminders: [Reminder] = []
     public var deleted = SyncDeletions()
     public var cursor: SyncCursor
     /// More changes follow: pull again with `cursor`.
@@ -136,9 +139,9 @@ public struct SyncPage: Sendable {
     /// Rows and deletions in the page.
     public var count: Int {
         (profile == nil ? 0 : 1) + habits.count + periods.count + completions.count + skips.count + lists.count + tasks.count
-            + checkins.count + notes.count
+            + checkins.count + notes.count + reminders.count
             + (deleted.profile ? 1 : 0) + deleted.habits.count + deleted.periods.count + deleted.completions.count
-            + deleted.skips.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count + deleted.notes.count
+            + deleted.skips.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count + deleted.notes.count + deleted.reminders.count
     }
 }
 
@@ -146,9 +149,10 @@ public struct SyncPage: Sendable {
 /// `(seq, rank, key)` has been sent. `freshUpto`: the clock when the walk began without a cursor;
 /// tombstones numbered at or below it are not sent (the client never had those rows).
 /// `issuedAt`: Unix seconds when the cursor was handed out (a cursor older than the retention
-/// has expired). Text: `v2.` + base64url (no padding) of `<seq>.<rank>.<key>.<fresh_upto>.<issued>`.
-/// `v1.` cursors come from before check-ins and notes were pulled (issue 32): their holders
-/// never received those rows, so such a cursor has expired (the client pulls from scratch).
+/// has expired). Text: `v3.` + base64url (no padding) of `<seq>.<rank>.<key>.<fresh_upto>.<issued>`.
+/// `v1.` cursors come from before check-ins and notes were pulled (issue 32), `v2.` from before
+/// reminders were (issue 33): their holders never received those rows, so such a cursor has
+/// expired (the client pulls from scratch).
 public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
     public let seq: Int64
     public let rank: Int
@@ -171,16 +175,15 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
 
     var isCaughtUp: Bool { rank == SyncKind.caughtUpRank }
 
-    private static let prefix = "v2."
-    /// Before check-ins and notes: ranks 0–6 for the kinds up to tasks, 7 for caught up.
-    private static let legacyPrefix = "v1."
-    private static let legacyCaughtUpRank = 7
+    private static let prefix = "v3."
+    /// Before check-ins and notes: ranks 0–6 for the kinds up to tasks, 7 for caught up; before
+    /// reminders: 0–8, 9 for caught up.
+    private static let legacyCursors = [(prefix: "v1.", caughtUpRank: 7), (prefix: "v2.", caughtUpRank: 9)]
 
     /// Reads a cursor's text; anything this code did not write is `invalidCursor`, and a
     /// well-formed `v1.` cursor (one this service wrote before) `cursorExpired`.
     public init(text: String) throws(StoreError) {
-        if let legacy = Self.fields(text, prefix: Self.legacyPrefix, caughtUpRank: Self.legacyCaughtUpRank) {
-            _ = legacy
+        for legacy in Self.legacyCursors where Self.fields(text, prefix: legacy.prefix, caughtUpRank: legacy.caughtUpRank) != nil {
             throw StoreError.cursorExpired
         }
         guard let fields = Self.fields(text, prefix: Self.prefix, caughtUpRank: SyncKind.caughtUpRank) else { throw StoreError.invalidCursor }
@@ -213,7 +216,7 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
         switch SyncKind(rawValue: rank) {
         case nil, .profile: key.isEmpty
         case .completions, .skips, .notes: DayKey(key: key) != nil
-        case .habits, .periods, .lists, .tasks, .checkins: UUID(canonicalLowercase: key) != nil
+        case .habits, .periods, .lists, .tasks, .checkins, .reminders: UUID(canonicalLowercase: key) != nil
         }
     }
 }

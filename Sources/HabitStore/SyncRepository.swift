@@ -173,6 +173,7 @@ public struct SyncRepository {
                     SyncNote(day: DayKey(templateID: try row.decode(UUID.self, "template_id"), date: try row.decode(CalendarDate.self, "note_date")),
                              note: try row.decode(String.self, "note"), updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"))
                 }
+            case .reminders: page.reminders = try rows.map(Reminder.decode)
             }
         }
         return page
@@ -186,7 +187,7 @@ public struct SyncRepository {
         let profile = KeyBound(.profile, start), habits = KeyBound(.habits, start), periods = KeyBound(.periods, start)
         let completions = KeyBound(.completions, start), skips = KeyBound(.skips, start)
         let lists = KeyBound(.lists, start), tasks = KeyBound(.tasks, start)
-        let checkins = KeyBound(.checkins, start), notes = KeyBound(.notes, start)
+        let checkins = KeyBound(.checkins, start), notes = KeyBound(.notes, start), reminders = KeyBound(.reminders, start)
         return """
             SELECT change_seq, rank, key, deleted FROM (
                 (SELECT p.change_seq, 0 AS rank, '' AS key, false AS deleted FROM public.profiles p
@@ -230,6 +231,10 @@ public struct SyncRepository {
                    AND (n.change_seq, n.template_id, n.note_date) > (\(notes.seq), \(notes.id), \(notes.date)::date)
                  ORDER BY n.change_seq, n.template_id, n.note_date LIMIT \(fetch))
                 UNION ALL
+                (SELECT r.change_seq, 9, r.id::text, false FROM public.habit_reminders r
+                 WHERE r.user_id = \(user) AND (r.change_seq, r.id) > (\(reminders.seq), \(reminders.id))
+                 ORDER BY r.change_seq, r.id LIMIT \(fetch))
+                UNION ALL
                 (SELECT d.change_seq, d.rank, d.key, true
                  FROM (SELECT t.change_seq, \(unsafeSQL: SyncKind.rankSQL(of: "t.kind")) AS rank, t.key
                        FROM habit.sync_tombstones t
@@ -260,6 +265,12 @@ public struct SyncRepository {
                   AND (change_seq, template_id, \(unsafeSQL: date)) > (\(from.seq), \(from.id), \(from.date)::date)
                   AND (change_seq, template_id, \(unsafeSQL: date)) <= (\(to.seq), \(to.id), \(to.date)::date)
                 ORDER BY change_seq, template_id, \(unsafeSQL: date)
+                """
+        case .reminders:
+            return """
+                SELECT \(unsafeSQL: Reminder.columns) FROM public.habit_reminders r
+                WHERE r.user_id = \(user) AND (r.change_seq, r.id) > (\(from.seq), \(from.id)) AND (r.change_seq, r.id) <= (\(to.seq), \(to.id))
+                ORDER BY r.change_seq, r.id
                 """
         case .habits, .periods, .lists, .tasks, .checkins:
             let (table, columns) = switch kind {
@@ -361,9 +372,10 @@ extension SyncDeletions {
             case .skips: skips.append(day)
             default: notes.append(day)
             }
-        case .habits, .periods, .lists, .tasks, .checkins:
+        case .habits, .periods, .lists, .tasks, .checkins, .reminders:
             guard let id = UUID(uuidString: item.key) else { throw malformed }
             switch item.kind {
+            case .reminders: reminders.append(id)
             case .habits: habits.append(id)
             case .periods: periods.append(id)
             case .lists: lists.append(id)

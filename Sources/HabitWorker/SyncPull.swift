@@ -32,7 +32,7 @@ enum SyncPull: DatabaseMethod {
             do {
                 cursor = try SyncCursor(text: text)
             } catch .cursorExpired {
-                // A cursor from before check-ins and notes were pulled (SyncCursor).
+                // A cursor from before check-ins and notes, or reminders, were pulled (SyncCursor).
                 throw DomainErrorCode.cursorExpired.error()
             } catch {
                 throw .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a sync cursor")
@@ -85,6 +85,7 @@ extension SyncPage: MethodResult {
             ("notes", JSONSchema.array(of: JSONSchema.object([
                 ("template_id", ValueSchema.uuid), ("date", ValueSchema.date), ("note", JSONSchema.string()), ("updated_at", ValueSchema.timestamp),
             ]))),
+            ("reminders", JSONSchema.array(of: Reminder.schema)),
         ]), "Rows written after the cursor, each as the existing methods return it; replace the local row of the same key.")),
         ("deleted", JSONSchema.described(JSONSchema.object([
             ("profile", JSONSchema.described(JSONSchema.boolean, "Sent (true) only when the profile was deleted.")),
@@ -96,6 +97,7 @@ extension SyncPage: MethodResult {
             ("tasks", JSONSchema.array(of: ValueSchema.uuid)),
             ("checkins", JSONSchema.array(of: ValueSchema.uuid)),
             ("notes", JSONSchema.array(of: dayKeySchema)),
+            ("reminders", JSONSchema.array(of: ValueSchema.uuid)),
         ], optional: ["profile"]), "Keys deleted after the cursor; remove them locally (a key may be unknown locally).")),
         ("cursor", JSONSchema.described(JSONSchema.string(), "Opaque: pass it back as cursor, for the next page or the next pull.")),
         ("has_more", JSONSchema.described(JSONSchema.boolean, "True: pull again with cursor at once; the walk is one consistent state only when followed to the end.")),
@@ -134,6 +136,7 @@ extension SyncPage: MethodResult {
             json.key("updated_at"); json.timestamp(note.updatedAt)
             json.endObject()
         }
+        json.key("reminders"); json.array(reminders) { json, reminder in json.reminder(reminder) }
         json.endObject()
         json.key("deleted"); json.beginObject()
         if deleted.profile { json.key("profile"); json.bool(true) }
@@ -145,6 +148,7 @@ extension SyncPage: MethodResult {
         json.key("tasks"); json.uuids(deleted.tasks)
         json.key("checkins"); json.uuids(deleted.checkins)
         json.key("notes"); json.array(deleted.notes) { json, key in json.dayKey(key) }
+        json.key("reminders"); json.uuids(deleted.reminders)
         json.endObject()
         json.key("cursor"); json.string(cursor.text)
         json.key("has_more"); json.bool(hasMore)
@@ -153,8 +157,9 @@ extension SyncPage: MethodResult {
 
     public var estimatedJSONBytes: Int {
         256 + 360 * (habits.count + tasks.count) + 200 * periods.count + 100 * (completions.count + skips.count) + 160 * lists.count
-            + 240 * checkins.count + 3_200 * notes.count
-            + 40 * (deleted.habits.count + deleted.periods.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count)
+            + 240 * checkins.count + 3_200 * notes.count + 220 * reminders.count
+            + 40 * (deleted.habits.count + deleted.periods.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count
+                    + deleted.reminders.count)
             + 70 * (deleted.completions.count + deleted.skips.count + deleted.notes.count)
     }
 }

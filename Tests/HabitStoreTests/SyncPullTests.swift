@@ -19,6 +19,7 @@ import Testing
         var tasks: [UUID: TaskItem] = [:]
         var checkins: [UUID: Checkin] = [:]
         var notes: [DayKey: SyncNote] = [:]
+        var reminders: [UUID: Reminder] = [:]
 
         mutating func apply(_ page: SyncPage) {
             if let profile = page.profile { self.profile = profile }
@@ -30,6 +31,7 @@ import Testing
             for task in page.tasks { tasks[task.id] = task }
             for checkin in page.checkins { checkins[checkin.id] = checkin }
             for note in page.notes { notes[note.day] = note }
+            for reminder in page.reminders { reminders[reminder.id] = reminder }
             if page.deleted.profile { profile = nil }
             for id in page.deleted.habits { habits[id] = nil }
             for id in page.deleted.periods { periods[id] = nil }
@@ -39,6 +41,7 @@ import Testing
             for id in page.deleted.tasks { tasks[id] = nil }
             for id in page.deleted.checkins { checkins[id] = nil }
             for key in page.deleted.notes { notes[key] = nil }
+            for id in page.deleted.reminders { reminders[id] = nil }
         }
 
         /// The keys, for comparing with a plain SQL read of the tables.
@@ -49,7 +52,8 @@ import Testing
              "skips": Set(skips.map { "\($0.templateID.lowercaseString)/\($0.date)" }),
              "lists": Set(lists.keys.map(\.lowercaseString)), "tasks": Set(tasks.keys.map(\.lowercaseString)),
              "checkins": Set(checkins.values.map { "\($0.id.lowercaseString) \($0.value.text)" }),
-             "notes": Set(notes.values.map { "\($0.day.templateID.lowercaseString)/\($0.day.date) \($0.note)" })]
+             "notes": Set(notes.values.map { "\($0.day.templateID.lowercaseString)/\($0.day.date) \($0.note)" }),
+             "reminders": Set(reminders.values.map { "\($0.id.lowercaseString) \($0.time)" })]
         }
     }
 
@@ -68,9 +72,11 @@ import Testing
             let habits = try ids("habit_templates"), lists = try ids("task_lists"), tasks = try ids("tasks")
             let habit = habits.randomElement(using: &random), list = lists.randomElement(using: &random)
             let task = tasks.randomElement(using: &random), checkin = try ids("habit_checkins").randomElement(using: &random)
+            let reminder = try ids("habit_reminders").randomElement(using: &random)
             let day = "2025-03-\(String(format: "%02d", Int.random(in: 1...6, using: &random)))"
             let name = "n\(Int.random(in: 0...999, using: &random))"
-            let statement: Query? = switch Int.random(in: 0..<20, using: &random) {
+            let minute = String(format: "%02d:%02d", Int.random(in: 0...23, using: &random), Int.random(in: 0...59, using: &random))
+            let statement: Query? = switch Int.random(in: 0..<23, using: &random) {
             case 0, 1: "INSERT INTO habit_templates (user_id, name, activated_at) VALUES (\(user), \(name), '2025-01-01Z')"
             case 2: habit.map { "UPDATE habit_templates SET name = \(name) WHERE id = \($0)" }
             case 3: habit.map { "UPDATE habit_templates SET is_active = NOT is_active WHERE id = \($0)" }
@@ -90,6 +96,10 @@ import Testing
             case 17: checkin.map { "DELETE FROM habit_checkins WHERE id = \($0)" }
             case 18: habit.map { "INSERT INTO habit_day_notes (user_id, template_id, note_date, note) VALUES (\(user), \($0), \(day)::date, \(name)) ON CONFLICT (user_id, template_id, note_date) DO UPDATE SET note = excluded.note" }
             case 19: habit.map { "DELETE FROM habit_day_notes WHERE template_id = \($0) AND note_date = \(day)::date" }
+            // Reminders (sql/0036): added, moved to another time, deleted.
+            case 20: habit.map { "INSERT INTO habit_reminders (user_id, template_id, local_time) VALUES (\(user), \($0), \(minute)::time)" }
+            case 21: reminder.map { "UPDATE habit_reminders SET local_time = \(minute)::time WHERE id = \($0)" }
+            case 22: reminder.map { "DELETE FROM habit_reminders WHERE id = \($0)" }
             default:
                 Bool.random(using: &random)
                     ? "INSERT INTO profiles (user_id, timezone) VALUES (\(user), \(["UTC", "Europe/Paris", "Asia/Tokyo"].randomElement(using: &random)!)) ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone"
@@ -119,6 +129,7 @@ import Testing
                 "tasks": try set("SELECT id::text FROM tasks WHERE user_id = '\(u)'"),
                 "checkins": try set("SELECT id::text || ' ' || trim_scale(value)::text FROM habit_checkins WHERE user_id = '\(u)'"),
                 "notes": try set("SELECT template_id::text || '/' || note_date::text || ' ' || note FROM habit_day_notes WHERE user_id = '\(u)'"),
+                "reminders": try set("SELECT id::text || ' ' || to_char(local_time, 'HH24:MI') FROM habit_reminders WHERE user_id = '\(u)'"),
             ]
         }
     }
@@ -145,7 +156,7 @@ import Testing
                     while true {
                         let page = try sync.pull(user: user, cursor: cursor, limit: limit, retention: Self.retention)
                         #expect(page.count <= limit, "seed \(seed)")
-                        #expect(page.hasMore || page.cursor.rank == 9, "seed \(seed)") // caught up: after the nine kinds
+                        #expect(page.hasMore || page.cursor.rank == 10, "seed \(seed)") // caught up: after the ten kinds
                         client.apply(page)
                         cursor = page.cursor
                         pages += 1
@@ -223,37 +234,44 @@ import Testing
 
             // Issued longer ago than the retention.
             let now = Int64(Date().timeIntervalSince1970)
-            let aged = try SyncCursor(text: Self.cursorText(seq: afterReset.seq, rank: 9, key: "", fresh: afterReset.seq, issued: now - 120))
+            let aged = try SyncCursor(text: Self.cursorText(seq: afterReset.seq, rank: 10, key: "", fresh: afterReset.seq, issued: now - 120))
             #expect(throws: StoreError.cursorExpired) { try sync.pull(user: user, cursor: aged, limit: 100, retention: .seconds(60)) }
             // From the future: the clock is behind the cursor.
-            let future = try SyncCursor(text: Self.cursorText(seq: afterReset.seq + 5, rank: 9, key: "", fresh: 0, issued: now))
+            let future = try SyncCursor(text: Self.cursorText(seq: afterReset.seq + 5, rank: 10, key: "", fresh: 0, issued: now))
             #expect(throws: StoreError.cursorExpired) { try sync.pull(user: user, cursor: future, limit: 100, retention: .seconds(60)) }
             // The codec round-trips what it wrote.
             #expect(try SyncCursor(text: afterReset.text) == afterReset)
 
             let id = "a0000000-0000-0000-0000-00000000000b"
             let malformed = [
-                "", "v2.", "v3." + Self.base64URL("1.9..1.1"), Self.base64URL("1.9..1.1"), "v2.!!!!",
-                "v2." + Self.base64URL("1.9..1"), "v2." + Self.base64URL("1.10..1.1"), "v2." + Self.base64URL("x.9..1.1"),
-                "v2." + Self.base64URL("-2.9..1.1"), "v2." + Self.base64URL("1.9.x.1.1"), "v2." + Self.base64URL("1.1..1.1"),
-                "v2." + Self.base64URL("1.1.\(id.uppercased()).1.1"), "v2." + Self.base64URL("1.3.\(id).1.1"),
-                "v2." + Self.base64URL("1.3.\(id)/2025-02-30.1.1"), "v2." + Self.base64URL("1.1.\(id).1.1") + "=",
-                "v2." + Self.base64URL("1.9..1.1.1"), "v2." + Self.base64URL("1.9..-1.1"),
-                // A check-in's key is an id, a note's a day key (sql/0029).
-                "v2." + Self.base64URL("1.7.\(id)/2025-02-03.1.1"), "v2." + Self.base64URL("1.8.\(id).1.1"),
-                // v1 text this service never wrote: invalid, not expired.
+                "", "v3.", "v4." + Self.base64URL("1.10..1.1"), Self.base64URL("1.10..1.1"), "v3.!!!!",
+                "v3." + Self.base64URL("1.10..1"), "v3." + Self.base64URL("1.11..1.1"), "v3." + Self.base64URL("x.10..1.1"),
+                "v3." + Self.base64URL("-2.10..1.1"), "v3." + Self.base64URL("1.10.x.1.1"), "v3." + Self.base64URL("1.1..1.1"),
+                "v3." + Self.base64URL("1.1.\(id.uppercased()).1.1"), "v3." + Self.base64URL("1.3.\(id).1.1"),
+                "v3." + Self.base64URL("1.3.\(id)/2025-02-30.1.1"), "v3." + Self.base64URL("1.1.\(id).1.1") + "=",
+                "v3." + Self.base64URL("1.10..1.1.1"), "v3." + Self.base64URL("1.10..-1.1"),
+                // A check-in's key is an id, a note's a day key (sql/0029), a reminder's an id (sql/0036).
+                "v3." + Self.base64URL("1.7.\(id)/2025-02-03.1.1"), "v3." + Self.base64URL("1.8.\(id).1.1"),
+                "v3." + Self.base64URL("1.9.\(id)/2025-02-03.1.1"), "v3." + Self.base64URL("1.9..1.1"),
+                // v1 and v2 text this service never wrote: invalid, not expired.
                 "v1.", "v1." + Self.base64URL("1.8..1.1"), "v1." + Self.base64URL("1.7.\(id).1.1"), "v1." + Self.base64URL("x.7..1.1"),
+                "v2.", "v2.!!!!", "v2." + Self.base64URL("1.10..1.1"), "v2." + Self.base64URL("1.9.x.1.1"),
             ]
             for text in malformed {
                 #expect(throws: StoreError.invalidCursor, "\(text)") { try SyncCursor(text: text) }
             }
-            // Positions of the new kinds read back.
-            #expect(try SyncCursor(text: "v2." + Self.base64URL("1.7.\(id).1.1")).rank == 7)
-            #expect(try SyncCursor(text: "v2." + Self.base64URL("1.8.\(id)/2025-02-03.1.1")).rank == 8)
-            // A v1 cursor (written before check-ins and notes were pulled: its holder never got
-            // them) has expired, caught up or mid-walk: the client pulls from scratch once.
+            // Positions of the newer kinds read back.
+            #expect(try SyncCursor(text: "v3." + Self.base64URL("1.7.\(id).1.1")).rank == 7)
+            #expect(try SyncCursor(text: "v3." + Self.base64URL("1.8.\(id)/2025-02-03.1.1")).rank == 8)
+            #expect(try SyncCursor(text: "v3." + Self.base64URL("1.9.\(id).1.1")).rank == 9)
+            // A v1 cursor (written before check-ins and notes were pulled) or a v2 one (before
+            // reminders were): its holder never got those rows, so it has expired, caught up or
+            // mid-walk: the client pulls from scratch once.
             for legacy in ["1.7..1.1", "1.3.\(id)/2025-02-03.1.1", "1.6.\(id).1.1", "-1.0..0.1"] {
                 #expect(throws: StoreError.cursorExpired, "\(legacy)") { try SyncCursor(text: "v1." + Self.base64URL(legacy)) }
+            }
+            for legacy in ["1.9..1.1", "1.8.\(id)/2025-02-03.1.1", "1.7.\(id).1.1", "-1.0..0.1"] {
+                #expect(throws: StoreError.cursorExpired, "\(legacy)") { try SyncCursor(text: "v2." + Self.base64URL(legacy)) }
             }
             #expect(throws: StoreError.self) { try sync.pull(user: user, cursor: nil, limit: 0, retention: .seconds(60)) }
             #expect(throws: StoreError.self) { try sync.pull(user: user, cursor: nil, limit: 10_001, retention: .seconds(60)) }
@@ -266,6 +284,6 @@ import Testing
     }
 
     static func cursorText(seq: Int64, rank: Int, key: String, fresh: Int64, issued: Int64) -> String {
-        "v2." + base64URL("\(seq).\(rank).\(key).\(fresh).\(issued)")
+        "v3." + base64URL("\(seq).\(rank).\(key).\(fresh).\(issued)")
     }
 }
