@@ -35,11 +35,19 @@ public struct AccountNote: Sendable, Equatable {
     public var note: String
 }
 
+/// A reminder as the account document holds it (sql/0036): its id, habit, time and days.
+public struct AccountReminder: Sendable, Equatable {
+    public var id: UUID
+    public var templateID: UUID
+    public var time: String
+    public var days: ReminderDays
+}
+
 /// The sections of the account document after the header, in document order. An export cursor
-/// names the section it stopped in (check-ins and notes came last, sql/0029: earlier cursors
-/// keep their meaning).
+/// names the section it stopped in (check-ins and notes came last, sql/0029, then reminders,
+/// sql/0036: earlier cursors keep their meaning).
 public enum AccountSection: Int, CaseIterable, Sendable {
-    case profile, habits, completions, skips, lists, tasks, checkins, notes
+    case profile, habits, completions, skips, lists, tasks, checkins, notes, reminders
 }
 
 /// Where a paged export stopped: the section, the last key written in it (a uuid, or
@@ -72,7 +80,7 @@ public struct ExportCursor: Sendable, Equatable {
         switch section {
         case .profile: guard key.isEmpty else { throw StoreError.invalidCursor }
         case .completions, .skips, .notes: guard key.isEmpty || DayKey(key: key) != nil else { throw StoreError.invalidCursor }
-        case .habits, .lists, .tasks, .checkins: guard key.isEmpty || UUID(uuidString: key) != nil else { throw StoreError.invalidCursor }
+        case .habits, .lists, .tasks, .checkins, .reminders: guard key.isEmpty || UUID(uuidString: key) != nil else { throw StoreError.invalidCursor }
         }
         self.init(section: section, key: key, clock: clock, exportedAt: PostgresTimestamp(microsecondsSincePostgresEpoch: micros))
     }
@@ -93,12 +101,14 @@ public struct AccountExportPage: Sendable, Equatable {
     public var tasks: [TaskItem] = []
     public var checkins: [AccountCheckin] = []
     public var notes: [AccountNote] = []
+    public var reminders: [AccountReminder] = []
     /// Where the next page starts; nil when this page ends the document.
     public var cursor: ExportCursor?
     public var hasMore: Bool { cursor != nil }
 
     public var itemCount: Int {
         (includesProfile ? 1 : 0) + habits.count + completions.count + skips.count + lists.count + tasks.count + checkins.count + notes.count
+            + reminders.count
     }
 }
 

@@ -164,6 +164,20 @@ public struct AccountRepository {
                 page.notes += notes
                 taken = rows.count
                 lastKey = notes.last.map { "\($0.templateID.lowercaseString)/\($0.date)" } ?? ""
+            case .reminders:
+                let after = key.isEmpty ? nil : UUID(uuidString: key)
+                let rows = try connection.query("""
+                    SELECT \(unsafeSQL: Reminder.columns) FROM public.habit_reminders r
+                    WHERE r.user_id = \(user) AND (\(after)::uuid IS NULL OR r.id > \(after)::uuid)
+                    ORDER BY r.id LIMIT \(fetch)
+                    """)
+                let reminders = try rows.prefix(room).map { row in
+                    let reminder = try Reminder.decode(row)
+                    return AccountReminder(id: reminder.id, templateID: reminder.templateID, time: reminder.time, days: reminder.days)
+                }
+                page.reminders += reminders
+                taken = rows.count
+                lastKey = reminders.last?.id.lowercaseString ?? ""
             case .lists, .tasks:
                 let after = key.isEmpty ? nil : UUID(uuidString: key)
                 let (table, columns) = section == .lists ? ("public.task_lists", TaskList.columns) : ("public.tasks", TaskItem.columns)
@@ -243,7 +257,7 @@ public struct AccountRepository {
         }
         func number(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
         var counts: [(kind: String, counts: ImportCounts)] = []
-        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"] {
+        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"] {
             let inserted = number("\(kind)_inserted"), updated = number("\(kind)_updated")
             counts.append((kind, ImportCounts(inserted: inserted, updated: updated, deleted: number("\(kind)_deleted"),
                                               unchanged: max(0, number("\(kind)_total") - inserted - updated))))

@@ -18,7 +18,7 @@ public enum AccountDocument {
     /// a 3-year daily user with 100 habits has ~110,000 completions.
     public static let maxRows: [(member: String, limit: Int)] = [
         ("habits", 10_000), ("completions", 500_000), ("skips", 500_000), ("lists", 10_000), ("tasks", 200_000),
-        ("checkins", 500_000), ("notes", 100_000),
+        ("checkins", 500_000), ("notes", 100_000), ("reminders", 24_000),
     ]
     /// Most periods of one habit.
     public static let maxPeriods = 10_000
@@ -45,7 +45,7 @@ public enum AccountDocument {
     public static func check(_ document: JSONValue) throws(RPCError) -> Checked {
         let top = try object(document, "document",
                              required: ["format", "version", "habits", "completions", "skips", "lists", "tasks"],
-                             optional: ["exported_at", "profile", "checkins", "notes"])
+                             optional: ["exported_at", "profile", "checkins", "notes", "reminders"])
         guard top["format"]?.stringValue == format else {
             throw .invalidParams(field: "document.format", reason: InputFailure.unsupportedFormat, message: "expected \"\(format)\"")
         }
@@ -109,6 +109,33 @@ public enum AccountDocument {
             _ = try uuid(fields["template_id"]!, path + ".template_id")
             _ = try calendarDate(fields["date"]!, path + ".date")
             try rule(path + ".note") { try AccountRepository.checkNote(try string(fields["note"]!, path + ".note")) }
+        }
+
+        // Reminders (sql/0036): an optional member, absent in documents from before them.
+        for (index, value) in try array(top["reminders"] ?? .array([]), "document.reminders").enumerated() {
+            let path = "document.reminders[\(index)]"
+            let fields = try object(value, path, required: ["id", "template_id", "time"], optional: ["days"])
+            _ = try uuid(fields["id"]!, path + ".id")
+            _ = try uuid(fields["template_id"]!, path + ".template_id")
+            guard ParamsReader.isDayStart(try string(fields["time"]!, path + ".time")) else {
+                throw .invalidParams(field: path + ".time", reason: InputFailure.invalidTime, message: "expected a local time of day \"HH:MM\"")
+            }
+            switch fields["days"] {
+            case nil, .null?, .string("due")?: break
+            case .array(let days)?:
+                guard !days.isEmpty else { throw .invalidParams(field: path + ".days", reason: InputFailure.empty, message: "expected \"due\" or at least one weekday") }
+                var seen = Set<Int>()
+                for (position, day) in days.enumerated() {
+                    guard case .number = day, let weekday = day.intValue, (1...7).contains(weekday) else {
+                        throw .invalidParams(field: "\(path).days[\(position)]", reason: InputFailure.outOfRange, message: "expected an ISO weekday 1–7")
+                    }
+                    guard seen.insert(weekday).inserted else {
+                        throw .invalidParams(field: "\(path).days[\(position)]", reason: InputFailure.duplicateValue, message: "weekday \(weekday) is listed twice")
+                    }
+                }
+            default:
+                throw .invalidParams(field: path + ".days", reason: RPCReason.wrongType, message: "expected \"due\" or a list of ISO weekdays 1–7")
+            }
         }
 
         for member in ["completions", "skips"] {
@@ -372,6 +399,20 @@ extension JSONWriter {
         key("tasks"); array(page.tasks) { json, task in json.accountTask(task) }
         key("checkins"); array(page.checkins) { json, checkin in json.accountCheckin(checkin) }
         key("notes"); array(page.notes) { json, note in json.accountNote(note) }
+        key("reminders"); array(page.reminders) { json, reminder in json.accountReminder(reminder) }
+    }
+
+    mutating func accountReminder(_ reminder: AccountReminder) {
+        beginObject()
+        key("id"); uuid(reminder.id)
+        key("template_id"); uuid(reminder.templateID)
+        key("time"); string(reminder.time)
+        key("days")
+        switch reminder.days {
+        case .due: string("due")
+        case .weekdays(let days): array(days) { json, day in json.int(day) }
+        }
+        endObject()
     }
 
     mutating func accountCheckin(_ checkin: AccountCheckin) {
@@ -403,7 +444,7 @@ public struct AccountDocumentStream {
 
     public init(write: @escaping (Data) throws -> Void) { self.write = write }
 
-    private static let names = ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"]
+    private static let names = ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"]
 
     public mutating func add(_ page: AccountExportPage) throws {
         var text = ""
@@ -432,6 +473,7 @@ public struct AccountDocumentStream {
         items(5, page.tasks) { $0.accountTask($1) }
         items(6, page.checkins) { $0.accountCheckin($1) }
         items(7, page.notes) { $0.accountNote($1) }
+        items(8, page.reminders) { $0.accountReminder($1) }
         if !text.isEmpty { try write(Data(text.utf8)) }
     }
 

@@ -70,6 +70,7 @@ extension AccountExportPage: MethodResult {
     public var estimatedJSONBytes: Int {
         256 + habits.reduce(0) { $0 + 300 + 140 * $1.periods.count } + 62 * (completions.count + skips.count)
             + 150 * lists.count + 420 * tasks.count + 140 * checkins.count + 80 * notes.count + notes.reduce(0) { $0 + 2 * $1.note.utf8.count }
+            + 130 * reminders.count
     }
 }
 
@@ -165,7 +166,7 @@ struct AccountImportAnswer: MethodResult {
         ("deleted", JSONSchema.integer(0...Int.max)), ("unchanged", JSONSchema.integer(0...Int.max)),
     ])
     static let schema = JSONSchema.object([
-        ("counts", JSONSchema.described(JSONSchema.object(["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"].map { ($0, countsSchema) }),
+        ("counts", JSONSchema.described(JSONSchema.object(["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"].map { ($0, countsSchema) }),
                                         "Rows per kind: inserted, updated (a habit whose periods were rewritten counts as updated), deleted (replace), unchanged.")),
         ("warnings", JSONSchema.described(JSONSchema.array(of: JSONSchema.string()), "What a converted source could not carry over; empty for habit-account documents.")),
         ("loop", JSONSchema.described(JSONSchema.object([
@@ -259,6 +260,7 @@ extension JSONWriter {
         case "tasks": key("tasks")
         case "checkins": key("checkins")
         case "notes": key("notes")
+        case "reminders": key("reminders")
         default: preconditionFailure("not a kind of ImportReport: \(name)")
         }
     }

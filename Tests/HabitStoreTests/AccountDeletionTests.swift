@@ -27,7 +27,7 @@ import Testing
               -- account.import's staging tables (sql/0028) hold rows only inside an importing
               -- transaction: nothing of a user is ever there to delete (docs/schema.md).
               AND NOT (n.nspname = 'habit' AND c.relname IN ('import_habits', 'import_periods', 'import_days', 'import_lists', 'import_tasks',
-                                                             'import_checkins', 'import_notes'))
+                                                             'import_checkins', 'import_notes', 'import_reminders'))
               AND (a.attname = 'user_id'
                    OR EXISTS (SELECT 1 FROM pg_constraint f
                               WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.confrelid = to_regclass('auth.users')

@@ -69,6 +69,7 @@ struct AccountTests {
         var habits: [WireJSON] = [], completions: [(String, String)] = [], skips: [(String, String)] = []
         var checkins: [(id: UUID, template: String, date: String, value: String, time: String?)] = []
         var notes: [(String, String, String)] = []
+        var reminders: [WireJSON] = []
         for (index, id) in ids.enumerated() {
             // The kind follows from the id (a habit's kind is fixed: another state of the account
             // keeps it); the target changes between states (sql/0029).
@@ -122,6 +123,15 @@ struct AccountTests {
                 }
                 if g.chance(20) { notes.append((template, day, g.chance(50) ? "note \(g.int(1...99))" : "knee hurt,\nwalked instead ✓")) }
             }
+            // Reminders (sql/0036): distinct times of the habit, on due days or chosen weekdays.
+            var times = Set<Int>()
+            for _ in 0..<g.int(0...3) {
+                let minute = g.int(0...1439)
+                guard times.insert(minute).inserted else { continue }
+                let days: WireJSON = g.chance(60) ? "due" : .array(Array(Set((0..<g.int(1...4)).map { _ in g.int(1...7) })).sorted().map { .number(String($0)) })
+                reminders.append(.object([.init("id", .uuid(g.uuid())), .init("template_id", .uuid(id)),
+                                          .init("time", .string(String(format: "%02d:%02d", minute / 60, minute % 60))), .init("days", days)]))
+            }
             habits.append(.object([
                 .init("id", .uuid(id)),
                 .init("name", .string(g.chance(30) ? "Lire, \"vite\" — 読書 \(index)" : "Habit \(g.int(1...999))")),
@@ -169,6 +179,7 @@ struct AccountTests {
                          .init("value", .string(c.value)), .init("time", c.time.map { .string($0) } ?? .null)])
             })),
             .init("notes", .array(notes.map { .object([.init("template_id", .string($0.0)), .init("date", .string($0.1)), .init("note", .string($0.2))]) })),
+            .init("reminders", .array(reminders.sorted { ($0["id"]?.stringValue ?? "") < ($1["id"]?.stringValue ?? "") })),
         ])
     }
 
@@ -207,7 +218,7 @@ struct AccountTests {
             if page["has_more"] != true { break }
             cursor = page["cursor"]
         }
-        return .object(header + ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes"].map { .init($0, .array(arrays[$0] ?? [])) })
+        return .object(header + ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"].map { .init($0, .array(arrays[$0] ?? [])) })
     }
 
     /// Validates each document against docs/account-format.schema.json with python3's
@@ -239,7 +250,7 @@ struct AccountTests {
     static func checksum(_ admin: Connection) throws -> String {
         var parts: [String] = []
         for table in ["public.profiles", "public.habit_templates", "public.habit_periods", "public.habit_completions", "public.habit_skips", "public.habit_checkins", "public.habit_day_notes",
-                      "public.task_lists", "public.tasks", "habit.sync_clocks", "habit.sync_tombstones", "habit.user_row_counts"] {
+                      "public.habit_reminders", "public.task_lists", "public.tasks", "habit.sync_clocks", "habit.sync_tombstones", "habit.user_row_counts"] {
             parts.append(try admin.queryOne("SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(unsafeSQL: table) t")
                 .decode(String.self, at: 0))
         }
@@ -254,9 +265,9 @@ struct AccountTests {
     func roundTrips() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin
-            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, checkins = 0, notes = 0, exports: [String] = []
-            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30 && checkins > 100 && notes > 40,
-                            "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks) \(checkins) \(notes)") }
+            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, checkins = 0, notes = 0, reminders = 0, exports: [String] = []
+            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30 && checkins > 100 && notes > 40 && reminders > 40,
+                            "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks) \(checkins) \(notes) \(reminders)") }
             defer {
                 // Every export is valid against docs/account-format.schema.json.
                 #expect((try? Self.validateAgainstSchema(exports)) == "ok 60", "the exports do not match docs/account-format.schema.json")
@@ -274,6 +285,7 @@ struct AccountTests {
                 tasks += original["tasks"]?.arrayValue?.count ?? 0
                 checkins += original["checkins"]?.arrayValue?.count ?? 0
                 notes += original["notes"]?.arrayValue?.count ?? 0
+                reminders += original["reminders"]?.arrayValue?.count ?? 0
                 let first = try worker.call("account.import", params(user, ["document": original, "mode": "merge"]))
                 #expect(first["counts"]?["habits"]?["inserted"]?.intValue == original["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
                 let limit = g.int(1...7)
@@ -290,7 +302,7 @@ struct AccountTests {
                 let before = try Self.checksum(admin)
                 let second = try worker.call("account.import", params(user, ["document": again, "mode": mode]))
                 #expect(try Self.checksum(admin) == before, "seed \(seed): \(second)")
-                for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes"] {
+                for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"] {
                     #expect(second["counts"]?[kind]?["inserted"] == 0 && second["counts"]?[kind]?["updated"] == 0
                             && second["counts"]?[kind]?["deleted"] == 0, "seed \(seed): \(second)")
                 }
@@ -327,6 +339,7 @@ struct AccountTests {
             .with("skips", try rows("skips") { try $0.with("template_id", newID("habit", $0["template_id"])) })
             .with("checkins", try rows("checkins") { try $0.with("id", newID("checkin", $0["id"])).with("template_id", newID("habit", $0["template_id"])) })
             .with("notes", try rows("notes") { try $0.with("template_id", newID("habit", $0["template_id"])) })
+            .with("reminders", try rows("reminders") { try $0.with("id", newID("reminder", $0["id"])).with("template_id", newID("habit", $0["template_id"])) })
             .with("lists", try rows("lists") { try $0.with("id", newID("list", $0["id"])) })
             .with("tasks", try rows("tasks") { task in
                 let renamed = try task.with("id", newID("task", task["id"]))
@@ -345,7 +358,7 @@ struct AccountTests {
             }
         }
         var result = keyed(withoutServerSet(document).with("exported_at", .null))
-        for key in ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes"] {
+        for key in ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"] {
             result = result.with(key, .array((result[key]?.arrayValue ?? []).sorted { $0.encoded < $1.encoded }))
         }
         return keyed(result)

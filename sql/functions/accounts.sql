@@ -23,8 +23,10 @@ SET LOCAL check_function_bodies = off;
 --   too_many          an array over its cap (10,000 habits, 500,000 completions or skips,
 --                     10,000 lists, 200,000 tasks, 10,000 periods of one habit)
 --   duplicate_value   a second habit, list or task id, or a second (habit, date) of a kind
---   unknown_reference a completion's, skip's, check-in's or note's template_id, or a task's
---                     list_id, not in the document
+--   unknown_reference a completion's, skip's, check-in's, note's or reminder's template_id, or
+--                     a task's list_id, not in the document
+-- Reminders (sql/0036; an optional member, up to 24,000, at most 24 a habit: too_many): a
+-- second reminder id, or two of one habit with the same time and days, is duplicate_value.
 -- Check-ins and notes (sql/0029; optional members, up to 500,000 check-ins and 100,000 notes):
 -- a second check-in id or a second note of one (habit, date) is duplicate_value; a check-in's
 -- day meets the rules of a completion's (out_of_range, future_date, habit_not_active, and
@@ -153,7 +155,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- them here. Each array's length is read without expanding it.
         SELECT m.member INTO bad FROM (VALUES (0, 'habits', 10000), (1, 'completions', 500000), (2, 'skips', 500000),
                                               (3, 'lists', 10000), (4, 'tasks', 200000), (5, 'checkins', 500000),
-                                              (6, 'notes', 100000)) m(o, member, cap)
+                                              (6, 'notes', 100000), (7, 'reminders', 24000)) m(o, member, cap)
         WHERE jsonb_typeof(p_document -> m.member) = 'array' AND jsonb_array_length(p_document -> m.member) > m.cap
         ORDER BY m.o LIMIT 1;
         IF FOUND THEN
@@ -198,6 +200,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         INSERT INTO habit.import_lists (user_id, i, id, name)
         SELECT p_user, l.o - 1, (l.v ->> 'id')::uuid, l.v ->> 'name'
         FROM jsonb_array_elements(coalesce(p_document -> 'lists', '[]')) WITH ORDINALITY l(v, o);
+        -- Reminders (sql/0036): days "due" (or none) is NULL, a weekday list its bit set.
+        INSERT INTO habit.import_reminders (user_id, i, id, template_id, local_time, weekdays)
+        SELECT p_user, r.o - 1, (r.v ->> 'id')::uuid, (r.v ->> 'template_id')::uuid, (r.v ->> 'time')::time,
+               CASE WHEN jsonb_typeof(r.v -> 'days') = 'array'
+                    THEN (SELECT sum(DISTINCT 1 << (d::integer - 1))::smallint FROM jsonb_array_elements_text(r.v -> 'days') d) END
+        FROM jsonb_array_elements(coalesce(p_document -> 'reminders', '[]')) WITH ORDINALITY r(v, o);
         INSERT INTO habit.import_tasks (user_id, i, id, list_id, title, notes, state, scheduled_date, "position", completed_at)
         SELECT p_user, t.o - 1, (t.v ->> 'id')::uuid, (t.v ->> 'list_id')::uuid, t.v ->> 'title', t.v ->> 'notes', t.v ->> 'state',
                (t.v ->> 'scheduled_date')::date, (t.v ->> 'position')::integer, (t.v ->> 'completed_at')::timestamptz
@@ -240,6 +248,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             SELECT 5, c.i, 'document.checkins[' || c.i || '].id', row_number() OVER (PARTITION BY c.id ORDER BY c.i) FROM (SELECT * FROM habit.import_checkins WHERE user_id = p_user) c
             UNION ALL
             SELECT 6, n.i, 'document.notes[' || n.i || ']', row_number() OVER (PARTITION BY n.template_id, n.day ORDER BY n.i) FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) n
+            UNION ALL
+            SELECT 7, r.i, 'document.reminders[' || r.i || '].id', row_number() OVER (PARTITION BY r.id ORDER BY r.i) FROM (SELECT * FROM habit.import_reminders WHERE user_id = p_user) r
+            UNION ALL
+            -- A habit's reminders are one per time and days (habit_reminders_habit_time_key).
+            SELECT 8, r.i, 'document.reminders[' || r.i || ']', row_number() OVER (PARTITION BY r.template_id, r.local_time, r.weekdays ORDER BY r.i)
+            FROM (SELECT * FROM habit.import_reminders WHERE user_id = p_user) r
         ) x WHERE x.n > 1 ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'duplicate_value', 'a second row with the same key'); END IF;
         SELECT x.path INTO bad FROM (
@@ -255,8 +269,16 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
             UNION ALL
             SELECT 4, n.i, 'document.notes[' || n.i || '].template_id' FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) n
             WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = n.template_id)
+            UNION ALL
+            SELECT 5, r.i, 'document.reminders[' || r.i || '].template_id' FROM (SELECT * FROM habit.import_reminders WHERE user_id = p_user) r
+            WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = r.template_id)
         ) x ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'unknown_reference', 'no row of the document has this id'); END IF;
+        -- At most 24 reminders a habit (the table's trigger, HB001): named here, the 25th.
+        SELECT 'document.reminders[' || x.i || ']' AS path INTO bad FROM (
+            SELECT r.i, row_number() OVER (PARTITION BY r.template_id ORDER BY r.i) AS n FROM (SELECT * FROM habit.import_reminders WHERE user_id = p_user) r
+        ) x WHERE x.n > 24 ORDER BY x.i LIMIT 1;
+        IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'too_many', 'at most 24 reminders a habit'); END IF;
         -- Periods oldest first, only the last one open, each ending after it starts and starting
         -- at or after the previous one's end: what makes is_active (the last period open),
         -- activated_at (the first start) and deactivated_at (the last end) agree with them.
@@ -384,6 +406,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
                 (SELECT 1 FROM (SELECT * FROM habit.import_notes WHERE user_id = p_user) x WHERE x.template_id = n.template_id AND x.day = n.note_date);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
             counts := counts || jsonb_build_object('notes_deleted', n_deleted);
+            DELETE FROM public.habit_reminders r WHERE r.user_id = p_user AND NOT EXISTS
+                (SELECT 1 FROM (SELECT * FROM habit.import_reminders WHERE user_id = p_user) x WHERE x.id = r.id);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('reminders_deleted', n_deleted);
             DELETE FROM public.habit_checkins c WHERE c.user_id = p_user AND NOT EXISTS
                 (SELECT 1 FROM (SELECT * FROM habit.import_checkins WHERE user_id = p_user) x WHERE x.id = c.id);
             GET DIAGNOSTICS n_deleted = ROW_COUNT;
@@ -573,6 +599,27 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM habit.import_tasks k WHERE k.user_id = p_user;
         counts := counts || jsonb_build_object('tasks_inserted', n_inserted, 'tasks_updated', n_updated, 'tasks_total', n_total);
+        -- Reminders (sql/0036), by id, after their habits: a reminder that moved to another
+        -- time of its habit keeps its id. Merge first frees the (habit, time, days) slots the
+        -- document's reminders take from the user's other reminders of that habit, which the
+        -- document moves or lacks: deleted, or the unique key would refuse the move.
+        DELETE FROM public.habit_reminders r
+        USING (SELECT * FROM habit.import_reminders WHERE user_id = p_user) x
+        WHERE r.user_id = p_user AND r.template_id = x.template_id AND r.local_time = x.local_time
+          AND r.weekdays IS NOT DISTINCT FROM x.weekdays AND r.id <> x.id;
+        UPDATE public.habit_reminders r SET template_id = x.template_id, local_time = x.local_time, weekdays = x.weekdays
+        FROM (SELECT * FROM habit.import_reminders WHERE user_id = p_user) x
+        WHERE r.user_id = p_user AND r.id = x.id
+          AND (r.template_id, r.local_time, r.weekdays) IS DISTINCT FROM (x.template_id, x.local_time, x.weekdays);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        EXECUTE format($insert$INSERT INTO public.habit_reminders (id, user_id, template_id, local_time, weekdays)
+        SELECT x.id, x.user_id, x.template_id, x.local_time, x.weekdays FROM (SELECT * FROM habit.import_reminders WHERE user_id = %1$L) x
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_reminders r WHERE r.id = x.id AND r.user_id = x.user_id)
+        ORDER BY x.i$insert$, p_user);
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM habit.import_reminders x WHERE x.user_id = p_user;
+        counts := counts || jsonb_build_object('reminders_inserted', n_inserted, 'reminders_updated', n_updated, 'reminders_total', n_total);
+
         -- The staged rows go with the import: no other transaction ever sees them.
         DELETE FROM habit.import_habits s WHERE s.user_id = p_user;
         DELETE FROM habit.import_periods s WHERE s.user_id = p_user;
@@ -581,6 +628,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         DELETE FROM habit.import_tasks s WHERE s.user_id = p_user;
         DELETE FROM habit.import_checkins s WHERE s.user_id = p_user;
         DELETE FROM habit.import_notes s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_reminders s WHERE s.user_id = p_user;
         RETURN counts;
     END
     $fn$;
@@ -628,6 +676,9 @@ CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_do
                                      FROM jsonb_array_elements(p_document -> 'checkins') WITH ORDINALITY AS x(c, n)), '[]'),
                'notes', coalesce((SELECT jsonb_agg(d || jsonb_build_object('template_id', habit.account_new_id(p_user, 'habit', d ->> 'template_id')) ORDER BY n)
                                   FROM jsonb_array_elements(p_document -> 'notes') WITH ORDINALITY AS x(d, n)), '[]'),
+               'reminders', coalesce((SELECT jsonb_agg(r || jsonb_build_object('id', habit.account_new_id(p_user, 'reminder', r ->> 'id'),
+                                                                               'template_id', habit.account_new_id(p_user, 'habit', r ->> 'template_id')) ORDER BY n)
+                                      FROM jsonb_array_elements(p_document -> 'reminders') WITH ORDINALITY AS x(r, n)), '[]'),
                'lists', coalesce((SELECT jsonb_agg(l || jsonb_build_object('id', habit.account_new_id(p_user, 'list', l ->> 'id')) ORDER BY n)
                                   FROM jsonb_array_elements(p_document -> 'lists') WITH ORDINALITY AS x(l, n)), '[]'),
                'tasks', coalesce((SELECT jsonb_agg(t || jsonb_build_object('id', habit.account_new_id(p_user, 'task', t ->> 'id'))

@@ -92,3 +92,18 @@ ALTER TABLE habit.sync_tombstones DROP CONSTRAINT sync_tombstones_kind_check,
         CHECK (kind IN ('profile', 'habits', 'periods', 'completions', 'skips', 'lists', 'tasks', 'checkins', 'notes', 'reminders'));
 COMMENT ON COLUMN habit.sync_tombstones.kind IS
     'What was deleted: profile, habits, periods, completions, skips, lists, tasks, checkins, notes or reminders.';
+
+-- account.import takes the document's reminders (an optional member): staged like the rest
+-- (sql/0028).
+CREATE UNLOGGED TABLE habit.import_reminders (
+    user_id uuid NOT NULL, i integer NOT NULL, id uuid, template_id uuid, local_time time, weekdays smallint,
+    PRIMARY KEY (user_id, i)
+);
+CREATE INDEX import_reminders_id_idx ON habit.import_reminders (user_id, id);
+COMMENT ON TABLE habit.import_reminders IS 'account.import''s staged reminders of the document, alive only inside the importing transaction (sql/0036).';
+COMMENT ON COLUMN habit.import_reminders.user_id IS 'The importing user (p_user).';
+COMMENT ON COLUMN habit.import_reminders.i IS 'The reminder''s index in document.reminders.';
+COMMENT ON COLUMN habit.import_reminders.id IS 'document.reminders[i].id.';
+COMMENT ON COLUMN habit.import_reminders.template_id IS 'document.reminders[i].template_id.';
+COMMENT ON COLUMN habit.import_reminders.local_time IS 'document.reminders[i].time.';
+COMMENT ON COLUMN habit.import_reminders.weekdays IS 'document.reminders[i].days as a bit set (NULL: "due").';
