@@ -68,13 +68,15 @@ import Testing
         (try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Int]) ?? [:]
     }
 
-    /// The least WAL of up to ten runs, stopping at the first without a full-page image (a
+    /// The least WAL of three runs, or of up to ten until one has no full-page image (a
     /// checkpoint between every two of them is not to be expected), with the rows of the
-    /// first (they are the same each time).
+    /// first (they are the same each time). Three at least: a run may split an index page
+    /// (4 KB of WAL without a full-page image, seen once in CI on the 2,000-days-back write),
+    /// which the rollback does not undo, so the next run of the same write measures the write.
     static func measured(_ connection: Connection, _ statement: String) throws -> Written {
         var best = try measure(connection, statement)
         var runs = 1
-        while best.fullPageImages > 0, runs < 10 {
+        while runs < 3 || (best.fullPageImages > 0 && runs < 10) {
             let again = try measure(connection, statement)
             runs += 1
             if again.fullPageImages < best.fullPageImages || (again.fullPageImages == best.fullPageImages && again.walBytes < best.walBytes) {
