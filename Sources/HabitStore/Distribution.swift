@@ -17,18 +17,36 @@ public enum Distribution {
     /// The user-owned tables, read from the catalog as ShardingReadinessTests reads them (every
     /// table of `public`, `habit` and `auth` with a `user_id` column, so a table added later is
     /// distributed too), in the order they can be distributed: `public.profiles` first (it
-    /// starts the co-location group), then the tables other user tables' foreign keys point at,
-    /// then the rest; by name within each.
+    /// starts the co-location group), then each table once every user table its foreign keys
+    /// point at is placed (a key to a table not yet distributed is refused: the reminders'
+    /// claims point at the reminders, which point at the habits), by name among those ready.
     public static func userTables(_ connection: Connection) throws -> [String] {
-        try connection.query("""
+        let tables = try connection.query("""
             SELECT c.oid::regclass::text
             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE c.relkind IN ('r', 'p') AND n.nspname IN ('public', 'habit', 'auth')
               AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'user_id' AND NOT a.attisdropped)
-            ORDER BY c.oid <> \(colocationTable)::regclass,
-                     NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.contype = 'f' AND k.confrelid = c.oid),
-                     n.nspname, c.relname
+            ORDER BY c.oid <> \(colocationTable)::regclass, n.nspname, c.relname
             """).map { try $0.decode(String.self, at: 0) }
+        let references = try connection.query("""
+            SELECT k.conrelid::regclass::text, k.confrelid::regclass::text FROM pg_catalog.pg_constraint k
+            WHERE k.contype = 'f' AND k.conrelid <> k.confrelid
+            """).map { (from: try $0.decode(String.self, at: 0), to: try $0.decode(String.self, at: 1)) }
+        let userTables = Set(tables)
+        var needs: [String: Set<String>] = [:]
+        for reference in references where userTables.contains(reference.from) && userTables.contains(reference.to) {
+            needs[reference.from, default: []].insert(reference.to)
+        }
+        var ordered: [String] = [], placed = Set<String>(), left = tables
+        while !left.isEmpty {
+            // The first table (catalog order: profiles, then by name) whose references are placed;
+            // a cycle (none today) falls back to the first left.
+            let index = left.firstIndex { (needs[$0] ?? []).isSubset(of: placed) } ?? 0
+            let table = left.remove(at: index)
+            ordered.append(table)
+            placed.insert(table)
+        }
+        return ordered
     }
 
     /// Shared lists read by the user tables' keys and triggers: copied to every node.
