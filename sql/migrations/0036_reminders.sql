@@ -84,7 +84,8 @@ COMMENT ON COLUMN habit.reminder_firings.holder IS 'The sender that claimed it (
 COMMENT ON COLUMN habit.reminder_firings.lease_until IS 'Until when the claim holds; after it, another claim takes the firing.';
 COMMENT ON COLUMN habit.reminder_firings.claims IS 'How many claims took it (1: once; more: a lease ran out, or a sender renewed).';
 COMMENT ON COLUMN habit.reminder_firings.acked_at IS 'When a sender acknowledged it as sent; never claimed or listed again.';
-CREATE INDEX reminder_firings_acked_idx ON habit.reminder_firings (acked_at) WHERE acked_at IS NOT NULL;
+-- The hourly prune (habit.prune_reminder_firings) finds the old claims by when they fired.
+CREATE INDEX reminder_firings_fire_at_idx ON habit.reminder_firings (fire_at);
 
 -- Reminders are synced, exported and tombstoned like every user table.
 ALTER TABLE habit.sync_tombstones DROP CONSTRAINT sync_tombstones_kind_check,
