@@ -36,14 +36,15 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
-    public.task_lists, public.tasks, public.habit_reminders
+    public.task_lists, public.tasks, public.habit_reminders, public.habit_areas
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
-    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks, public.habit_reminders
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks, public.habit_reminders,
+    public.habit_areas
     TO authenticated, service_role;
 -- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
@@ -56,7 +57,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state,
-    public.weekly_completion_counts, public.task_lists, public.tasks, public.habit_reminders TO habit_admin;
+    public.weekly_completion_counts, public.task_lists, public.tasks, public.habit_reminders, public.habit_areas TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
 -- habit: zone names for every role that computes a date; the migrations for system.health
@@ -114,6 +115,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb),
+    habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb, uuid),
+    habit.order_between(integer[], integer, integer),
+    habit.create_area(uuid, uuid, text), habit.move_area(uuid, uuid, uuid, uuid),
     habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
     habit.set_schedule(uuid, jsonb), habit.move_habit(uuid, uuid, uuid, uuid), habit.set_habit_archived(uuid, uuid, boolean),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),

@@ -115,6 +115,21 @@ CREATE POLICY habit_day_notes_delete_own ON public.habit_day_notes FOR DELETE TO
 DROP POLICY IF EXISTS habit_day_notes_read_all ON public.habit_day_notes;
 CREATE POLICY habit_day_notes_read_all ON public.habit_day_notes FOR SELECT TO habit_batch, habit_admin USING (true);
 
+-- public.habit_areas (sql/0037): the user's own; admins read (weekly counts never read areas).
+ALTER TABLE public.habit_areas ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_areas FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_areas_select_own ON public.habit_areas;
+CREATE POLICY habit_areas_select_own ON public.habit_areas FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_insert_own ON public.habit_areas;
+CREATE POLICY habit_areas_insert_own ON public.habit_areas FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_update_own ON public.habit_areas;
+CREATE POLICY habit_areas_update_own ON public.habit_areas FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_delete_own ON public.habit_areas;
+CREATE POLICY habit_areas_delete_own ON public.habit_areas FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_read_all ON public.habit_areas;
+CREATE POLICY habit_areas_read_all ON public.habit_areas FOR SELECT TO habit_admin USING (true);
+
 -- public.habit_reminders (sql/0036)
 ALTER TABLE public.habit_reminders ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.habit_reminders FORCE ROW LEVEL SECURITY;

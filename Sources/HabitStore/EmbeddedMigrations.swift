@@ -838,6 +838,119 @@ COMMENT ON FUNCTION habit.delete_account(uuid) IS
     'Deletes every row p_user owns (one row per table with the count), leaving the sync clock and content-free tombstones; for the user (sub = p_user) or a role acting for users (habit.check_acting_for). sql/0014.';
 
 """#),
+        SQLFile(path: "functions/areas.sql", text: #"""
+-- Areas (issue 33, item 1; sql/0037): creating one with a client-supplied id that is safe to
+-- retry (the rule is written once, above habit.create_habit in functions/habits.sql), its
+-- default place (after the user's last) and areas.move.
+--
+-- Current-state file: each definition as it is now, applied again by `habit migrate` whenever
+-- this file changes (docs/schema.md, "Migrations"). A changed signature or return type needs
+-- a DROP in a versioned migration first; so does removing a function.
+
+-- Bodies are checked when called, not here, so the files of sql/functions apply in any order.
+SET LOCAL check_function_bodies = off;
+
+-- Creates an area of acting_user after the user's last (under the user's writes lock, so two
+-- creates take turns and get distinct places), or returns the caller's area with new_id when
+-- its name equals new_name (a retry); else HB002. Not SECURITY DEFINER: row-level security and
+-- the row limit (100 a user) apply to the caller.
+CREATE OR REPLACE FUNCTION habit.create_area(acting_user uuid, new_id uuid, new_name text)
+    RETURNS public.habit_areas
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        result public.habit_areas;
+        last_order integer;
+    BEGIN
+        IF new_id IS NOT NULL THEN
+            SELECT a.* INTO result FROM public.habit_areas a WHERE a.id = new_id AND a.user_id = acting_user;
+            IF FOUND THEN
+                IF result.name = new_name THEN
+                    RETURN result;
+                END IF;
+                RAISE EXCEPTION 'id_conflict: the id is taken'
+                    USING ERRCODE = 'HB002', TABLE = 'habit_areas', SCHEMA = 'public';
+            END IF;
+        END IF;
+        PERFORM habit.lock_user_writes(acting_user);
+        SELECT max(a.sort_order) INTO last_order FROM public.habit_areas a WHERE a.user_id = acting_user;
+        INSERT INTO public.habit_areas AS a (id, user_id, name, sort_order)
+        VALUES (coalesce(new_id, gen_random_uuid()), acting_user, new_name,
+                least(coalesce(last_order, 0)::bigint + 1024, 2147483647)::integer)
+        ON CONFLICT DO NOTHING
+        RETURNING a.* INTO result;
+        IF FOUND THEN
+            RETURN result;
+        END IF;
+        -- A create of the same id that committed while this one waited for the lock.
+        SELECT a.* INTO result FROM public.habit_areas a WHERE a.id = new_id AND a.user_id = acting_user;
+        IF FOUND AND result.name = new_name THEN
+            RETURN result;
+        END IF;
+        RAISE EXCEPTION 'id_conflict: the id is taken'
+            USING ERRCODE = 'HB002', TABLE = 'habit_areas', SCHEMA = 'public';
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.create_area(uuid, uuid, text) IS
+    'areas.create: an area of acting_user after the last (new_id NULL: a generated id), or the caller''s area with new_id when its name equals new_name; else SQLSTATE HB002 (sql/0037).';
+
+-- areas.move: p_area just before p_before or just after p_after (exactly one given, another
+-- area of the user) in the areas' order (sort_order NULLS LAST, created_at, id); the moved
+-- row, none when either area is not the user's. As habit.move_habit: one row written, or every
+-- area numbered again 1024 apart when there is no room, under the user's writes lock.
+CREATE OR REPLACE FUNCTION habit.move_area(p_user uuid, p_area uuid, p_before uuid, p_after uuid)
+    RETURNS SETOF public.habit_areas
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        c_gap constant integer := 1024;
+        v_anchor uuid := coalesce(p_before, p_after);
+        v_ids uuid[];
+        v_orders integer[];
+        v_place integer;
+        v_new integer;
+        v_row public.habit_areas;
+    BEGIN
+        IF (p_before IS NULL) = (p_after IS NULL) OR v_anchor = p_area THEN
+            RAISE EXCEPTION 'habit.move_area: give one of p_before and p_after, another area''s id' USING ERRCODE = 'data_exception';
+        END IF;
+        PERFORM habit.lock_user_writes(p_user);
+        PERFORM 1 FROM public.habit_areas a WHERE a.user_id = p_user AND a.id = p_area;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        SELECT array_agg(a.id ORDER BY a.sort_order NULLS LAST, a.created_at, a.id),
+               array_agg(a.sort_order ORDER BY a.sort_order NULLS LAST, a.created_at, a.id)
+        INTO v_ids, v_orders
+        FROM public.habit_areas a WHERE a.user_id = p_user AND a.id <> p_area;
+        v_place := array_position(v_ids, v_anchor);
+        IF v_place IS NULL THEN
+            RETURN;
+        END IF;
+        IF p_after IS NOT NULL THEN
+            v_place := v_place + 1;
+        END IF;
+        v_new := habit.order_between(v_orders, v_place, c_gap);
+        IF v_new IS NULL THEN
+            UPDATE public.habit_areas a
+            SET sort_order = c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END))
+            FROM unnest(v_ids) WITH ORDINALITY AS o(id, n)
+            WHERE a.user_id = p_user AND a.id = o.id
+              AND a.sort_order IS DISTINCT FROM c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END));
+            v_new := c_gap * v_place;
+        END IF;
+        UPDATE public.habit_areas a SET sort_order = v_new
+        WHERE a.user_id = p_user AND a.id = p_area
+        RETURNING a.* INTO v_row;
+        RETURN NEXT v_row;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.move_area(uuid, uuid, uuid, uuid) IS
+    'areas.move: p_area just before p_before or just after p_after in the user''s areas (sort_order; renumbers 1024 apart when there is no room); the moved row, none when either area is not p_user''s (sql/0037).';
+
+"""#),
         SQLFile(path: "functions/calendar.sql", text: #"""
 -- Time zones, local dates and weeks: every "today", "activation day" and "week" of the
 -- service goes through these, never CURRENT_DATE or the session's TimeZone.
@@ -1553,6 +1666,34 @@ CREATE OR REPLACE FUNCTION habit.set_habit_archived(p_user uuid, p_template uuid
 COMMENT ON FUNCTION habit.set_habit_archived(uuid, uuid, boolean) IS
     'habits.archive (p_archived: archived_at := now() unless set) and habits.unarchive (NULL); the row, none when not p_user''s (issue 33, sql/0035).';
 
+-- The sort_order of an item put at index p_place (from 1) of an ordered list whose other
+-- items have p_orders (in the list's order): halfway between its neighbours, or p_gap past
+-- the neighbour it has at an end; NULL when there is no room (neighbours one apart, a NULL
+-- neighbour, an integer's end), and the caller numbers the list again, p_gap apart. For
+-- habits.move and areas.move.
+CREATE OR REPLACE FUNCTION habit.order_between(p_orders integer[], p_place integer, p_gap integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        n integer := coalesce(cardinality(p_orders), 0);
+        v_prev bigint := CASE WHEN p_place > 1 THEN p_orders[p_place - 1] END;
+        v_next bigint := CASE WHEN p_place <= n THEN p_orders[p_place] END;
+    BEGIN
+        IF (p_place > 1 AND v_prev IS NULL) OR (p_place <= n AND v_next IS NULL) OR v_next - v_prev < 2
+           OR (p_place = 1 AND v_next - p_gap < -2147483648)
+           OR (p_place > n AND v_prev + p_gap > 2147483647) THEN
+            RETURN NULL;
+        END IF;
+        RETURN CASE WHEN v_prev IS NULL AND v_next IS NULL THEN p_gap
+                    WHEN v_prev IS NULL THEN v_next - p_gap
+                    WHEN v_next IS NULL THEN v_prev + p_gap
+                    ELSE v_prev + (v_next - v_prev) / 2 END;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.order_between(integer[], integer, integer) IS
+    'sort_order for an item put at index p_place of a list whose other items have p_orders: between its neighbours, or p_gap past an end; NULL when there is no room (renumber).';
+
 -- habits.move (issue 33, item 2): puts p_template just before p_before or just after p_after
 -- (exactly one given, another habit of the user) in the daily list's order (sort_order NULLS
 -- LAST, created_at, id), and returns the moved row; no row when either habit is not the
@@ -1572,9 +1713,7 @@ CREATE OR REPLACE FUNCTION habit.move_habit(p_user uuid, p_template uuid, p_befo
         v_ids uuid[];
         v_orders integer[];
         v_place integer;
-        v_prev integer;
-        v_next integer;
-        v_new bigint;
+        v_new integer;
         v_row public.habit_templates;
     BEGIN
         IF (p_before IS NULL) = (p_after IS NULL) OR v_anchor = p_template THEN
@@ -1597,28 +1736,16 @@ CREATE OR REPLACE FUNCTION habit.move_habit(p_user uuid, p_template uuid, p_befo
         IF p_after IS NOT NULL THEN
             v_place := v_place + 1;
         END IF;
-        v_prev := CASE WHEN v_place > 1 THEN v_orders[v_place - 1] END;
-        v_next := CASE WHEN v_place <= cardinality(v_ids) THEN v_orders[v_place] END;
-        IF (v_place > 1 AND v_prev IS NULL) OR (v_place <= cardinality(v_ids) AND v_next IS NULL)
-           OR (v_next::bigint - v_prev < 2)
-           OR (v_place = 1 AND v_next::bigint - c_gap < -2147483648)
-           OR (v_place > cardinality(v_ids) AND v_prev::bigint + c_gap > 2147483647) THEN
+        v_new := habit.order_between(v_orders, v_place, c_gap);
+        IF v_new IS NULL THEN
             UPDATE public.habit_templates t
             SET sort_order = c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END))
             FROM unnest(v_ids) WITH ORDINALITY AS o(id, n)
             WHERE t.user_id = p_user AND t.id = o.id
               AND t.sort_order IS DISTINCT FROM c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END));
             v_new := c_gap * v_place;
-        ELSIF v_prev IS NULL AND v_next IS NULL THEN
-            v_new := c_gap;
-        ELSIF v_prev IS NULL THEN
-            v_new := v_next::bigint - c_gap;
-        ELSIF v_next IS NULL THEN
-            v_new := v_prev::bigint + c_gap;
-        ELSE
-            v_new := v_prev + (v_next::bigint - v_prev) / 2;
         END IF;
-        UPDATE public.habit_templates t SET sort_order = v_new::integer
+        UPDATE public.habit_templates t SET sort_order = v_new
         WHERE t.user_id = p_user AND t.id = p_template
         RETURNING t.* INTO v_row;
         RETURN NEXT v_row;
@@ -1668,7 +1795,7 @@ COMMENT ON FUNCTION habit.move_habit(uuid, uuid, uuid, uuid) IS
 -- number is 22P02.
 CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
                                    new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb,
-                                   new_measure jsonb)
+                                   new_measure jsonb, new_area_id uuid)
     RETURNS public.habit_templates
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -1683,11 +1810,11 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
         wanted_period text := coalesce(m ->> 'target_period', 'day');
     BEGIN
         INSERT INTO public.habit_templates AS h (id, user_id, name, icon, color, activated_at, sort_order, schedule,
-                                                 kind, unit, target, target_type, target_period)
+                                                 kind, unit, target, target_type, target_period, area_id)
         VALUES (coalesce(new_id, gen_random_uuid()), acting_user, new_name, new_icon, new_color,
                 coalesce(new_activated_at, now()),
                 coalesce(new_sort_order, habit.next_habit_sort_order(acting_user)), wanted,
-                wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period)
+                wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period, new_area_id)
         ON CONFLICT DO NOTHING
         RETURNING h.* INTO result;
         IF FOUND THEN
@@ -1698,6 +1825,7 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
                AND result.icon IS NOT DISTINCT FROM new_icon
                AND result.color IS NOT DISTINCT FROM new_color
                AND result.schedule = wanted
+               AND result.area_id IS NOT DISTINCT FROM new_area_id
                AND (result.kind, result.unit, result.target, result.target_type, result.target_period)
                    IS NOT DISTINCT FROM (wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period)
                AND (new_activated_at IS NULL OR result.activated_at = new_activated_at)
@@ -1708,8 +1836,21 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
             USING ERRCODE = 'HB002', TABLE = 'habit_templates', SCHEMA = 'public';
     END
     $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb, uuid) IS
+    'Creates a habit of acting_user with a schedule (NULL: daily), a kind and target (new_measure; NULL: boolean, 1 a day) and an area (new_area_id, NULL: none), or returns the caller''s habit with new_id when its fields, schedule, target and area included, equal the given ones; else SQLSTATE HB002 (sql/0010, sql/0029, sql/0037).';
+
+-- Without an area: by the one body above.
+CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb,
+                                   new_measure jsonb)
+    RETURNS public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT habit.create_habit(acting_user, new_id, new_name, new_icon, new_color, new_activated_at, new_sort_order, new_schedule, new_measure, NULL)
+    $fn$;
 COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb) IS
-    'Creates a habit of acting_user with a schedule (NULL: daily) and a kind and target (new_measure; NULL: boolean, 1 a day), or returns the caller''s habit with new_id when its fields, schedule and target included, equal the given ones; else SQLSTATE HB002 (sql/0010, sql/0029).';
+    'habit.create_habit without an area (sql/0029; since sql/0037 a call of the area overload).';
 
 -- Without a kind and target: a boolean habit, by the one body above.
 CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
@@ -5946,14 +6087,15 @@ REVOKE ALL ON SCHEMA extensions FROM PUBLIC;
 -- No TRUNCATE, TRIGGER or REFERENCES (nor MAINTAIN on PostgreSQL 17+) for anyone but the owner.
 REVOKE ALL ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state, public.weekly_completion_counts,
-    public.task_lists, public.tasks, public.habit_reminders
+    public.task_lists, public.tasks, public.habit_reminders, public.habit_areas
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 REVOKE ALL ON ALL TABLES IN SCHEMA habit, admin
     FROM PUBLIC, anon, authenticated, service_role, habit_batch, habit_admin, habit_worker;
 
 -- The apps' own rows: a user reads and writes them (row-level security: only their own).
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.profiles, public.habit_templates, public.habit_completions,
-    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks, public.habit_reminders
+    public.habit_skips, public.habit_checkins, public.habit_day_notes, public.task_lists, public.tasks, public.habit_reminders,
+    public.habit_areas
     TO authenticated, service_role;
 -- Derived rows, written only by SECURITY DEFINER triggers (periods, the streak runs) or the
 -- batch (weekly counts): users read.
@@ -5966,7 +6108,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON public.weekly_completion_counts TO habit
 -- Admins read everything of ours.
 GRANT SELECT ON public.profiles, public.habit_templates, public.habit_completions, public.habit_periods,
     public.habit_skips, public.habit_checkins, public.habit_day_notes, public.habit_streak_runs, public.habit_streak_state,
-    public.weekly_completion_counts, public.task_lists, public.tasks, public.habit_reminders TO habit_admin;
+    public.weekly_completion_counts, public.task_lists, public.tasks, public.habit_reminders, public.habit_areas TO habit_admin;
 GRANT SELECT ON ALL TABLES IN SCHEMA habit, admin TO habit_admin;
 
 -- habit: zone names for every role that computes a date; the migrations for system.health
@@ -6024,6 +6166,9 @@ GRANT EXECUTE ON FUNCTION habit.next_habit_sort_order(uuid), habit.next_task_pos
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb),
     habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb),
+    habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb, uuid),
+    habit.order_between(integer[], integer, integer),
+    habit.create_area(uuid, uuid, text), habit.move_area(uuid, uuid, uuid, uuid),
     habit.create_list(uuid, uuid, text), habit.create_task(uuid, uuid, text, text, uuid, date, integer),
     habit.set_schedule(uuid, jsonb), habit.move_habit(uuid, uuid, uuid, uuid), habit.set_habit_archived(uuid, uuid, boolean),
     habit.set_day_state(uuid, uuid, date, text, text, boolean), habit.set_skips(uuid, uuid, date, date, boolean, text),
@@ -7843,6 +7988,79 @@ COMMENT ON COLUMN habit.import_reminders.local_time IS 'document.reminders[i].ti
 COMMENT ON COLUMN habit.import_reminders.weekdays IS 'document.reminders[i].days as a bit set (NULL: "due").';
 
 """#),
+        SQLFile(path: "migrations/0037_areas.sql", text: #"""
+-- 0037 (issue 33, item 1): areas. A user's named groups of habits ("Health", "Work"), in an
+-- order the user sets (areas.move); a habit is in at most one (habit_templates.area_id).
+-- day.get answers each habit's area and, per area, whether every habit due in it that day is
+-- done. Deleting an area keeps its habits, unassigned: the area's BEFORE DELETE trigger
+-- clears area_id of the user's habits (triggers/habit_areas.sql), as task_lists' does for
+-- tasks, since the key includes user_id and Citus refuses ON DELETE SET NULL on it (sql/0027).
+CREATE TABLE public.habit_areas (
+    id         uuid NOT NULL DEFAULT gen_random_uuid(),
+    user_id    uuid NOT NULL,
+    name       text NOT NULL
+               CONSTRAINT habit_areas_name_check
+               CHECK (char_length(name) BETWEEN 1 AND 100 AND name !~ '^[[:space:]]' AND name !~ '[[:space:]]$')
+               CONSTRAINT habit_areas_name_bidi_check CHECK (habit.has_no_bidi_controls(name)),
+    sort_order integer,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    change_seq bigint NOT NULL DEFAULT 0,
+    -- Per user, as every key since sql/0027; habits reference (id, user_id), so a habit can
+    -- never sit in another user's area, whoever writes it.
+    CONSTRAINT habit_areas_pkey PRIMARY KEY (id, user_id)
+);
+COMMENT ON TABLE public.habit_areas IS
+    'A user''s areas: named groups of habits, ordered by sort_order (at most 100 a user, habit.row_limits). Deleting one keeps its habits, unassigned (sql/0037).';
+COMMENT ON COLUMN public.habit_areas.id IS 'The area''s id.';
+COMMENT ON COLUMN public.habit_areas.user_id IS 'Owner (auth.uid()). Every query filters on it; RLS enforces it.';
+COMMENT ON COLUMN public.habit_areas.name IS 'Display name: trimmed, 1-100 characters, no bidirectional control characters (not unique).';
+COMMENT ON COLUMN public.habit_areas.sort_order IS
+    'Order of the user''s areas (ascending, NULLS LAST; ties by created_at, id). areas.create puts a new area after the last; areas.move writes it.';
+COMMENT ON COLUMN public.habit_areas.created_at IS 'When the area was created.';
+COMMENT ON COLUMN public.habit_areas.updated_at IS 'When the area last changed. Set by trigger.';
+COMMENT ON COLUMN public.habit_areas.change_seq IS
+    'The change number (habit.sync_clocks) of the write that last changed the row. Set by trigger.';
+CREATE INDEX habit_areas_user_order_idx ON public.habit_areas (user_id, sort_order, created_at, id);
+CREATE INDEX habit_areas_user_change_seq_idx ON public.habit_areas (user_id, change_seq, id);
+
+ALTER TABLE public.habit_templates ADD COLUMN area_id uuid,
+    ADD CONSTRAINT habit_templates_area_fkey FOREIGN KEY (area_id, user_id) REFERENCES public.habit_areas (id, user_id);
+COMMENT ON COLUMN public.habit_templates.area_id IS
+    'The habit''s area (habit_areas.id of the same user), or NULL for none. Cleared when the area is deleted (sql/0037).';
+-- Serves the deleted area's clearing and the key's check on an area's deletion.
+CREATE INDEX habit_templates_area_idx ON public.habit_templates (user_id, area_id) WHERE area_id IS NOT NULL;
+
+-- At most 100 areas a user (day.get answers all of them every time).
+ALTER TABLE habit.row_limits DROP CONSTRAINT row_limits_table_name_check,
+    ADD CONSTRAINT row_limits_table_name_check CHECK (table_name IN ('habit_templates', 'tasks', 'task_lists', 'habit_areas'));
+COMMENT ON COLUMN habit.row_limits.table_name IS 'A table of public (habit_templates, tasks, task_lists or habit_areas).';
+INSERT INTO habit.row_limits (table_name, max_rows) VALUES ('habit_areas', 100);
+
+-- Areas are synced, exported and tombstoned like every user table.
+ALTER TABLE habit.sync_tombstones DROP CONSTRAINT sync_tombstones_kind_check,
+    ADD CONSTRAINT sync_tombstones_kind_check
+        CHECK (kind IN ('profile', 'areas', 'habits', 'periods', 'completions', 'skips', 'lists', 'tasks', 'checkins', 'notes', 'reminders'));
+COMMENT ON COLUMN habit.sync_tombstones.kind IS
+    'What was deleted: profile, areas, habits, periods, completions, skips, lists, tasks, checkins, notes or reminders.';
+
+-- account.import takes the document's areas (an optional member) and each habit's area_id:
+-- staged like the rest (sql/0028).
+CREATE UNLOGGED TABLE habit.import_areas (
+    user_id uuid NOT NULL, i integer NOT NULL, id uuid, name text, sort_order integer,
+    PRIMARY KEY (user_id, i)
+);
+CREATE INDEX import_areas_id_idx ON habit.import_areas (user_id, id);
+COMMENT ON TABLE habit.import_areas IS 'account.import''s staged areas of the document, alive only inside the importing transaction (sql/0037).';
+COMMENT ON COLUMN habit.import_areas.user_id IS 'The importing user (p_user).';
+COMMENT ON COLUMN habit.import_areas.i IS 'The area''s index in document.areas.';
+COMMENT ON COLUMN habit.import_areas.id IS 'document.areas[i].id.';
+COMMENT ON COLUMN habit.import_areas.name IS 'document.areas[i].name.';
+COMMENT ON COLUMN habit.import_areas.sort_order IS 'document.areas[i].sort_order.';
+ALTER TABLE habit.import_habits ADD COLUMN area_id uuid;
+COMMENT ON COLUMN habit.import_habits.area_id IS 'The document habit''s area_id (sql/0037).';
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -7961,6 +8179,21 @@ CREATE POLICY habit_day_notes_delete_own ON public.habit_day_notes FOR DELETE TO
 DROP POLICY IF EXISTS habit_day_notes_read_all ON public.habit_day_notes;
 CREATE POLICY habit_day_notes_read_all ON public.habit_day_notes FOR SELECT TO habit_batch, habit_admin USING (true);
 
+-- public.habit_areas (sql/0037): the user's own; admins read (weekly counts never read areas).
+ALTER TABLE public.habit_areas ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.habit_areas FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS habit_areas_select_own ON public.habit_areas;
+CREATE POLICY habit_areas_select_own ON public.habit_areas FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_insert_own ON public.habit_areas;
+CREATE POLICY habit_areas_insert_own ON public.habit_areas FOR INSERT TO authenticated WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_update_own ON public.habit_areas;
+CREATE POLICY habit_areas_update_own ON public.habit_areas FOR UPDATE TO authenticated
+    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_delete_own ON public.habit_areas;
+CREATE POLICY habit_areas_delete_own ON public.habit_areas FOR DELETE TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS habit_areas_read_all ON public.habit_areas;
+CREATE POLICY habit_areas_read_all ON public.habit_areas FOR SELECT TO habit_admin USING (true);
+
 -- public.habit_reminders (sql/0036)
 ALTER TABLE public.habit_reminders ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.habit_reminders FORCE ROW LEVEL SECURITY;
@@ -8055,6 +8288,79 @@ CREATE POLICY sync_mutations_select_own ON habit.sync_mutations FOR SELECT TO au
 -- Written only by habit.sync_mutation_claim/_record (sql/0023 dropped the insert and update policies).
 DROP POLICY IF EXISTS sync_mutations_read_all ON habit.sync_mutations;
 CREATE POLICY sync_mutations_read_all ON habit.sync_mutations FOR SELECT TO habit_admin USING (true);
+
+"""#),
+        SQLFile(path: "triggers/habit_areas.sql", text: #"""
+-- The triggers of public.habit_areas (sql/migrations/0037): one BEFORE and one AFTER row
+-- trigger, each writing only rows of the user_id of the row that fired it; an UPDATE that
+-- changes nothing does nothing. A TRUNCATE trigger (statement-level: the one kind there is)
+-- forgets the row counters.
+--
+-- Current-state file: applied again by `habit migrate` whenever this file changes (docs/schema.md,
+-- "Migrations"). Removing a trigger needs a DROP TRIGGER in a versioned migration.
+
+-- BEFORE: on DELETE, the area cleared from the user's habits (habit_templates_area_fkey is NO
+-- ACTION, as tasks_list_fkey: Citus refuses ON DELETE SET NULL on a key that includes
+-- user_id, so this trigger does what the key would, for every writer; the habits' own
+-- triggers stamp them); updated_at touched on a real change; the change number.
+-- AFTER: the row limit counted (100 a user), a deleted or moved key's tombstone.
+CREATE OR REPLACE FUNCTION habit.habit_areas_before() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            -- Only rows row-level security let the caller delete get here. The key's check
+            -- runs after the statement and finds no habit left in the area.
+            UPDATE public.habit_templates t SET area_id = NULL WHERE t.user_id = OLD.user_id AND t.area_id = OLD.id;
+            RETURN OLD;
+        END IF;
+        -- Another user's row: row-level security refuses it; nothing here runs first (the rule
+        -- and the reason in triggers/habit_completions.sql).
+        IF NEW.user_id IS DISTINCT FROM auth.uid() THEN
+            IF NOT habit.acts_for_users() THEN
+                RETURN NEW;
+            END IF;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN
+            IF NEW IS NOT DISTINCT FROM OLD THEN
+                RETURN NEW;
+            END IF;
+            NEW.updated_at := now();
+        END IF;
+        NEW.change_seq := habit.sync_stamp(NEW.user_id, 'areas',
+            CASE WHEN TG_OP = 'INSERT' OR (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN NEW.id::text END);
+        RETURN NEW;
+    END
+    $fn$;
+
+CREATE OR REPLACE FUNCTION habit.habit_areas_after() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            PERFORM habit.count_row(NEW.user_id, 'habit_areas', 1);
+        ELSIF TG_OP = 'DELETE' THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'areas', OLD.id::text);
+            PERFORM habit.count_row(OLD.user_id, 'habit_areas', -1);
+        ELSIF (NEW.user_id, NEW.id) IS DISTINCT FROM (OLD.user_id, OLD.id) THEN
+            PERFORM habit.sync_tombstone(OLD.user_id, 'areas', OLD.id::text);
+            IF NEW.user_id IS DISTINCT FROM OLD.user_id THEN
+                PERFORM habit.count_row(OLD.user_id, 'habit_areas', -1);
+                PERFORM habit.count_row(NEW.user_id, 'habit_areas', 1);
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+
+CREATE OR REPLACE TRIGGER habit_areas_before BEFORE INSERT OR UPDATE OR DELETE ON public.habit_areas
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_areas_before();
+CREATE OR REPLACE TRIGGER habit_areas_after AFTER INSERT OR UPDATE OR DELETE ON public.habit_areas
+    FOR EACH ROW EXECUTE FUNCTION habit.habit_areas_after();
+CREATE OR REPLACE TRIGGER habit_areas_truncate AFTER TRUNCATE ON public.habit_areas
+    FOR EACH STATEMENT EXECUTE FUNCTION habit.count_truncated_rows();
 
 """#),
         SQLFile(path: "triggers/habit_checkins.sql", text: #"""

@@ -63,6 +63,34 @@ CREATE OR REPLACE FUNCTION habit.set_habit_archived(p_user uuid, p_template uuid
 COMMENT ON FUNCTION habit.set_habit_archived(uuid, uuid, boolean) IS
     'habits.archive (p_archived: archived_at := now() unless set) and habits.unarchive (NULL); the row, none when not p_user''s (issue 33, sql/0035).';
 
+-- The sort_order of an item put at index p_place (from 1) of an ordered list whose other
+-- items have p_orders (in the list's order): halfway between its neighbours, or p_gap past
+-- the neighbour it has at an end; NULL when there is no room (neighbours one apart, a NULL
+-- neighbour, an integer's end), and the caller numbers the list again, p_gap apart. For
+-- habits.move and areas.move.
+CREATE OR REPLACE FUNCTION habit.order_between(p_orders integer[], p_place integer, p_gap integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        n integer := coalesce(cardinality(p_orders), 0);
+        v_prev bigint := CASE WHEN p_place > 1 THEN p_orders[p_place - 1] END;
+        v_next bigint := CASE WHEN p_place <= n THEN p_orders[p_place] END;
+    BEGIN
+        IF (p_place > 1 AND v_prev IS NULL) OR (p_place <= n AND v_next IS NULL) OR v_next - v_prev < 2
+           OR (p_place = 1 AND v_next - p_gap < -2147483648)
+           OR (p_place > n AND v_prev + p_gap > 2147483647) THEN
+            RETURN NULL;
+        END IF;
+        RETURN CASE WHEN v_prev IS NULL AND v_next IS NULL THEN p_gap
+                    WHEN v_prev IS NULL THEN v_next - p_gap
+                    WHEN v_next IS NULL THEN v_prev + p_gap
+                    ELSE v_prev + (v_next - v_prev) / 2 END;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.order_between(integer[], integer, integer) IS
+    'sort_order for an item put at index p_place of a list whose other items have p_orders: between its neighbours, or p_gap past an end; NULL when there is no room (renumber).';
+
 -- habits.move (issue 33, item 2): puts p_template just before p_before or just after p_after
 -- (exactly one given, another habit of the user) in the daily list's order (sort_order NULLS
 -- LAST, created_at, id), and returns the moved row; no row when either habit is not the
@@ -82,9 +110,7 @@ CREATE OR REPLACE FUNCTION habit.move_habit(p_user uuid, p_template uuid, p_befo
         v_ids uuid[];
         v_orders integer[];
         v_place integer;
-        v_prev integer;
-        v_next integer;
-        v_new bigint;
+        v_new integer;
         v_row public.habit_templates;
     BEGIN
         IF (p_before IS NULL) = (p_after IS NULL) OR v_anchor = p_template THEN
@@ -107,28 +133,16 @@ CREATE OR REPLACE FUNCTION habit.move_habit(p_user uuid, p_template uuid, p_befo
         IF p_after IS NOT NULL THEN
             v_place := v_place + 1;
         END IF;
-        v_prev := CASE WHEN v_place > 1 THEN v_orders[v_place - 1] END;
-        v_next := CASE WHEN v_place <= cardinality(v_ids) THEN v_orders[v_place] END;
-        IF (v_place > 1 AND v_prev IS NULL) OR (v_place <= cardinality(v_ids) AND v_next IS NULL)
-           OR (v_next::bigint - v_prev < 2)
-           OR (v_place = 1 AND v_next::bigint - c_gap < -2147483648)
-           OR (v_place > cardinality(v_ids) AND v_prev::bigint + c_gap > 2147483647) THEN
+        v_new := habit.order_between(v_orders, v_place, c_gap);
+        IF v_new IS NULL THEN
             UPDATE public.habit_templates t
             SET sort_order = c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END))
             FROM unnest(v_ids) WITH ORDINALITY AS o(id, n)
             WHERE t.user_id = p_user AND t.id = o.id
               AND t.sort_order IS DISTINCT FROM c_gap * (o.n + (CASE WHEN o.n >= v_place THEN 1 ELSE 0 END));
             v_new := c_gap * v_place;
-        ELSIF v_prev IS NULL AND v_next IS NULL THEN
-            v_new := c_gap;
-        ELSIF v_prev IS NULL THEN
-            v_new := v_next::bigint - c_gap;
-        ELSIF v_next IS NULL THEN
-            v_new := v_prev::bigint + c_gap;
-        ELSE
-            v_new := v_prev + (v_next::bigint - v_prev) / 2;
         END IF;
-        UPDATE public.habit_templates t SET sort_order = v_new::integer
+        UPDATE public.habit_templates t SET sort_order = v_new
         WHERE t.user_id = p_user AND t.id = p_template
         RETURNING t.* INTO v_row;
         RETURN NEXT v_row;
@@ -178,7 +192,7 @@ COMMENT ON FUNCTION habit.move_habit(uuid, uuid, uuid, uuid) IS
 -- number is 22P02.
 CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
                                    new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb,
-                                   new_measure jsonb)
+                                   new_measure jsonb, new_area_id uuid)
     RETURNS public.habit_templates
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -193,11 +207,11 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
         wanted_period text := coalesce(m ->> 'target_period', 'day');
     BEGIN
         INSERT INTO public.habit_templates AS h (id, user_id, name, icon, color, activated_at, sort_order, schedule,
-                                                 kind, unit, target, target_type, target_period)
+                                                 kind, unit, target, target_type, target_period, area_id)
         VALUES (coalesce(new_id, gen_random_uuid()), acting_user, new_name, new_icon, new_color,
                 coalesce(new_activated_at, now()),
                 coalesce(new_sort_order, habit.next_habit_sort_order(acting_user)), wanted,
-                wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period)
+                wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period, new_area_id)
         ON CONFLICT DO NOTHING
         RETURNING h.* INTO result;
         IF FOUND THEN
@@ -208,6 +222,7 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
                AND result.icon IS NOT DISTINCT FROM new_icon
                AND result.color IS NOT DISTINCT FROM new_color
                AND result.schedule = wanted
+               AND result.area_id IS NOT DISTINCT FROM new_area_id
                AND (result.kind, result.unit, result.target, result.target_type, result.target_period)
                    IS NOT DISTINCT FROM (wanted_kind, m ->> 'unit', wanted_target, wanted_type, wanted_period)
                AND (new_activated_at IS NULL OR result.activated_at = new_activated_at)
@@ -218,8 +233,21 @@ CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new
             USING ERRCODE = 'HB002', TABLE = 'habit_templates', SCHEMA = 'public';
     END
     $fn$;
+COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb, uuid) IS
+    'Creates a habit of acting_user with a schedule (NULL: daily), a kind and target (new_measure; NULL: boolean, 1 a day) and an area (new_area_id, NULL: none), or returns the caller''s habit with new_id when its fields, schedule, target and area included, equal the given ones; else SQLSTATE HB002 (sql/0010, sql/0029, sql/0037).';
+
+-- Without an area: by the one body above.
+CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
+                                   new_activated_at timestamptz, new_sort_order integer, new_schedule jsonb,
+                                   new_measure jsonb)
+    RETURNS public.habit_templates
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    SELECT habit.create_habit(acting_user, new_id, new_name, new_icon, new_color, new_activated_at, new_sort_order, new_schedule, new_measure, NULL)
+    $fn$;
 COMMENT ON FUNCTION habit.create_habit(uuid, uuid, text, text, text, timestamptz, integer, jsonb, jsonb) IS
-    'Creates a habit of acting_user with a schedule (NULL: daily) and a kind and target (new_measure; NULL: boolean, 1 a day), or returns the caller''s habit with new_id when its fields, schedule and target included, equal the given ones; else SQLSTATE HB002 (sql/0010, sql/0029).';
+    'habit.create_habit without an area (sql/0029; since sql/0037 a call of the area overload).';
 
 -- Without a kind and target: a boolean habit, by the one body above.
 CREATE OR REPLACE FUNCTION habit.create_habit(acting_user uuid, new_id uuid, new_name text, new_icon text, new_color text,
