@@ -12,6 +12,7 @@ public enum HabitMethods {
         "profile.get", "profile.set",
         "habits.list", "habits.history", "habits.update", "habits.deactivate", "habits.activate", "habits.delete",
         "habits.move", "habits.archive", "habits.unarchive",
+        "areas.list", "areas.update", "areas.delete", "areas.move",
         "day.get", "widget.get", "week.counts", "completions.set", "skips.set_range", "habits.stats", "stats.calendar",
         "checkins.remove", "checkins.list", "notes.set",
         "reminders.set", "reminders.list", "reminders.due", "reminders.claim", "reminders.ack",
@@ -27,7 +28,7 @@ public enum HabitMethods {
     /// Retry-safe only with a client-supplied `id` (the same id and fields again return the
     /// row the first attempt created; other fields answer `id_conflict`); `checkins.add`'s is
     /// `client_id`.
-    public static let retrySafeWithID: Set<String> = ["habits.create", "lists.create", "tasks.create", "checkins.add"]
+    public static let retrySafeWithID: Set<String> = ["habits.create", "areas.create", "lists.create", "tasks.create", "checkins.add"]
 
     /// Never retry-safe: each call changes the state again (`completions.toggle`, `tasks.cycle`).
     public static func isRetrySafe(method: String, params: JSONObject?) -> Bool {
@@ -83,11 +84,13 @@ public struct Habit: Codable, Sendable, Equatable {
     public var currentStreak: Streak?
     /// When the habit was archived (habits.archive); nil while not.
     public var archivedAt: String?
+    /// The habit's area (areas.create); nil for none.
+    public var areaID: String?
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon, color, isActive = "is_active", activatedAt = "activated_at", deactivatedAt = "deactivated_at"
         case sortOrder = "sort_order", createdAt = "created_at", updatedAt = "updated_at", schedule, due
-        case currentStreak = "current_streak", archivedAt = "archived_at"
+        case currentStreak = "current_streak", archivedAt = "archived_at", areaID = "area_id"
     }
 }
 

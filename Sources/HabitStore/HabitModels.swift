@@ -35,9 +35,11 @@ public struct Habit: Sendable, Equatable {
     public var measure: HabitMeasure
     /// When it was archived (habits.archive, sql/0035); nil while not.
     public var archivedAt: PostgresTimestamp?
+    /// The habit's area (sql/0037); nil for none.
+    public var areaID: UUID?
 
     /// The columns `init(row:at:)` reads, in this order, in a SELECT or RETURNING list.
-    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule, kind, unit, target, target_type, target_period, archived_at"
+    static let columns = "id, name, icon, color, is_active, activated_at, deactivated_at, sort_order, created_at, updated_at, schedule, kind, unit, target, target_type, target_period, archived_at, area_id"
 
     static let columnNames = columns.split(separator: ", ").map(String.init)
 
@@ -66,6 +68,7 @@ public struct Habit: Sendable, Equatable {
         schedule = try HabitSchedule(storedJSON: row.decode(JSONB.self, at: first + 10).text)
         measure = try HabitMeasure(row: row, at: first + 11)
         archivedAt = try row.decode(PostgresTimestamp?.self, at: first + 16)
+        areaID = try row.decode(UUID?.self, at: first + 17)
     }
 }
 
@@ -84,11 +87,14 @@ public struct HabitDraft: Sendable {
     public var schedule: HabitSchedule?
     /// Kind and target; default a boolean habit, once a day.
     public var measure: HabitMeasure
+    /// The user's area it goes in; default none.
+    public var areaID: UUID?
 
     public init(id: UUID? = nil, name: String, icon: String? = nil, color: String? = nil,
                 activatedAt: PostgresTimestamp? = nil, sortOrder: Int? = nil, schedule: HabitSchedule? = nil,
-                measure: HabitMeasure = .boolean) {
+                measure: HabitMeasure = .boolean, areaID: UUID? = nil) {
         self.measure = measure
+        self.areaID = areaID
         self.id = id
         self.name = name
         self.icon = icon
@@ -115,10 +121,13 @@ public struct HabitChanges: Sendable {
     public var target: DecimalValue?
     public var targetType: TargetType?
     public var targetPeriod: TargetPeriod?
+    /// Another area of the user, or `.some(nil)`: none.
+    public var areaID: UUID??
 
     public init(name: String? = nil, icon: String?? = nil, color: String?? = nil, sortOrder: Int?? = nil,
                 schedule: HabitSchedule? = nil, kind: HabitKind? = nil, unit: String?? = nil, target: DecimalValue? = nil,
-                targetType: TargetType? = nil, targetPeriod: TargetPeriod? = nil) {
+                targetType: TargetType? = nil, targetPeriod: TargetPeriod? = nil, areaID: UUID?? = nil) {
+        self.areaID = areaID
         self.kind = kind
         self.unit = unit
         self.target = target
@@ -172,6 +181,8 @@ public struct DayView: Sendable, Equatable {
     public var currentStreaks: [UUID: CurrentStreak]? = nil
     /// Each listed habit's value, check-ins and note on `date` (sql/0029).
     public var details: [UUID: DayDetail] = [:]
+    /// Every area of the user, in order, with its habits due and done on `date` (sql/0037).
+    public var areas: [AreaDay] = []
 }
 
 /// A habit's day as day.get shows it: for a habit counted from check-ins (habit.is_counted; nil

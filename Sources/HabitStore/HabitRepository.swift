@@ -101,7 +101,8 @@ public final class HabitRepository {
                                     \(schedule.jsonb),
                                     jsonb_strip_nulls(jsonb_build_object('kind', \(measure.kind.rawValue)::text, 'unit', \(measure.unit)::text,
                                         'target', \(measure.target.text)::text, 'target_type', \(measure.targetType.rawValue)::text,
-                                        'target_period', \(measure.targetPeriod.rawValue)::text)))
+                                        'target_period', \(measure.targetPeriod.rawValue)::text)),
+                                    \(draft.areaID)::uuid)
             """).single())
     }
 
@@ -126,7 +127,8 @@ public final class HabitRepository {
                 unit = CASE WHEN \(unit != nil) THEN \(unit ?? nil)::text ELSE unit END,
                 target = coalesce(\(changes.target?.text)::numeric, target),
                 target_type = coalesce(\(changes.targetType?.rawValue)::text, target_type),
-                target_period = coalesce(\(changes.targetPeriod?.rawValue)::text, target_period)
+                target_period = coalesce(\(changes.targetPeriod?.rawValue)::text, target_period),
+                area_id = CASE WHEN \(changes.areaID != nil) THEN \(changes.areaID ?? nil)::uuid ELSE area_id END
             WHERE id = \(id) AND user_id = \(user)
             RETURNING \(unsafeSQL: Habit.columns)
             """)
@@ -275,7 +277,14 @@ public final class HabitRepository {
             var view = DayView(date: date, today: try first.decode(CalendarDate.self, at: 0), habits: [], completed: [])
             let detailColumn = 4 + Habit.columnNames.count
             let streakColumn = detailColumn + 4
+            // The user's areas (ids and names, in order), on one row of the answer only.
+            let areaColumn = streakColumn + (includeStreaks ? 2 : 0)
+            var areaIDs: [UUID] = [], areaNames: [String] = []
             if includeStreaks { view.currentStreaks = [:] }
+            for row in rows where !row.isNull(at: areaColumn) {
+                areaIDs = try row.decode([UUID].self, at: areaColumn)
+                areaNames = try row.decode([String].self, at: areaColumn + 1)
+            }
             for row in rows where !row.isNull(at: 4) {
                 let habit = try Habit(row: row, at: 4)
                 view.habits.append(habit)
@@ -293,6 +302,10 @@ public final class HabitRepository {
                         start: try row.decode(CalendarDate?.self, at: streakColumn + 1))
                 }
             }
+            view.areas = zip(areaIDs, areaNames).map { id, name in
+                let counted = view.habits.filter { $0.areaID == id && view.due.contains($0.id) && !view.skipped.contains($0.id) }
+                return AreaDay(id: id, name: name, due: counted.count, done: counted.filter { view.completed.contains($0.id) }.count)
+            }
             return view
         }
     }
@@ -305,12 +318,18 @@ public final class HabitRepository {
         """
         WITH header AS MATERIALIZED (
             SELECT habit.local_day(now(), coalesce($2::text, p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) AS today,
+                   areas.ids AS area_ids, areas.names AS area_names,
                    habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) AS profile_today,
                    coalesce($2::text, p.timezone, 'UTC') AS tz, coalesce(p.day_starts_at, '00:00') AS ds,
                    CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk, $3::date AS day
             FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = $1
+            -- The user's areas in their order (day.get's areas), sent once: on one row.
+            CROSS JOIN LATERAL (SELECT coalesce(array_agg(a.id ORDER BY a.sort_order NULLS LAST, a.created_at, a.id), '{}') AS ids,
+                                       coalesce(array_agg(a.name ORDER BY a.sort_order NULLS LAST, a.created_at, a.id), '{}') AS names
+                                FROM public.habit_areas a WHERE a.user_id = $1) areas
         )
-        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.day_value, t.checkin_count, t.note, t.week_value\(includeStreaks ? ", t.current_length, t.current_start" : "")
+        SELECT header.today, t.due, t.done, t.skipped, \(Habit.columnList(prefix: "t.")), t.day_value, t.checkin_count, t.note, t.week_value\(includeStreaks ? ", t.current_length, t.current_start" : ""),
+               CASE WHEN row_number() OVER () = 1 THEN header.area_ids END, CASE WHEN row_number() OVER () = 1 THEN header.area_names END
         FROM header LEFT JOIN LATERAL (
             -- The schedule in force on that day, not the habit's current one.
             SELECT d.due, d.done, d.skipped,

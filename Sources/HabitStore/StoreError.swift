@@ -93,7 +93,9 @@ public enum InputFailure: String, CaseIterable, Sendable {
     case confirmationMismatch = "confirmation_mismatch"
     /// An account document whose `format` is not "habit-account" or whose `version` is not 1.
     case unsupportedFormat = "unsupported_format"
-    /// An account document's row that names a habit or list the document does not hold.
+    /// An id that names a row which is not there: an account document's row naming a habit,
+    /// list or area the document does not hold, or a habit's `area_id` that is not one of the
+    /// user's areas.
     case unknownReference = "unknown_reference"
     /// Periods out of order: not oldest first, overlapping, ending before they start, or an open
     /// period that is not the last.
@@ -234,6 +236,10 @@ extension StoreError {
         // Reminders (sql/migrations/0036).
         "habit_reminders_local_time_check": ("time", .invalidTime),
         "habit_reminders_weekdays_check": ("days", .outOfRange),
+        // Areas (sql/migrations/0037): a habit's area_id that is not one of the user's areas.
+        "habit_templates_area_fkey": ("area_id", .unknownReference),
+        "habit_areas_name_check": ("name", .invalidText),
+        "habit_areas_name_bidi_check": ("name", .invalidCharacters),
     ]
 
     /// The prose of the constraints no validation in Swift answers first (the others say

@@ -97,7 +97,8 @@ enum HabitsCreate: DatabaseMethod {
             activatedAt: try params.activationInstant(),
             sortOrder: try params.optionalInt("sort_order", range: sortOrderRange, description: "Default 1 + the user's highest."),
             schedule: try params.optionalSchedule(description: "The schedule of the first period. Absent or null: daily; with a weekly target, times_per_week 1 (the one it takes)."),
-            measure: try measure(params)
+            measure: try measure(params),
+            areaID: try params.optionalUUID("area_id", description: "One of the user's areas (areas.create). Absent or null: none.")
         )
         // A weekly target is met once a week (sql/0033): its schedule is times_per_week 1.
         if draft.schedule == nil, draft.measure.targetPeriod == .week { draft.schedule = .timesPerWeek(1) }
@@ -117,7 +118,7 @@ enum HabitsCreate: DatabaseMethod {
 enum HabitsUpdate: DatabaseMethod {
     static let name = "habits.update"
     static let retry = RetrySafety.always
-    static let summary = "Changes a habit's name, icon, color, sort order, schedule, unit or target."
+    static let summary = "Changes a habit's name, icon, color, sort order, schedule, unit, target or area."
     static let errors: [DomainErrorCode] = [.notFound]
     struct Params: Sendable { let user: UUID; let id: UUID; let changes: HabitChanges }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
@@ -127,7 +128,8 @@ enum HabitsUpdate: DatabaseMethod {
             icon: try params.clearableString("icon"),
             color: try params.clearableString("color"),
             sortOrder: try params.clearableInt("sort_order", range: sortOrderRange),
-            schedule: try params.optionalSchedule(description: "A new schedule: while active, the open period ends now and one starts with it (habits.history). Absent or null: keep.")
+            schedule: try params.optionalSchedule(description: "A new schedule: while active, the open period ends now and one starts with it (habits.history). Absent or null: keep."),
+            areaID: try params.clearableUUID("area_id")
         )
         let measure = try params.measureParams()
         (changes.kind, changes.unit, changes.target, changes.targetType, changes.targetPeriod) =
@@ -216,16 +218,7 @@ enum HabitsMove: DatabaseMethod {
         let before = try params.optionalUUID("before", description: "Another habit's id: put the habit just before it. Give before or after, not both.")
         let after = try params.optionalUUID("after", description: "Another habit's id: put the habit just after it.")
         if params.isDescribing { return Params(user: user, template: template, before: nil, after: nil) }
-        switch (before, after) {
-        case (_?, _?):
-            throw .invalidParams(field: "after", reason: InputFailure.notAllowed, message: "give either before or after, not both")
-        case (nil, nil):
-            throw .invalidParams(field: "before", reason: RPCReason.required, message: "missing: give before or after")
-        case (let anchor?, nil), (nil, let anchor?):
-            guard anchor != template else {
-                throw .invalidParams(field: before != nil ? "before" : "after", reason: InputFailure.notAllowed, message: "must be another habit than template_id")
-            }
-        }
+        try params.checkMoveAnchor(before: before, after: after, moved: template, noun: "habit", movedField: "template_id")
         return Params(user: user, template: template, before: before, after: after)
     }
     static func run(_ params: Params, in context: MethodContext) throws -> Habit {
@@ -281,6 +274,16 @@ extension DayView: MethodResult {
                                            "Ids (sorted) of the listed habits done on date.")),
         ("skipped", JSONSchema.described(JSONSchema.array(of: ValueSchema.uuid),
                                          "Ids (sorted) of the listed habits skipped on date.")),
+        ("areas", JSONSchema.described(JSONSchema.array(of: areaDaySchema),
+                                       "Every area of the user, in the areas' order, with its listed habits due and not skipped on date (due) and of those the done ones (done).")),
+    ])
+
+    static let areaDaySchema = JSONSchema.object([
+        ("id", ValueSchema.uuid),
+        ("name", JSONSchema.string()),
+        ("due", JSONSchema.described(JSONSchema.integer(0...1000), "The area's habits listed, due and not skipped on date.")),
+        ("done", JSONSchema.described(JSONSchema.integer(0...1000), "Of those, the done ones.")),
+        ("complete", JSONSchema.described(JSONSchema.boolean, "At least one is due and every one is done.")),
     ])
 
     /// A habit as the day lists it: the habit, and whether its schedule asks for it that day.
@@ -313,10 +316,23 @@ extension DayView: MethodResult {
         json.key("skipped"); json.beginArray()
         for id in skipped.sorted(by: UUID.textOrder) { json.uuid(id) }
         json.endArray()
+        json.key("areas"); json.beginArray()
+        for area in areas {
+            json.beginObject()
+            json.key("id"); json.uuid(area.id)
+            json.key("name"); json.string(area.name)
+            json.key("due"); json.int(area.due)
+            json.key("done"); json.int(area.done)
+            json.key("complete"); json.bool(area.complete)
+            json.endObject()
+        }
+        json.endArray()
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 256 + (currentStreaks == nil ? 460 : 510) * habits.count + 40 * (completed.count + skipped.count) }
+    public var estimatedJSONBytes: Int {
+        256 + (currentStreaks == nil ? 510 : 560) * habits.count + 40 * (completed.count + skipped.count) + 500 * areas.count
+    }
 }
 
 enum DayGet: SingleStatementMethod {

@@ -301,6 +301,21 @@ extension ParamsReader {
         OwnedID(user: try userID(), id: try uuid("id"))
     }
 
+    /// A move's anchor (habits.move, areas.move): exactly one of `before` and `after`, and not
+    /// the moved row itself.
+    func checkMoveAnchor(before: UUID?, after: UUID?, moved: UUID, noun: String, movedField: String) throws(RPCError) {
+        switch (before, after) {
+        case (_?, _?):
+            throw .invalidParams(field: "after", reason: InputFailure.notAllowed, message: "give either before or after, not both")
+        case (nil, nil):
+            throw .invalidParams(field: "before", reason: RPCReason.required, message: "missing: give before or after")
+        case (let anchor?, nil), (nil, let anchor?):
+            guard anchor != moved else {
+                throw .invalidParams(field: before != nil ? "before" : "after", reason: InputFailure.notAllowed, message: "must be another \(noun) than \(movedField)")
+            }
+        }
+    }
+
     /// Absent or null → nil.
     func optionalUUID(_ key: String, description: String? = nil) throws(RPCError) -> UUID? {
         if declares(key, schema: JSONSchema.nullable(ValueSchema.uuid), required: false, description: description) { return nil }

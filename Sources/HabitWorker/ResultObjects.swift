@@ -59,6 +59,7 @@ extension JSONWriter {
         key("target_type"); string(habit.measure.targetType.rawValue)
         key("target_period"); string(habit.measure.targetPeriod.rawValue)
         key("archived_at"); timestamp(habit.archivedAt)
+        key("area_id"); uuid(habit.areaID)
         if let due { key("due"); bool(due) }
         if let detail {
             // Where they apply (docs/protocol.md, "day.get"): the value and check-ins of a habit
@@ -88,6 +89,17 @@ extension JSONWriter {
         key("completed_at"); timestamp(task.completedAt)
         key("created_at"); timestamp(task.createdAt)
         key("updated_at"); timestamp(task.updatedAt)
+        endObject()
+    }
+
+    /// docs/protocol.md, "Area".
+    mutating func area(_ area: Area) {
+        beginObject()
+        key("id"); uuid(area.id)
+        key("name"); string(area.name)
+        key("sort_order"); if let order = area.sortOrder { int(order) } else { null() }
+        key("created_at"); timestamp(area.createdAt)
+        key("updated_at"); timestamp(area.updatedAt)
         endObject()
     }
 
@@ -122,10 +134,11 @@ extension Habit: SchemaComponent {
         ("target_type", JSONSchema.string(oneOf: TargetType.allCases.map(\.rawValue))),
         ("target_period", JSONSchema.described(JSONSchema.string(oneOf: TargetPeriod.allCases.map(\.rawValue)), "day, or week: the user's week's values summed, met once a week (schedule times_per_week 1); fixed at creation.")),
         ("archived_at", JSONSchema.described(JSONSchema.nullable(ValueSchema.timestamp), "When the habit was archived (habits.archive); null while not. Archived: hidden from day.get and habits.list's default view, history kept.")),
+        ("area_id", JSONSchema.described(JSONSchema.nullable(ValueSchema.uuid), "The habit's area (areas.create); null for none.")),
     ])
 
     public func write(to json: inout JSONWriter) { json.habit(self) }
-    public var estimatedJSONBytes: Int { 440 }
+    public var estimatedJSONBytes: Int { 490 }
 }
 
 extension TaskItem: SchemaComponent {
@@ -158,6 +171,20 @@ extension TaskList: SchemaComponent {
 
     public func write(to json: inout JSONWriter) { json.taskList(self) }
     public var estimatedJSONBytes: Int { 160 }
+}
+
+extension Area: SchemaComponent {
+    static let componentName = "Area"
+    static let objectSchema = JSONSchema.object([
+        ("id", ValueSchema.uuid),
+        ("name", JSONSchema.string()),
+        ("sort_order", JSONSchema.described(JSONSchema.nullable(ValueSchema.int32), "The areas' order (ascending; null last, then by created_at, id).")),
+        ("created_at", ValueSchema.timestamp),
+        ("updated_at", ValueSchema.timestamp),
+    ])
+
+    public func write(to json: inout JSONWriter) { json.area(self) }
+    public var estimatedJSONBytes: Int { 200 }
 }
 
 extension Profile: SchemaComponent {

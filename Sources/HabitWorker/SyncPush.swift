@@ -36,6 +36,7 @@ enum SyncPush: DatabaseMethod {
         ProfileSet.self,
         HabitsCreate.self, HabitsUpdate.self, HabitsDeactivate.self, HabitsActivate.self, HabitsDelete.self,
         HabitsMove.self, HabitsArchive.self, HabitsUnarchive.self,
+        AreasCreate.self, AreasUpdate.self, AreasDelete.self, AreasMove.self,
         CompletionsSet.self, CompletionsToggle.self, SkipsSetRange.self,
         CheckinsAdd.self, CheckinsRemove.self, NotesSet.self, RemindersSet.self,
         ListsCreate.self, ListsUpdate.self, ListsDelete.self,
