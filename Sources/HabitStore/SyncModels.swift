@@ -4,12 +4,13 @@ import PostgresClient
 /// What a pull reports each synced row as, in the order of a page within one change number:
 /// the rank of the cursor's `(seq, rank, key)` (sql/functions/sync.sql, docs/schema.md "Sync").
 public enum SyncKind: Int, CaseIterable, Sendable {
-    case profile = 0, habits, periods, completions, skips, lists, tasks, checkins, notes, reminders
+    case profile = 0, areas, habits, periods, completions, skips, lists, tasks, checkins, notes, reminders
 
     /// The kind's name in habit.sync_tombstones.kind.
     public var name: String {
         switch self {
         case .profile: "profile"
+        case .areas: "areas"
         case .habits: "habits"
         case .periods: "periods"
         case .completions: "completions"
@@ -23,7 +24,7 @@ public enum SyncKind: Int, CaseIterable, Sendable {
     }
 
     /// The rank after every kind: a caught-up cursor is `(S, caughtUpRank, "")`.
-    static let caughtUpRank = 10
+    static let caughtUpRank = 11
 }
 
 /// A habit and a calendar date: the key of a completion or a skip (`<template_id>/<YYYY-MM-DD>`).
@@ -94,6 +95,7 @@ public struct SyncPeriod: Sendable, Equatable {
 /// The keys deleted since the cursor (habit.sync_tombstones).
 public struct SyncDeletions: Sendable, Equatable {
     public var profile = false
+    public var areas: [UUID] = []
     public var habits: [UUID] = []
     public var periods: [UUID] = []
     public var completions: [DayKey] = []
@@ -107,7 +109,7 @@ public struct SyncDeletions: Sendable, Equatable {
     public init() {}
 
     public var isEmpty: Bool {
-        !profile && habits.isEmpty && periods.isEmpty && completions.isEmpty && skips.isEmpty && lists.isEmpty && tasks.isEmpty
+        !profile && areas.isEmpty && habits.isEmpty && periods.isEmpty && completions.isEmpty && skips.isEmpty && lists.isEmpty && tasks.isEmpty
             && checkins.isEmpty && notes.isEmpty && reminders.isEmpty
     }
 }
@@ -116,6 +118,7 @@ public struct SyncDeletions: Sendable, Equatable {
 /// cursor, each at most once, and the cursor to continue from.
 public struct SyncPage: Sendable {
     public var profile: Profile?
+    public var areas: [Area] = []
     public var habits: [Habit] = []
     public var periods: [SyncPeriod] = []
     public var completions: [SyncCompletion] = []
@@ -138,9 +141,9 @@ public struct SyncPage: Sendable {
 
     /// Rows and deletions in the page.
     public var count: Int {
-        (profile == nil ? 0 : 1) + habits.count + periods.count + completions.count + skips.count + lists.count + tasks.count
+        (profile == nil ? 0 : 1) + areas.count + habits.count + periods.count + completions.count + skips.count + lists.count + tasks.count
             + checkins.count + notes.count + reminders.count
-            + (deleted.profile ? 1 : 0) + deleted.habits.count + deleted.periods.count + deleted.completions.count
+            + (deleted.profile ? 1 : 0) + deleted.areas.count + deleted.habits.count + deleted.periods.count + deleted.completions.count
             + deleted.skips.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count + deleted.notes.count + deleted.reminders.count
     }
 }
@@ -149,10 +152,10 @@ public struct SyncPage: Sendable {
 /// `(seq, rank, key)` has been sent. `freshUpto`: the clock when the walk began without a cursor;
 /// tombstones numbered at or below it are not sent (the client never had those rows).
 /// `issuedAt`: Unix seconds when the cursor was handed out (a cursor older than the retention
-/// has expired). Text: `v3.` + base64url (no padding) of `<seq>.<rank>.<key>.<fresh_upto>.<issued>`.
+/// has expired). Text: `v4.` + base64url (no padding) of `<seq>.<rank>.<key>.<fresh_upto>.<issued>`.
 /// `v1.` cursors come from before check-ins and notes were pulled (issue 32), `v2.` from before
-/// reminders were (issue 33): their holders never received those rows, so such a cursor has
-/// expired (the client pulls from scratch).
+/// reminders were and `v3.` from before areas were (issue 33): their holders never received
+/// those rows, so such a cursor has expired (the client pulls from scratch).
 public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
     public let seq: Int64
     public let rank: Int
@@ -175,15 +178,17 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
 
     var isCaughtUp: Bool { rank == SyncKind.caughtUpRank }
 
-    private static let prefix = "v3."
+    private static let prefix = "v4."
     /// Before check-ins and notes: ranks 0–6 for the kinds up to tasks, 7 for caught up; before
-    /// reminders: 0–8, 9 for caught up.
-    private static let legacyCursors = [(prefix: "v1.", caughtUpRank: 7), (prefix: "v2.", caughtUpRank: 9)]
+    /// reminders: 0–8, 9 for caught up; before areas (rank 1 since): 0–9, 10 for caught up.
+    private static let legacyCursors = [(prefix: "v1.", caughtUpRank: 7), (prefix: "v2.", caughtUpRank: 9),
+                                        (prefix: "v3.", caughtUpRank: 10)]
 
     /// Reads a cursor's text; anything this code did not write is `invalidCursor`, and a
     /// well-formed `v1.` cursor (one this service wrote before) `cursorExpired`.
     public init(text: String) throws(StoreError) {
-        for legacy in Self.legacyCursors where Self.fields(text, prefix: legacy.prefix, caughtUpRank: legacy.caughtUpRank) != nil {
+        for legacy in Self.legacyCursors
+        where Self.fields(text, prefix: legacy.prefix, caughtUpRank: legacy.caughtUpRank, legacy: true) != nil {
             throw StoreError.cursorExpired
         }
         guard let fields = Self.fields(text, prefix: Self.prefix, caughtUpRank: SyncKind.caughtUpRank) else { throw StoreError.invalidCursor }
@@ -192,7 +197,7 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
 
     /// The fields of a cursor text with `prefix` whose ranks end at `caughtUpRank`; nil for
     /// anything else.
-    private static func fields(_ text: String, prefix: String, caughtUpRank: Int)
+    private static func fields(_ text: String, prefix: String, caughtUpRank: Int, legacy: Bool = false)
         -> (seq: Int64, rank: Int, key: String, freshUpto: Int64, issuedAt: Int64)? {
         guard text.hasPrefix(prefix), text.count <= 200,
               let decoded = Data(base64URL: String(text.dropFirst(prefix.count))),
@@ -201,7 +206,8 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
         guard fields.count == 5, let seq = Int64(fields[0]), let rank = Int(fields[1]),
               let freshUpto = Int64(fields[3]), let issuedAt = Int64(fields[4]),
               seq >= -1, (0...caughtUpRank).contains(rank), freshUpto >= 0, issuedAt >= 0,
-              rank == caughtUpRank ? fields[2].isEmpty : isValidKey(fields[2], rank: rank) else { return nil }
+              rank == caughtUpRank ? fields[2].isEmpty : legacy ? isLegacyKey(fields[2]) : isValidKey(fields[2], rank: rank)
+        else { return nil }
         return (seq, rank, fields[2], freshUpto, issuedAt)
     }
 
@@ -216,8 +222,13 @@ public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
         switch SyncKind(rawValue: rank) {
         case nil, .profile: key.isEmpty
         case .completions, .skips, .notes: DayKey(key: key) != nil
-        case .habits, .periods, .lists, .tasks, .checkins, .reminders: UUID(canonicalLowercase: key) != nil
+        case .areas, .habits, .periods, .lists, .tasks, .checkins, .reminders: UUID(canonicalLowercase: key) != nil
         }
+    }
+
+    /// A key of an older cursor, whose ranks named other kinds: any key a position has.
+    private static func isLegacyKey(_ key: String) -> Bool {
+        key.isEmpty || DayKey(key: key) != nil || UUID(canonicalLowercase: key) != nil
     }
 }
 

@@ -148,6 +148,7 @@ public struct SyncRepository {
             let rows = try connection.query(rowsStatement(kind, user: user, after: start, through: end))
             switch kind {
             case .profile: page.profile = try rows.first.map { try HabitRepository.profile(user: user, $0) }
+            case .areas: page.areas = try rows.map { try Area(row: $0) }
             case .habits: page.habits = try rows.map { try Habit(row: $0) }
             case .periods: page.periods = try rows.map { try SyncPeriod(row: $0) }
             case .completions:
@@ -184,7 +185,8 @@ public struct SyncRepository {
     /// merged in (change_seq, rank, key) order. Keys compare byte-wise (COLLATE "C"): a uuid's
     /// lowercase text orders like the uuid, `<uuid>/<YYYY-MM-DD>` like (uuid, date).
     private static func positionsStatement(user: UUID, after start: SyncCursor, fetch: Int) -> Query {
-        let profile = KeyBound(.profile, start), habits = KeyBound(.habits, start), periods = KeyBound(.periods, start)
+        let profile = KeyBound(.profile, start), areas = KeyBound(.areas, start)
+        let habits = KeyBound(.habits, start), periods = KeyBound(.periods, start)
         let completions = KeyBound(.completions, start), skips = KeyBound(.skips, start)
         let lists = KeyBound(.lists, start), tasks = KeyBound(.tasks, start)
         let checkins = KeyBound(.checkins, start), notes = KeyBound(.notes, start), reminders = KeyBound(.reminders, start)
@@ -193,45 +195,49 @@ public struct SyncRepository {
                 (SELECT p.change_seq, 0 AS rank, '' AS key, false AS deleted FROM public.profiles p
                  WHERE p.user_id = \(user) AND p.change_seq > \(profile.seq))
                 UNION ALL
-                (SELECT h.change_seq, 1, h.id::text, false FROM public.habit_templates h
+                (SELECT a.change_seq, 1, a.id::text, false FROM public.habit_areas a
+                 WHERE a.user_id = \(user) AND (a.change_seq, a.id) > (\(areas.seq), \(areas.id))
+                 ORDER BY a.change_seq, a.id LIMIT \(fetch))
+                UNION ALL
+                (SELECT h.change_seq, 2, h.id::text, false FROM public.habit_templates h
                  WHERE h.user_id = \(user) AND (h.change_seq, h.id) > (\(habits.seq), \(habits.id))
                  ORDER BY h.change_seq, h.id LIMIT \(fetch))
                 UNION ALL
-                (SELECT p.change_seq, 2, p.id::text, false FROM public.habit_periods p
+                (SELECT p.change_seq, 3, p.id::text, false FROM public.habit_periods p
                  WHERE p.user_id = \(user) AND (p.change_seq, p.id) > (\(periods.seq), \(periods.id))
                  ORDER BY p.change_seq, p.id LIMIT \(fetch))
                 UNION ALL
-                (SELECT c.change_seq, 3, c.template_id::text || '/' || to_char(c.completed_date, 'YYYY-MM-DD'), false
+                (SELECT c.change_seq, 4, c.template_id::text || '/' || to_char(c.completed_date, 'YYYY-MM-DD'), false
                  FROM public.habit_completions c
                  WHERE c.user_id = \(user)
                    AND (c.change_seq, c.template_id, c.completed_date) > (\(completions.seq), \(completions.id), \(completions.date)::date)
                  ORDER BY c.change_seq, c.template_id, c.completed_date LIMIT \(fetch))
                 UNION ALL
-                (SELECT s.change_seq, 4, s.template_id::text || '/' || to_char(s.skipped_date, 'YYYY-MM-DD'), false
+                (SELECT s.change_seq, 5, s.template_id::text || '/' || to_char(s.skipped_date, 'YYYY-MM-DD'), false
                  FROM public.habit_skips s
                  WHERE s.user_id = \(user)
                    AND (s.change_seq, s.template_id, s.skipped_date) > (\(skips.seq), \(skips.id), \(skips.date)::date)
                  ORDER BY s.change_seq, s.template_id, s.skipped_date LIMIT \(fetch))
                 UNION ALL
-                (SELECT l.change_seq, 5, l.id::text, false FROM public.task_lists l
+                (SELECT l.change_seq, 6, l.id::text, false FROM public.task_lists l
                  WHERE l.user_id = \(user) AND (l.change_seq, l.id) > (\(lists.seq), \(lists.id))
                  ORDER BY l.change_seq, l.id LIMIT \(fetch))
                 UNION ALL
-                (SELECT t.change_seq, 6, t.id::text, false FROM public.tasks t
+                (SELECT t.change_seq, 7, t.id::text, false FROM public.tasks t
                  WHERE t.user_id = \(user) AND (t.change_seq, t.id) > (\(tasks.seq), \(tasks.id))
                  ORDER BY t.change_seq, t.id LIMIT \(fetch))
                 UNION ALL
-                (SELECT i.change_seq, 7, i.id::text, false FROM public.habit_checkins i
+                (SELECT i.change_seq, 8, i.id::text, false FROM public.habit_checkins i
                  WHERE i.user_id = \(user) AND (i.change_seq, i.id) > (\(checkins.seq), \(checkins.id))
                  ORDER BY i.change_seq, i.id LIMIT \(fetch))
                 UNION ALL
-                (SELECT n.change_seq, 8, n.template_id::text || '/' || to_char(n.note_date, 'YYYY-MM-DD'), false
+                (SELECT n.change_seq, 9, n.template_id::text || '/' || to_char(n.note_date, 'YYYY-MM-DD'), false
                  FROM public.habit_day_notes n
                  WHERE n.user_id = \(user)
                    AND (n.change_seq, n.template_id, n.note_date) > (\(notes.seq), \(notes.id), \(notes.date)::date)
                  ORDER BY n.change_seq, n.template_id, n.note_date LIMIT \(fetch))
                 UNION ALL
-                (SELECT r.change_seq, 9, r.id::text, false FROM public.habit_reminders r
+                (SELECT r.change_seq, 10, r.id::text, false FROM public.habit_reminders r
                  WHERE r.user_id = \(user) AND (r.change_seq, r.id) > (\(reminders.seq), \(reminders.id))
                  ORDER BY r.change_seq, r.id LIMIT \(fetch))
                 UNION ALL
@@ -272,8 +278,9 @@ public struct SyncRepository {
                 WHERE r.user_id = \(user) AND (r.change_seq, r.id) > (\(from.seq), \(from.id)) AND (r.change_seq, r.id) <= (\(to.seq), \(to.id))
                 ORDER BY r.change_seq, r.id
                 """
-        case .habits, .periods, .lists, .tasks, .checkins:
+        case .areas, .habits, .periods, .lists, .tasks, .checkins:
             let (table, columns) = switch kind {
+            case .areas: ("public.habit_areas", Area.columns)
             case .habits: ("public.habit_templates", Habit.columns)
             case .periods: ("public.habit_periods", SyncPeriod.columns)
             case .lists: ("public.task_lists", TaskList.columns)
@@ -372,9 +379,10 @@ extension SyncDeletions {
             case .skips: skips.append(day)
             default: notes.append(day)
             }
-        case .habits, .periods, .lists, .tasks, .checkins, .reminders:
+        case .areas, .habits, .periods, .lists, .tasks, .checkins, .reminders:
             guard let id = UUID(uuidString: item.key) else { throw malformed }
             switch item.kind {
+            case .areas: areas.append(id)
             case .reminders: reminders.append(id)
             case .habits: habits.append(id)
             case .periods: periods.append(id)

@@ -32,7 +32,7 @@ enum SyncPull: DatabaseMethod {
             do {
                 cursor = try SyncCursor(text: text)
             } catch .cursorExpired {
-                // A cursor from before check-ins and notes, or reminders, were pulled (SyncCursor).
+                // A cursor from before check-ins and notes, reminders or areas were pulled (SyncCursor).
                 throw DomainErrorCode.cursorExpired.error()
             } catch {
                 throw .invalidParams(field: "cursor", reason: InputFailure.invalidCursor, message: "not a sync cursor")
@@ -74,6 +74,7 @@ extension SyncPage: MethodResult {
     static let schema = JSONSchema.object([
         ("changes", JSONSchema.described(JSONSchema.object([
             ("profile", JSONSchema.described(JSONSchema.nullable(Profile.schema), "The profile when it changed; else null.")),
+            ("areas", JSONSchema.array(of: Area.schema)),
             ("habits", JSONSchema.array(of: Habit.schema)),
             ("periods", JSONSchema.array(of: periodSchema)),
             ("completions", JSONSchema.array(of: JSONSchema.object([("template_id", ValueSchema.uuid), ("date", ValueSchema.date),
@@ -89,6 +90,7 @@ extension SyncPage: MethodResult {
         ]), "Rows written after the cursor, each as the existing methods return it; replace the local row of the same key.")),
         ("deleted", JSONSchema.described(JSONSchema.object([
             ("profile", JSONSchema.described(JSONSchema.boolean, "Sent (true) only when the profile was deleted.")),
+            ("areas", JSONSchema.array(of: ValueSchema.uuid)),
             ("habits", JSONSchema.array(of: ValueSchema.uuid)),
             ("periods", JSONSchema.array(of: ValueSchema.uuid)),
             ("completions", JSONSchema.array(of: dayKeySchema)),
@@ -107,6 +109,7 @@ extension SyncPage: MethodResult {
         json.beginObject()
         json.key("changes"); json.beginObject()
         json.key("profile"); if let profile { json.value(profile) } else { json.null() }
+        json.key("areas"); json.array(areas) { json, area in json.area(area) }
         json.key("habits"); json.array(habits) { json, habit in json.habit(habit) }
         json.key("periods"); json.array(periods) { json, period in
             json.beginObject()
@@ -140,6 +143,7 @@ extension SyncPage: MethodResult {
         json.endObject()
         json.key("deleted"); json.beginObject()
         if deleted.profile { json.key("profile"); json.bool(true) }
+        json.key("areas"); json.uuids(deleted.areas)
         json.key("habits"); json.uuids(deleted.habits)
         json.key("periods"); json.uuids(deleted.periods)
         json.key("completions"); json.array(deleted.completions) { json, key in json.dayKey(key) }
@@ -156,9 +160,9 @@ extension SyncPage: MethodResult {
     }
 
     public var estimatedJSONBytes: Int {
-        256 + 360 * (habits.count + tasks.count) + 200 * periods.count + 100 * (completions.count + skips.count) + 160 * lists.count
+        256 + 360 * (habits.count + tasks.count) + 200 * (areas.count + periods.count) + 100 * (completions.count + skips.count) + 160 * lists.count
             + 240 * checkins.count + 3_200 * notes.count + 220 * reminders.count
-            + 40 * (deleted.habits.count + deleted.periods.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count
+            + 40 * (deleted.areas.count + deleted.habits.count + deleted.periods.count + deleted.lists.count + deleted.tasks.count + deleted.checkins.count
                     + deleted.reminders.count)
             + 70 * (deleted.completions.count + deleted.skips.count + deleted.notes.count)
     }
