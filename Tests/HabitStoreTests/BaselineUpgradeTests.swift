@@ -47,10 +47,10 @@ import Testing
             #expect(added.filter { !Self.recomputed.contains($0.key) }.allSatisfy { $0.value.count == 0 }, "\(added)")
             #expect(after.filter { !Self.recomputed.contains($0.key) && before[$0.key] != nil } == before.filter { !Self.recomputed.contains($0.key) })
             #expect(try Self.rowCounters(connection) == countersBefore)
-            // 0029's columns: every habit that was there is a boolean habit done once a day; 0035's: none archived.
+            // 0029's columns: every habit that was there is a boolean habit done once a day; 0035's: none archived; 0037's: in no area.
             let notDefault = try connection.queryOne("""
                 SELECT count(*) FROM public.habit_templates
-                WHERE (kind, unit, target, target_type, target_period, archived_at) IS DISTINCT FROM ('boolean', NULL, 1, 'at_least', 'day', NULL)
+                WHERE (kind, unit, target, target_type, target_period, archived_at, area_id) IS DISTINCT FROM ('boolean', NULL, 1, 'at_least', 'day', NULL, NULL)
                 """).decode(Int.self, at: 0)
             #expect(notDefault == 0 && before["public.habit_templates"]?.count ?? 0 > 0)
             // 0030's column: every profile that was there begins its days at midnight.
@@ -109,7 +109,7 @@ import Testing
     /// Columns added to a table since the baseline (0029: a habit's kind and target), compared
     /// apart: every existing row gets the column's default.
     static let addedColumns: [String: [String]] = [
-        "public.habit_templates": ["kind", "unit", "target", "target_type", "target_period", "archived_at"],
+        "public.habit_templates": ["kind", "unit", "target", "target_type", "target_period", "archived_at", "area_id"],
         // 0030: the day's start.
         "public.profiles": ["day_starts_at"],
     ]
@@ -120,7 +120,9 @@ import Testing
                                           // 0023 drops the names that are not zones (ZoneNameTests checks what is left).
                                           "habit.time_zones",
                                           // 0024: each clock counts its user's tombstones.
-                                          "habit.sync_clocks"]
+                                          "habit.sync_clocks",
+                                          // 0037 adds the areas' limit (DocumentedLimitsTests checks every value).
+                                          "habit.row_limits"]
 
     /// The row counters' counts, whatever columns their table has.
     private static func rowCounters(_ connection: Connection) throws -> [String] {

@@ -116,7 +116,7 @@ import Testing
             #expect(after.map(\.0) == ["h Plain", "h Run\u{FFFD}gnp.exe", "h \u{FFFD}", "l \u{FFFD}List\u{FFFD}",
                                        "t A\u{FFFD}B line\u{FFFD}\nline", "t Clean notes", "t Fine \u{FFFD}"].sorted())
             #expect(try connection.queryOne("""
-                SELECT bool_and(convalidated) AND count(*) = 6 FROM pg_constraint WHERE conname LIKE '%_bidi_check'
+                SELECT bool_and(convalidated) AND count(*) = 7 FROM pg_constraint WHERE conname LIKE '%_bidi_check'
                 """).decode(Bool.self, at: 0))
         }
     }

@@ -201,7 +201,7 @@ import Testing
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
                      unnest(ARRAY['public.profiles', 'public.habit_templates', 'public.habit_completions',
                                   'public.task_lists', 'public.tasks', 'public.habit_skips',
-                                  'public.habit_checkins', 'public.habit_day_notes', 'public.habit_reminders']) AS relation,
+                                  'public.habit_checkins', 'public.habit_day_notes', 'public.habit_reminders', 'public.habit_areas']) AS relation,
                      unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
                 UNION ALL
                 SELECT grantee, relation, 'SELECT'

@@ -178,7 +178,7 @@ import Testing
             let after = try sync.pull(user: user, cursor: before, limit: 100, retention: .seconds(3600))
             #expect(Set(after.habits.map(\.id)) == [first, second])
             #expect(!after.hasMore)
-            #expect(after.cursor.seq == 2 && after.cursor.rank == 10) // caught up: after the ten kinds
+            #expect(after.cursor.seq == 2 && after.cursor.rank == 11) // caught up: after the eleven kinds
         }
     }
 

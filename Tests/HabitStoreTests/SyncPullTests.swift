@@ -11,6 +11,7 @@ import Testing
     /// What a client keeps: every row by key, as pulls deliver them.
     struct ClientState: Equatable {
         var profile: Profile?
+        var areas: [UUID: Area] = [:]
         var habits: [UUID: Habit] = [:]
         var periods: [UUID: SyncPeriod] = [:]
         var completions: [DayKey: SyncCompletion] = [:]
@@ -23,6 +24,7 @@ import Testing
 
         mutating func apply(_ page: SyncPage) {
             if let profile = page.profile { self.profile = profile }
+            for area in page.areas { areas[area.id] = area }
             for habit in page.habits { habits[habit.id] = habit }
             for period in page.periods { periods[period.id] = period }
             for completion in page.completions { completions[DayKey(templateID: completion.templateID, date: completion.date)] = completion }
@@ -33,6 +35,7 @@ import Testing
             for note in page.notes { notes[note.day] = note }
             for reminder in page.reminders { reminders[reminder.id] = reminder }
             if page.deleted.profile { profile = nil }
+            for id in page.deleted.areas { areas[id] = nil }
             for id in page.deleted.habits { habits[id] = nil }
             for id in page.deleted.periods { periods[id] = nil }
             for key in page.deleted.completions { completions[key] = nil }
@@ -47,7 +50,9 @@ import Testing
         /// The keys, for comparing with a plain SQL read of the tables.
         var keys: [String: Set<String>] {
             ["profile": profile == nil ? [] : [""],
-             "habits": Set(habits.keys.map(\.lowercaseString)), "periods": Set(periods.keys.map(\.lowercaseString)),
+             "areas": Set(areas.values.map { "\($0.id.lowercaseString) \($0.name)" }),
+             // A habit with its area: deleting an area must reach the habits it held.
+             "habits": Set(habits.values.map { "\($0.id.lowercaseString) \($0.areaID?.lowercaseString ?? "-")" }), "periods": Set(periods.keys.map(\.lowercaseString)),
              "completions": Set(completions.keys.map { "\($0.templateID.lowercaseString)/\($0.date)" }),
              "skips": Set(skips.map { "\($0.templateID.lowercaseString)/\($0.date)" }),
              "lists": Set(lists.keys.map(\.lowercaseString)), "tasks": Set(tasks.keys.map(\.lowercaseString)),
@@ -73,10 +78,11 @@ import Testing
             let habit = habits.randomElement(using: &random), list = lists.randomElement(using: &random)
             let task = tasks.randomElement(using: &random), checkin = try ids("habit_checkins").randomElement(using: &random)
             let reminder = try ids("habit_reminders").randomElement(using: &random)
+            let area = try ids("habit_areas").randomElement(using: &random)
             let day = "2025-03-\(String(format: "%02d", Int.random(in: 1...6, using: &random)))"
             let name = "n\(Int.random(in: 0...999, using: &random))"
             let minute = String(format: "%02d:%02d", Int.random(in: 0...23, using: &random), Int.random(in: 0...59, using: &random))
-            let statement: Query? = switch Int.random(in: 0..<23, using: &random) {
+            let statement: Query? = switch Int.random(in: 0..<27, using: &random) {
             case 0, 1: "INSERT INTO habit_templates (user_id, name, activated_at) VALUES (\(user), \(name), '2025-01-01Z')"
             case 2: habit.map { "UPDATE habit_templates SET name = \(name) WHERE id = \($0)" }
             case 3: habit.map { "UPDATE habit_templates SET is_active = NOT is_active WHERE id = \($0)" }
@@ -100,6 +106,11 @@ import Testing
             case 20: habit.map { "INSERT INTO habit_reminders (user_id, template_id, local_time) VALUES (\(user), \($0), \(minute)::time)" }
             case 21: reminder.map { "UPDATE habit_reminders SET local_time = \(minute)::time WHERE id = \($0)" }
             case 22: reminder.map { "DELETE FROM habit_reminders WHERE id = \($0)" }
+            // Areas (sql/0037): added, renamed, given to a habit, deleted (its habits are updated).
+            case 23: "INSERT INTO habit_areas (user_id, name) VALUES (\(user), \(name))"
+            case 24: area.map { "UPDATE habit_areas SET name = \(name) WHERE id = \($0)" }
+            case 25: habit.map { "UPDATE habit_templates SET area_id = \(area) WHERE id = \($0)" }
+            case 26: area.map { "DELETE FROM habit_areas WHERE id = \($0)" }
             default:
                 Bool.random(using: &random)
                     ? "INSERT INTO profiles (user_id, timezone) VALUES (\(user), \(["UTC", "Europe/Paris", "Asia/Tokyo"].randomElement(using: &random)!)) ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone"
@@ -121,7 +132,8 @@ import Testing
             }
             return [
                 "profile": try set("SELECT '' FROM profiles WHERE user_id = '\(u)'"),
-                "habits": try set("SELECT id::text FROM habit_templates WHERE user_id = '\(u)'"),
+                "areas": try set("SELECT id::text || ' ' || name FROM habit_areas WHERE user_id = '\(u)'"),
+                "habits": try set("SELECT id::text || ' ' || coalesce(area_id::text, '-') FROM habit_templates WHERE user_id = '\(u)'"),
                 "periods": try set("SELECT id::text FROM habit_periods WHERE user_id = '\(u)'"),
                 "completions": try set("SELECT template_id::text || '/' || completed_date::text FROM habit_completions WHERE user_id = '\(u)'"),
                 "skips": try set("SELECT template_id::text || '/' || skipped_date::text FROM habit_skips WHERE user_id = '\(u)'"),
@@ -156,7 +168,7 @@ import Testing
                     while true {
                         let page = try sync.pull(user: user, cursor: cursor, limit: limit, retention: Self.retention)
                         #expect(page.count <= limit, "seed \(seed)")
-                        #expect(page.hasMore || page.cursor.rank == 10, "seed \(seed)") // caught up: after the ten kinds
+                        #expect(page.hasMore || page.cursor.rank == 11, "seed \(seed)") // caught up: after the eleven kinds
                         client.apply(page)
                         cursor = page.cursor
                         pages += 1
@@ -234,44 +246,51 @@ import Testing
 
             // Issued longer ago than the retention.
             let now = Int64(Date().timeIntervalSince1970)
-            let aged = try SyncCursor(text: Self.cursorText(seq: afterReset.seq, rank: 10, key: "", fresh: afterReset.seq, issued: now - 120))
+            let aged = try SyncCursor(text: Self.cursorText(seq: afterReset.seq, rank: 11, key: "", fresh: afterReset.seq, issued: now - 120))
             #expect(throws: StoreError.cursorExpired) { try sync.pull(user: user, cursor: aged, limit: 100, retention: .seconds(60)) }
             // From the future: the clock is behind the cursor.
-            let future = try SyncCursor(text: Self.cursorText(seq: afterReset.seq + 5, rank: 10, key: "", fresh: 0, issued: now))
+            let future = try SyncCursor(text: Self.cursorText(seq: afterReset.seq + 5, rank: 11, key: "", fresh: 0, issued: now))
             #expect(throws: StoreError.cursorExpired) { try sync.pull(user: user, cursor: future, limit: 100, retention: .seconds(60)) }
             // The codec round-trips what it wrote.
             #expect(try SyncCursor(text: afterReset.text) == afterReset)
 
             let id = "a0000000-0000-0000-0000-00000000000b"
             let malformed = [
-                "", "v3.", "v4." + Self.base64URL("1.10..1.1"), Self.base64URL("1.10..1.1"), "v3.!!!!",
-                "v3." + Self.base64URL("1.10..1"), "v3." + Self.base64URL("1.11..1.1"), "v3." + Self.base64URL("x.10..1.1"),
-                "v3." + Self.base64URL("-2.10..1.1"), "v3." + Self.base64URL("1.10.x.1.1"), "v3." + Self.base64URL("1.1..1.1"),
-                "v3." + Self.base64URL("1.1.\(id.uppercased()).1.1"), "v3." + Self.base64URL("1.3.\(id).1.1"),
-                "v3." + Self.base64URL("1.3.\(id)/2025-02-30.1.1"), "v3." + Self.base64URL("1.1.\(id).1.1") + "=",
-                "v3." + Self.base64URL("1.10..1.1.1"), "v3." + Self.base64URL("1.10..-1.1"),
-                // A check-in's key is an id, a note's a day key (sql/0029), a reminder's an id (sql/0036).
-                "v3." + Self.base64URL("1.7.\(id)/2025-02-03.1.1"), "v3." + Self.base64URL("1.8.\(id).1.1"),
-                "v3." + Self.base64URL("1.9.\(id)/2025-02-03.1.1"), "v3." + Self.base64URL("1.9..1.1"),
-                // v1 and v2 text this service never wrote: invalid, not expired.
+                "", "v4.", "v5." + Self.base64URL("1.11..1.1"), Self.base64URL("1.11..1.1"), "v4.!!!!",
+                "v4." + Self.base64URL("1.11..1"), "v4." + Self.base64URL("1.12..1.1"), "v4." + Self.base64URL("x.11..1.1"),
+                "v4." + Self.base64URL("-2.11..1.1"), "v4." + Self.base64URL("1.11.x.1.1"), "v4." + Self.base64URL("1.2..1.1"),
+                "v4." + Self.base64URL("1.2.\(id.uppercased()).1.1"), "v4." + Self.base64URL("1.4.\(id).1.1"),
+                "v4." + Self.base64URL("1.4.\(id)/2025-02-30.1.1"), "v4." + Self.base64URL("1.2.\(id).1.1") + "=",
+                "v4." + Self.base64URL("1.11..1.1.1"), "v4." + Self.base64URL("1.11..-1.1"),
+                // A check-in's key is an id, a note's a day key (sql/0029), a reminder's an id
+                // (sql/0036), an area's an id (sql/0037, rank 1).
+                "v4." + Self.base64URL("1.8.\(id)/2025-02-03.1.1"), "v4." + Self.base64URL("1.9.\(id).1.1"),
+                "v4." + Self.base64URL("1.10.\(id)/2025-02-03.1.1"), "v4." + Self.base64URL("1.10..1.1"),
+                "v4." + Self.base64URL("1.1..1.1"), "v4." + Self.base64URL("1.1.\(id)/2025-02-03.1.1"),
+                // v1, v2 and v3 text this service never wrote: invalid, not expired.
                 "v1.", "v1." + Self.base64URL("1.8..1.1"), "v1." + Self.base64URL("1.7.\(id).1.1"), "v1." + Self.base64URL("x.7..1.1"),
                 "v2.", "v2.!!!!", "v2." + Self.base64URL("1.10..1.1"), "v2." + Self.base64URL("1.9.x.1.1"),
+                "v3.", "v3.!!!!", "v3." + Self.base64URL("1.11..1.1"), "v3." + Self.base64URL("1.9.x.1.1"),
             ]
             for text in malformed {
                 #expect(throws: StoreError.invalidCursor, "\(text)") { try SyncCursor(text: text) }
             }
             // Positions of the newer kinds read back.
-            #expect(try SyncCursor(text: "v3." + Self.base64URL("1.7.\(id).1.1")).rank == 7)
-            #expect(try SyncCursor(text: "v3." + Self.base64URL("1.8.\(id)/2025-02-03.1.1")).rank == 8)
-            #expect(try SyncCursor(text: "v3." + Self.base64URL("1.9.\(id).1.1")).rank == 9)
-            // A v1 cursor (written before check-ins and notes were pulled) or a v2 one (before
-            // reminders were): its holder never got those rows, so it has expired, caught up or
-            // mid-walk: the client pulls from scratch once.
+            #expect(try SyncCursor(text: "v4." + Self.base64URL("1.1.\(id).1.1")).rank == 1)
+            #expect(try SyncCursor(text: "v4." + Self.base64URL("1.8.\(id).1.1")).rank == 8)
+            #expect(try SyncCursor(text: "v4." + Self.base64URL("1.9.\(id)/2025-02-03.1.1")).rank == 9)
+            #expect(try SyncCursor(text: "v4." + Self.base64URL("1.10.\(id).1.1")).rank == 10)
+            // A v1 cursor (written before check-ins and notes were pulled), a v2 one (before
+            // reminders were) or a v3 one (before areas were): its holder never got those rows,
+            // so it has expired, caught up or mid-walk: the client pulls from scratch once.
             for legacy in ["1.7..1.1", "1.3.\(id)/2025-02-03.1.1", "1.6.\(id).1.1", "-1.0..0.1"] {
                 #expect(throws: StoreError.cursorExpired, "\(legacy)") { try SyncCursor(text: "v1." + Self.base64URL(legacy)) }
             }
             for legacy in ["1.9..1.1", "1.8.\(id)/2025-02-03.1.1", "1.7.\(id).1.1", "-1.0..0.1"] {
                 #expect(throws: StoreError.cursorExpired, "\(legacy)") { try SyncCursor(text: "v2." + Self.base64URL(legacy)) }
+            }
+            for legacy in ["1.10..1.1", "1.9.\(id).1.1", "1.8.\(id)/2025-02-03.1.1", "1.3.\(id)/2025-02-03.1.1", "-1.0..0.1"] {
+                #expect(throws: StoreError.cursorExpired, "\(legacy)") { try SyncCursor(text: "v3." + Self.base64URL(legacy)) }
             }
             #expect(throws: StoreError.self) { try sync.pull(user: user, cursor: nil, limit: 0, retention: .seconds(60)) }
             #expect(throws: StoreError.self) { try sync.pull(user: user, cursor: nil, limit: 10_001, retention: .seconds(60)) }
@@ -284,6 +303,6 @@ import Testing
     }
 
     static func cursorText(seq: Int64, rank: Int, key: String, fresh: Int64, issued: Int64) -> String {
-        "v3." + base64URL("\(seq).\(rank).\(key).\(fresh).\(issued)")
+        "v4." + base64URL("\(seq).\(rank).\(key).\(fresh).\(issued)")
     }
 }

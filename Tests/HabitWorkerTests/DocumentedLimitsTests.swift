@@ -9,13 +9,13 @@ import Testing
 /// each checked on both sides of the edge through a spawned `habit serve`.
 @Suite("docs: the documented limits are the worker's")
 struct DocumentedLimitsTests {
-    @Test("habit.row_limits of a fresh database: 1,000 habits, 100,000 tasks, 1,000 lists")
+    @Test("habit.row_limits of a fresh database: 1,000 habits, 100,000 tasks, 1,000 lists, 100 areas")
     func rowLimitDefaults() throws {
         try WorkerSession.with { session in
             let rows = try session.admin.query("SELECT table_name, max_rows FROM habit.row_limits ORDER BY table_name")
             let limits = Dictionary(uniqueKeysWithValues: try rows.map { (try $0.decode(String.self, at: 0), try $0.decode(Int.self, at: 1)) })
-            #expect(limits == ["habit_templates": 1_000, "tasks": 100_000, "task_lists": 1_000],
-                    "protocol.md (-32013) and schema.md (Row limits): 1,000 habits, 100,000 tasks, 1,000 lists by default")
+            #expect(limits == ["habit_templates": 1_000, "tasks": 100_000, "task_lists": 1_000, "habit_areas": 100],
+                    "protocol.md (-32013) and schema.md (Row limits): 1,000 habits, 100,000 tasks, 1,000 lists, 100 areas by default")
         }
     }
 

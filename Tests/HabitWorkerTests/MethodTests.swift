@@ -9,7 +9,7 @@ import Testing
 struct MethodTests {
     static let habitKeys: Set<String> = ["id", "name", "icon", "color", "is_active", "activated_at", "deactivated_at",
                                          "sort_order", "created_at", "updated_at", "schedule",
-                                         "kind", "unit", "target", "target_type", "target_period", "archived_at"]
+                                         "kind", "unit", "target", "target_type", "target_period", "archived_at", "area_id"]
 
     /// Checks the shape every habit object has.
     static func expectHabitShape(_ habit: WireJSON, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -200,7 +200,7 @@ struct MethodTests {
             let todayBefore = try session.today().description
 
             let day7 = try worker.call("day.get", params(user, ["date": "2025-01-07"]))
-            #expect(Set(day7.keys ?? []) == ["date", "today", "is_future", "habits", "completed", "skipped"])
+            #expect(Set(day7.keys ?? []) == ["date", "today", "is_future", "habits", "completed", "skipped", "areas"])
             #expect(day7["date"] == "2025-01-07" && day7["is_future"] == false)
             let todayAfter = try session.today().description
             #expect(day7["today"] == .string(todayBefore) || day7["today"] == .string(todayAfter))

@@ -7,12 +7,12 @@ import Testing
 /// `sync.pull` over the pipes: pages, nothing new, and the cursors it refuses (issue 18).
 @Suite("habit serve: sync.pull")
 struct SyncPullTests {
-    /// The cursor with its issue time moved (its text is `v3.` + base64url of
+    /// The cursor with its issue time moved (its text is `v4.` + base64url of
     /// `<seq>.<rank>.<key>.<fresh_upto>.<issued_unix_seconds>`, Sources/HabitStore/SyncModels.swift).
     static func reissued(_ cursor: String, secondsAgo: Int) throws -> String {
         var fields = try decoded(cursor).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         fields[4] = String(Int(Date().timeIntervalSince1970) - secondsAgo)
-        return "v3." + Data(fields.joined(separator: ".").utf8).base64EncodedString()
+        return "v4." + Data(fields.joined(separator: ".").utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
@@ -106,12 +106,14 @@ struct SyncPullTests {
             let fresh = try worker.call("sync.pull", params(user))
             #expect(fresh["changes"]?["habits"]?.arrayValue?.isEmpty == true)
             #expect(try worker.call("sync.pull", params(user, ["cursor": try #require(fresh["cursor"])]))["has_more"] == false)
-            // A cursor of the version before check-ins and notes were pulled, or before reminders were: expired.
+            // A cursor of the version before check-ins and notes were pulled, before reminders were, or before areas were: expired.
+            expectError(try worker.request("sync.pull", params: params(user, ["cursor": .string("v3." + Data("4.10..4.\(Int(Date().timeIntervalSince1970))".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))])),
+                        code: -32017, id: nil, reason: "cursor_expired")
             expectError(try worker.request("sync.pull", params: params(user, ["cursor": .string("v2." + Data("4.9..4.\(Int(Date().timeIntervalSince1970))".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))])),
                         code: -32017, id: nil, reason: "cursor_expired")
             expectError(try worker.request("sync.pull", params: params(user, ["cursor": .string("v1." + Data("4.7..4.\(Int(Date().timeIntervalSince1970))".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))])),
                         code: -32017, id: nil, reason: "cursor_expired")
-            for (members, field, reason) in [(["cursor": "v3.bm9wZQ"], "cursor", "invalid_cursor"), (["cursor": "12"], "cursor", "invalid_cursor"),
+            for (members, field, reason) in [(["cursor": "v4.bm9wZQ"], "cursor", "invalid_cursor"), (["cursor": "12"], "cursor", "invalid_cursor"),
                                              (["limit": 0], "limit", "out_of_range"), (["limit": 10_001], "limit", "out_of_range")] as [([String: WireJSON], String, String)] {
                 expectError(try worker.request("sync.pull", params: params(user, members)), code: -32602, id: nil, reason: reason, field: field)
             }

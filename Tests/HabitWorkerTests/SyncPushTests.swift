@@ -50,7 +50,7 @@ struct SyncPushTests {
             #expect(results[3]["result"]?["title"] == "Milk")
             #expect(results[4]["error"]?["code"]?.intValue == -32602 && results[4]["error"]?["data"]?["field"] == "name")
             #expect(results[5]["result"]?["name"] == "Errands")
-            #expect(first["cursor"]?.stringValue?.hasPrefix("v3.") == true)
+            #expect(first["cursor"]?.stringValue?.hasPrefix("v4.") == true)
             let after = try Self.snapshot(session.admin, user: user)
             #expect(after == ["completion \(habit.uuidString.lowercased()) \(today)", "habit Walk true", "list Errands", "task Milk not_started"])
 
