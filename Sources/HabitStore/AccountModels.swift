@@ -16,6 +16,15 @@ public struct AccountHabit: Sendable, Equatable {
     public var measure: HabitMeasure = .boolean
     /// When it was archived (sql/0035); nil while not.
     public var archivedAt: PostgresTimestamp? = nil
+    /// Its area (sql/0037): one of the document's areas, or nil for none.
+    public var areaID: UUID? = nil
+}
+
+/// An area as the account document holds it (sql/0037): its id, name and place in the order.
+public struct AccountArea: Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var sortOrder: Int?
 }
 
 /// A check-in as the account document holds it (its client id, a device's retry key, is not
@@ -43,11 +52,21 @@ public struct AccountReminder: Sendable, Equatable {
     public var days: ReminderDays
 }
 
-/// The sections of the account document after the header, in document order. An export cursor
-/// names the section it stopped in (check-ins and notes came last, sql/0029, then reminders,
-/// sql/0036: earlier cursors keep their meaning).
+/// The sections of the account document after the header. An export cursor names the section
+/// it stopped in by its raw value, which never changes (check-ins and notes came last, sql/0029,
+/// then reminders, sql/0036, then areas, sql/0037: earlier cursors keep their meaning); the
+/// document's order is `documentOrder`, where areas come before the habits that name them.
 public enum AccountSection: Int, CaseIterable, Sendable {
-    case profile, habits, completions, skips, lists, tasks, checkins, notes, reminders
+    case profile, habits, completions, skips, lists, tasks, checkins, notes, reminders, areas
+
+    /// The sections in the order the document holds them.
+    public static let documentOrder: [AccountSection] = [.profile, .areas, .habits, .completions, .skips, .lists, .tasks, .checkins, .notes, .reminders]
+
+    /// The section after this one in the document; nil after the last.
+    public var next: AccountSection? {
+        guard let index = Self.documentOrder.firstIndex(of: self), index + 1 < Self.documentOrder.count else { return nil }
+        return Self.documentOrder[index + 1]
+    }
 }
 
 /// Where a paged export stopped: the section, the last key written in it (a uuid, or
@@ -80,7 +99,7 @@ public struct ExportCursor: Sendable, Equatable {
         switch section {
         case .profile: guard key.isEmpty else { throw StoreError.invalidCursor }
         case .completions, .skips, .notes: guard key.isEmpty || DayKey(key: key) != nil else { throw StoreError.invalidCursor }
-        case .habits, .lists, .tasks, .checkins, .reminders: guard key.isEmpty || UUID(uuidString: key) != nil else { throw StoreError.invalidCursor }
+        case .habits, .lists, .tasks, .checkins, .reminders, .areas: guard key.isEmpty || UUID(uuidString: key) != nil else { throw StoreError.invalidCursor }
         }
         self.init(section: section, key: key, clock: clock, exportedAt: PostgresTimestamp(microsecondsSincePostgresEpoch: micros))
     }
@@ -94,6 +113,7 @@ public struct AccountExportPage: Sendable, Equatable {
     /// Whether this page carries the profile member (the first page does; it may be null).
     public var includesProfile = false
     public var profile: Profile?
+    public var areas: [AccountArea] = []
     public var habits: [AccountHabit] = []
     public var completions: [DayKey] = []
     public var skips: [DayKey] = []
@@ -107,8 +127,8 @@ public struct AccountExportPage: Sendable, Equatable {
     public var hasMore: Bool { cursor != nil }
 
     public var itemCount: Int {
-        (includesProfile ? 1 : 0) + habits.count + completions.count + skips.count + lists.count + tasks.count + checkins.count + notes.count
-            + reminders.count
+        (includesProfile ? 1 : 0) + areas.count + habits.count + completions.count + skips.count + lists.count + tasks.count + checkins.count
+            + notes.count + reminders.count
     }
 }
 
@@ -132,8 +152,8 @@ public struct ImportCounts: Sendable, Equatable {
     }
 }
 
-/// An import's answer: counts per kind (profile, habits, completions, skips, lists, tasks, in
-/// that order) and warnings (the Loop converter's; our own format has none).
+/// An import's answer: counts per kind (profile, areas, habits, completions, skips, lists, tasks,
+/// checkins, notes, reminders, in that order) and warnings (the Loop converter's; our own format has none).
 public struct ImportReport: Sendable, Equatable {
     public var counts: [(kind: String, counts: ImportCounts)]
     public var warnings: [String]

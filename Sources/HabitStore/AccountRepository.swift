@@ -84,10 +84,25 @@ public struct AccountRepository {
                 page.includesProfile = true
                 page.profile = try rows.first.map { try HabitRepository.profile(user: user, $0) }
                 taken = 1
+            case .areas:
+                let after = key.isEmpty ? nil : UUID(uuidString: key)
+                let rows = try connection.query("""
+                    SELECT id, name, sort_order FROM public.habit_areas
+                    WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
+                    ORDER BY id LIMIT \(fetch)
+                    """)
+                let areas = try rows.prefix(room).map { row in
+                    AccountArea(id: try row.decode(UUID.self, "id"), name: try row.decode(String.self, "name"),
+                                sortOrder: try row.decode(Int32?.self, "sort_order").map(Int.init))
+                }
+                page.areas += areas
+                taken = rows.count
+                lastKey = areas.last?.id.lowercaseString ?? ""
             case .habits:
                 let after = key.isEmpty ? nil : UUID(uuidString: key)
                 let rows = try connection.query("""
-                    SELECT id, name, icon, color, sort_order, created_at, updated_at, kind, unit, target, target_type, target_period, archived_at
+                    SELECT id, name, icon, color, sort_order, created_at, updated_at, kind, unit, target, target_type, target_period, archived_at,
+                           area_id
                     FROM public.habit_templates
                     WHERE user_id = \(user) AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
                     ORDER BY id LIMIT \(fetch)
@@ -99,7 +114,8 @@ public struct AccountRepository {
                                  createdAt: try row.decode(PostgresTimestamp.self, "created_at"),
                                  updatedAt: try row.decode(PostgresTimestamp.self, "updated_at"), periods: [],
                                  measure: try HabitMeasure(row: row, at: 7),
-                                 archivedAt: try row.decode(PostgresTimestamp?.self, "archived_at"))
+                                 archivedAt: try row.decode(PostgresTimestamp?.self, "archived_at"),
+                                 areaID: try row.decode(UUID?.self, "area_id"))
                 }
                 if let first = habits.first, let last = habits.last {
                     // The page's habits' periods: one range scan, in (habit, start) order.
@@ -203,7 +219,7 @@ public struct AccountRepository {
                 return page
             }
             room -= taken
-            guard let next = AccountSection(rawValue: section.rawValue + 1) else { return page }
+            guard let next = section.next else { return page }
             if room == 0 {
                 page.cursor = ExportCursor(section: next, key: "", clock: start.clock, exportedAt: start.exportedAt)
                 return page
@@ -251,13 +267,16 @@ public struct AccountRepository {
         return try Self.report(countsJSON: result, warnings: warnings)
     }
 
+    /// The kinds of an import's counts, in the order of its answer (the document's).
+    public static let importKinds = ["profile", "areas", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"]
+
     static func report(countsJSON: String, warnings: [String]) throws -> ImportReport {
         guard let object = try JSONSerialization.jsonObject(with: Data(countsJSON.utf8)) as? [String: Any] else {
             throw PostgresError(kind: .decoding, message: "import_account returned no object")
         }
         func number(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
         var counts: [(kind: String, counts: ImportCounts)] = []
-        for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"] {
+        for kind in AccountRepository.importKinds {
             let inserted = number("\(kind)_inserted"), updated = number("\(kind)_updated")
             counts.append((kind, ImportCounts(inserted: inserted, updated: updated, deleted: number("\(kind)_deleted"),
                                               unchanged: max(0, number("\(kind)_total") - inserted - updated))))

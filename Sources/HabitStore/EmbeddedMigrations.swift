@@ -45,10 +45,14 @@ SET LOCAL check_function_bodies = off;
 --   too_many          an array over its cap (10,000 habits, 500,000 completions or skips,
 --                     10,000 lists, 200,000 tasks, 10,000 periods of one habit)
 --   duplicate_value   a second habit, list or task id, or a second (habit, date) of a kind
---   unknown_reference a completion's, skip's, check-in's, note's or reminder's template_id, or
---                     a task's list_id, not in the document
+--   unknown_reference a completion's, skip's, check-in's, note's or reminder's template_id, a
+--                     task's list_id, or a habit's area_id, not in the document
 -- Reminders (sql/0036; an optional member, up to 24,000, at most 24 a habit: too_many): a
 -- second reminder id, or two of one habit with the same time and days, is duplicate_value.
+-- Areas (sql/0037; an optional member, up to 100: too_many; a habit's area_id optional, absent
+-- or null for none): a second area id is duplicate_value, a name with a bidirectional control
+-- character invalid_characters; matched by id like lists, written before the habits that name
+-- them, and in replace the user's others deleted after the habits have let go of them.
 -- Check-ins and notes (sql/0029; optional members, up to 500,000 check-ins and 100,000 notes):
 -- a second check-in id or a second note of one (habit, date) is duplicate_value; a check-in's
 -- day meets the rules of a completion's (out_of_range, future_date, habit_not_active, and
@@ -177,7 +181,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- them here. Each array's length is read without expanding it.
         SELECT m.member INTO bad FROM (VALUES (0, 'habits', 10000), (1, 'completions', 500000), (2, 'skips', 500000),
                                               (3, 'lists', 10000), (4, 'tasks', 200000), (5, 'checkins', 500000),
-                                              (6, 'notes', 100000), (7, 'reminders', 24000)) m(o, member, cap)
+                                              (6, 'notes', 100000), (7, 'reminders', 24000), (8, 'areas', 100)) m(o, member, cap)
         WHERE jsonb_typeof(p_document -> m.member) = 'array' AND jsonb_array_length(p_document -> m.member) > m.cap
         ORDER BY m.o LIMIT 1;
         IF FOUND THEN
@@ -192,11 +196,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- from them take user_id from the staged row, not p_user: only then does Citus see an
         -- INSERT … SELECT between co-located shards (otherwise it copies the rows through
         -- itself, and the tables' triggers then fail on the user's node).
-        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period, archived_at)
+        INSERT INTO habit.import_habits (user_id, i, id, name, icon, color, sort_order, periods, kind, unit, target, target_type, target_period, archived_at,
+                                         area_id)
         SELECT p_user, h.o - 1, (h.v ->> 'id')::uuid, h.v ->> 'name', h.v ->> 'icon', h.v ->> 'color', (h.v ->> 'sort_order')::integer,
                coalesce(h.v -> 'periods', '[]'), coalesce(h.v ->> 'kind', 'boolean'), h.v ->> 'unit',
                coalesce((h.v ->> 'target')::numeric, 1), coalesce(h.v ->> 'target_type', 'at_least'), coalesce(h.v ->> 'target_period', 'day'),
-               (h.v ->> 'archived_at')::timestamptz
+               (h.v ->> 'archived_at')::timestamptz, (h.v ->> 'area_id')::uuid
         FROM jsonb_array_elements(coalesce(p_document -> 'habits', '[]')) WITH ORDINALITY h(v, o);
         -- At most 10,000 periods per habit (before they are expanded).
         SELECT 'document.habits[' || h.i || '].periods' AS path INTO bad FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
@@ -222,6 +227,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         INSERT INTO habit.import_lists (user_id, i, id, name)
         SELECT p_user, l.o - 1, (l.v ->> 'id')::uuid, l.v ->> 'name'
         FROM jsonb_array_elements(coalesce(p_document -> 'lists', '[]')) WITH ORDINALITY l(v, o);
+        -- Areas (sql/0037): at most 100, so never analyzed below.
+        INSERT INTO habit.import_areas (user_id, i, id, name, sort_order)
+        SELECT p_user, a.o - 1, (a.v ->> 'id')::uuid, a.v ->> 'name', (a.v ->> 'sort_order')::integer
+        FROM jsonb_array_elements(coalesce(p_document -> 'areas', '[]')) WITH ORDINALITY a(v, o);
         -- Reminders (sql/0036): days "due" (or none) is NULL, a weekday list its bit set.
         INSERT INTO habit.import_reminders (user_id, i, id, template_id, local_time, weekdays)
         SELECT p_user, r.o - 1, (r.v ->> 'id')::uuid, (r.v ->> 'template_id')::uuid, (r.v ->> 'time')::time,
@@ -257,8 +266,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- second one named), references inside the document, then the periods' order.
         -- (A window per kind: one sort, not a pairwise search, for 500,000 rows.)
         SELECT x.path INTO bad FROM (
-            SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].id' AS path,
-                   row_number() OVER (PARTITION BY h.id ORDER BY h.i) AS n FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
+            -- Areas (sql/0037) first: the document's first array.
+            SELECT -1 AS member, a.i, 'document.areas[' || a.i || '].id' AS path,
+                   row_number() OVER (PARTITION BY a.id ORDER BY a.i) AS n FROM (SELECT * FROM habit.import_areas WHERE user_id = p_user) a
+            UNION ALL
+            SELECT 0, h.i, 'document.habits[' || h.i || '].id',
+                   row_number() OVER (PARTITION BY h.id ORDER BY h.i) FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
             UNION ALL
             SELECT CASE d.kind WHEN 'completions' THEN 1 ELSE 2 END, d.i, 'document.' || d.kind || '[' || d.i || ']',
                    row_number() OVER (PARTITION BY d.kind, d.template_id, d.day ORDER BY d.i) FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
@@ -279,8 +292,12 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         ) x WHERE x.n > 1 ORDER BY x.member, x.i LIMIT 1;
         IF FOUND THEN PERFORM habit.import_refusal(bad.path, 'duplicate_value', 'a second row with the same key'); END IF;
         SELECT x.path INTO bad FROM (
-            SELECT CASE d.kind WHEN 'completions' THEN 0 ELSE 1 END AS member, d.i,
-                   'document.' || d.kind || '[' || d.i || '].template_id' AS path FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
+            -- A habit's area (sql/0037), as a task's list: absent or null is none.
+            SELECT -1 AS member, h.i, 'document.habits[' || h.i || '].area_id' AS path FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
+            WHERE h.area_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_areas WHERE user_id = p_user) a WHERE a.id = h.area_id)
+            UNION ALL
+            SELECT CASE d.kind WHEN 'completions' THEN 0 ELSE 1 END, d.i,
+                   'document.' || d.kind || '[' || d.i || '].template_id' FROM (SELECT * FROM habit.import_days WHERE user_id = p_user) d
             WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h WHERE h.id = d.template_id)
             UNION ALL
             SELECT 2, k.i, 'document.tasks[' || k.i || '].list_id' FROM (SELECT * FROM habit.import_tasks WHERE user_id = p_user) k
@@ -325,7 +342,10 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- Names, titles and notes with bidirectional control characters: the tables' CHECK
         -- (habit.has_no_bidi_controls, sql/0019) would refuse them too, without saying which.
         SELECT x.path INTO bad FROM (
-            SELECT 0 AS member, h.i, 'document.habits[' || h.i || '].name' AS path FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
+            SELECT -1 AS member, a.i, 'document.areas[' || a.i || '].name' AS path FROM (SELECT * FROM habit.import_areas WHERE user_id = p_user) a
+            WHERE NOT habit.has_no_bidi_controls(a.name)
+            UNION ALL
+            SELECT 0, h.i, 'document.habits[' || h.i || '].name' FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
             WHERE NOT habit.has_no_bidi_controls(h.name)
             UNION ALL
             SELECT 1, l.i, 'document.lists[' || l.i || '].name' FROM (SELECT * FROM habit.import_lists WHERE user_id = p_user) l WHERE NOT habit.has_no_bidi_controls(l.name)
@@ -477,6 +497,19 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- literal: on Citus a parameter there keeps the statement from going to the user's
         -- shards alone; on PostgreSQL it only costs a plan per execution. The instant travels as
         -- ISO 8601 in UTC, whatever the session's DateStyle and TimeZone.
+        -- Areas (sql/0037), by id like lists, before the habits that name them
+        -- (habit_templates_area_fkey).
+        UPDATE public.habit_areas a SET name = x.name, sort_order = x.sort_order
+        FROM (SELECT * FROM habit.import_areas WHERE user_id = p_user) x
+        WHERE a.id = x.id AND a.user_id = p_user AND (a.name, a.sort_order) IS DISTINCT FROM (x.name, x.sort_order);
+        GET DIAGNOSTICS n_updated = ROW_COUNT;
+        EXECUTE format($insert$INSERT INTO public.habit_areas (id, user_id, name, sort_order)
+        SELECT x.id, x.user_id, x.name, x.sort_order FROM (SELECT * FROM habit.import_areas WHERE user_id = %1$L) x
+        WHERE NOT EXISTS (SELECT 1 FROM public.habit_areas a WHERE a.id = x.id AND a.user_id = x.user_id) ORDER BY x.i$insert$, p_user);
+        GET DIAGNOSTICS n_inserted = ROW_COUNT;
+        SELECT count(*) INTO n_total FROM habit.import_areas x WHERE x.user_id = p_user;
+        counts := counts || jsonb_build_object('areas_inserted', n_inserted, 'areas_updated', n_updated, 'areas_total', n_total);
+
         -- Habits: the fields the user sets; is_active, activated_at, deactivated_at and schedule
         -- follow from the periods (written below). A new habit starts as its periods say, so the
         -- AFTER INSERT trigger's first period is already right when there is one period.
@@ -485,19 +518,19 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         -- check-ins.
         UPDATE public.habit_templates t SET name = h.name, icon = h.icon, color = h.color, sort_order = h.sort_order,
                                             kind = h.kind, unit = h.unit, target = h.target, target_type = h.target_type,
-                                            target_period = h.target_period, archived_at = h.archived_at
+                                            target_period = h.target_period, archived_at = h.archived_at, area_id = h.area_id
         FROM (SELECT * FROM habit.import_habits WHERE user_id = p_user) h
         WHERE t.id = h.id AND t.user_id = p_user
-          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period, t.archived_at)
-              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at);
+          AND (t.name, t.icon, t.color, t.sort_order, t.kind, t.unit, t.target, t.target_type, t.target_period, t.archived_at, t.area_id)
+              IS DISTINCT FROM (h.name, h.icon, h.color, h.sort_order, h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at, h.area_id);
         GET DIAGNOSTICS n_updated = ROW_COUNT;
         EXECUTE format($insert$INSERT INTO public.habit_templates (id, user_id, name, icon, color, sort_order, is_active, activated_at, deactivated_at, schedule,
-                                                   kind, unit, target, target_type, target_period, archived_at)
+                                                   kind, unit, target, target_type, target_period, archived_at, area_id)
         SELECT h.id, h.user_id, h.name, h.icon, h.color, h.sort_order,
                coalesce(pp.last_ended_at IS NULL AND pp.last_started_at IS NOT NULL, false),
                coalesce(pp.first_started_at, %2$L::timestamptz),
                CASE WHEN pp.last_started_at IS NULL THEN %2$L::timestamptz ELSE pp.last_ended_at END,
-               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at
+               coalesce(pp.last_schedule, '{"type":"daily"}'), h.kind, h.unit, h.target, h.target_type, h.target_period, h.archived_at, h.area_id
         FROM (SELECT * FROM habit.import_habits WHERE user_id = %1$L) h
         -- The first and the last period, grouped and joined by user_id (a LATERAL … LIMIT 1
         -- here is what Citus cannot send to the user's shards in an INSERT … SELECT).
@@ -512,6 +545,16 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         GET DIAGNOSTICS n_inserted = ROW_COUNT;
         SELECT count(*) INTO n_total FROM habit.import_habits h WHERE h.user_id = p_user;
         counts := counts || jsonb_build_object('habits_inserted', n_inserted, 'habits_updated', n_updated, 'habits_total', n_total);
+        IF p_mode = 'replace' THEN
+            -- The user's areas the document lacks (sql/0037), now that no habit names them: the
+            -- habits the document lacks are gone, and its own name only its own areas. (Before
+            -- the habits' update, the area's trigger would have cleared their area_id itself,
+            -- and the update then found nothing to count.)
+            DELETE FROM public.habit_areas a WHERE a.user_id = p_user AND NOT EXISTS
+                (SELECT 1 FROM (SELECT * FROM habit.import_areas WHERE user_id = p_user) x WHERE x.id = a.id);
+            GET DIAGNOSTICS n_deleted = ROW_COUNT;
+            counts := counts || jsonb_build_object('areas_deleted', n_deleted);
+        END IF;
 
         -- Periods, per habit whose stored periods differ from the document's: the template's
         -- is_active/schedule are set first (its history trigger then writes periods at now()),
@@ -651,6 +694,7 @@ CREATE OR REPLACE FUNCTION habit.import_account(p_user uuid, p_document jsonb, p
         DELETE FROM habit.import_checkins s WHERE s.user_id = p_user;
         DELETE FROM habit.import_notes s WHERE s.user_id = p_user;
         DELETE FROM habit.import_reminders s WHERE s.user_id = p_user;
+        DELETE FROM habit.import_areas s WHERE s.user_id = p_user;
         RETURN counts;
     END
     $fn$;
@@ -660,9 +704,10 @@ COMMENT ON FUNCTION habit.import_account(uuid, jsonb, text) IS
 -- Importing under new ids (issue 30): an export imported into another account (moving it,
 -- cloning a demo account) keeps its ids by default; ids are unique per user since sql/0027, so
 -- that works too, but two accounts then share ids, which confuses a person who has both on one
--- device and answered id_conflict before 0027. With new ids the document's habit,
--- list and task ids are replaced, and every reference inside it (completions' and skips'
--- template_id, tasks' list_id) follows. Each new id is derived from the target user, the kind
+-- device and answered id_conflict before 0027. With new ids the document's area, habit,
+-- check-in, reminder, list and task ids are replaced, and every reference inside it (the
+-- template_id of completions, skips, check-ins, notes and reminders, habits' area_id, tasks'
+-- list_id) follows. Each new id is derived from the target user, the kind
 -- and the old id (a version-4-shaped UUID from an MD5), so importing the same document into the
 -- same account again finds the same ids and changes nothing (account.import stays retry-safe),
 -- and two accounts that import it get different ids. A reference to an id the document does not
@@ -679,7 +724,7 @@ CREATE OR REPLACE FUNCTION habit.account_new_id(p_user uuid, p_kind text, p_id t
                '4', 13, 1), '8', 17, 1)::uuid::text
     $fn$;
 COMMENT ON FUNCTION habit.account_new_id(uuid, text, text) IS
-    'The id an account import with new ids gives the document''s row p_id of kind p_kind (habit, checkin, list, task) in p_user''s account: the same every time.';
+    'The id an account import with new ids gives the document''s row p_id of kind p_kind (area, habit, checkin, reminder, list, task) in p_user''s account: the same every time.';
 
 CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_document jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -687,7 +732,12 @@ CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_do
     AS $fn$
     SELECT p_document
         || jsonb_build_object(
-               'habits', coalesce((SELECT jsonb_agg(h || jsonb_build_object('id', habit.account_new_id(p_user, 'habit', h ->> 'id')) ORDER BY n)
+               'areas', coalesce((SELECT jsonb_agg(a || jsonb_build_object('id', habit.account_new_id(p_user, 'area', a ->> 'id')) ORDER BY n)
+                                  FROM jsonb_array_elements(p_document -> 'areas') WITH ORDINALITY AS x(a, n)), '[]'),
+               'habits', coalesce((SELECT jsonb_agg(h || jsonb_build_object('id', habit.account_new_id(p_user, 'habit', h ->> 'id'))
+                                                  || CASE WHEN jsonb_typeof(h -> 'area_id') = 'string'
+                                                          THEN jsonb_build_object('area_id', habit.account_new_id(p_user, 'area', h ->> 'area_id'))
+                                                          ELSE '{}' END ORDER BY n)
                                    FROM jsonb_array_elements(p_document -> 'habits') WITH ORDINALITY AS x(h, n)), '[]'),
                'completions', coalesce((SELECT jsonb_agg(c || jsonb_build_object('template_id', habit.account_new_id(p_user, 'habit', c ->> 'template_id')) ORDER BY n)
                                         FROM jsonb_array_elements(p_document -> 'completions') WITH ORDINALITY AS x(c, n)), '[]'),
@@ -710,15 +760,16 @@ CREATE OR REPLACE FUNCTION habit.account_document_with_new_ids(p_user uuid, p_do
                                   FROM jsonb_array_elements(p_document -> 'tasks') WITH ORDINALITY AS x(t, n)), '[]'))
     $fn$;
 COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
-    'A habit-account document with its habit, list and task ids (and the references to them) replaced by habit.account_new_id for p_user: account.import with ids "new".';
+    'A habit-account document with its area, habit, check-in, reminder, list and task ids (and the references to them) replaced by habit.account_new_id for p_user: account.import with ids "new".';
 
 -- Account deletion (issue 19) --------------------------------------------------------------
 -- habit.delete_account is the one place that knows every table a user owns; account.delete
 -- (the worker) and `habit account delete` (admins) call it.
 --
 -- What it deletes, in one transaction, with the number of rows per table:
---   public.profiles, public.habit_templates and what cascades from them (habit_periods,
---   habit_completions, habit_skips, habit_streak_runs, habit_streak_state), public.task_lists,
+--   public.profiles, public.habit_areas (sql/0037), public.habit_templates and what cascades
+--   from them (habit_periods, habit_completions, habit_skips, habit_checkins, habit_day_notes,
+--   habit_reminders, habit.reminder_firings, habit_streak_runs, habit_streak_state), public.task_lists,
 --   public.tasks, public.weekly_completion_counts (stored weekly counts), habit.user_row_counts
 --   (row-limit counters) and habit.sync_mutations (sync.push's replay records: their outcomes
 --   are content).
@@ -760,6 +811,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
         n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint;
+        n_areas bigint;
         relocking boolean;
     BEGIN
         IF p_user IS NULL THEN
@@ -799,6 +851,9 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_firings FROM habit.reminder_firings WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
+        -- After the habits, which reference them (their trigger then finds no habit to clear).
+        DELETE FROM public.habit_areas WHERE user_id = p_user;
+        GET DIAGNOSTICS n_areas = ROW_COUNT;
         DELETE FROM public.tasks WHERE user_id = p_user;
         GET DIAGNOSTICS n_tasks = ROW_COUNT;
         DELETE FROM public.task_lists WHERE user_id = p_user;
@@ -817,6 +872,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
 
         RETURN QUERY VALUES
             ('public.profiles', n_profiles),
+            ('public.habit_areas', n_areas),
             ('public.habit_templates', n_templates),
             ('public.habit_periods', n_periods),
             ('public.habit_completions', n_completions),

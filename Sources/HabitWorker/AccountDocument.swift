@@ -18,7 +18,7 @@ public enum AccountDocument {
     /// a 3-year daily user with 100 habits has ~110,000 completions.
     public static let maxRows: [(member: String, limit: Int)] = [
         ("habits", 10_000), ("completions", 500_000), ("skips", 500_000), ("lists", 10_000), ("tasks", 200_000),
-        ("checkins", 500_000), ("notes", 100_000), ("reminders", 24_000),
+        ("checkins", 500_000), ("notes", 100_000), ("reminders", 24_000), ("areas", 100),
     ]
     /// Most periods of one habit.
     public static let maxPeriods = 10_000
@@ -45,7 +45,7 @@ public enum AccountDocument {
     public static func check(_ document: JSONValue) throws(RPCError) -> Checked {
         let top = try object(document, "document",
                              required: ["format", "version", "habits", "completions", "skips", "lists", "tasks"],
-                             optional: ["exported_at", "profile", "checkins", "notes", "reminders"])
+                             optional: ["exported_at", "profile", "areas", "checkins", "notes", "reminders"])
         guard top["format"]?.stringValue == format else {
             throw .invalidParams(field: "document.format", reason: InputFailure.unsupportedFormat, message: "expected \"\(format)\"")
         }
@@ -73,17 +73,28 @@ public enum AccountDocument {
             }
         }
 
+        // Areas (sql/0037): an optional member, absent in documents from before them; names as
+        // lists' (the table's CHECKs; bidirectional controls are habit.import_account's to name).
+        for (index, value) in try array(top["areas"] ?? .array([]), "document.areas").enumerated() {
+            let path = "document.areas[\(index)]"
+            let fields = try object(value, path, required: ["id", "name"], optional: ["sort_order"])
+            _ = try uuid(fields["id"]!, path + ".id")
+            try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
+            if let order = fields["sort_order"], !order.isNull { _ = try int32(order, path + ".sort_order") }
+        }
+
         for (index, value) in try array(top["habits"]!, "document.habits").enumerated() {
             let path = "document.habits[\(index)]"
             let fields = try object(value, path, required: ["id", "name", "periods"],
                                     optional: ["icon", "color", "sort_order", "created_at", "updated_at",
-                                               "kind", "unit", "target", "target_type", "target_period", "archived_at"])
+                                               "kind", "unit", "target", "target_type", "target_period", "archived_at", "area_id"])
             _ = try uuid(fields["id"]!, path + ".id")
             try rule(path + ".name") { try AccountRepository.checkName(try string(fields["name"]!, path + ".name")) }
             if let icon = try optionalString(fields["icon"], path + ".icon") { try rule(path + ".icon") { try AccountRepository.checkIcon(icon) } }
             if let color = try optionalString(fields["color"], path + ".color") { try rule(path + ".color") { try AccountRepository.checkColor(color) } }
             if let order = fields["sort_order"], !order.isNull { _ = try int32(order, path + ".sort_order") }
             if let archived = fields["archived_at"], !archived.isNull { _ = try timestamp(archived, path + ".archived_at") }
+            if let area = fields["area_id"], !area.isNull { _ = try uuid(area, path + ".area_id") }
             try checkPeriods(try array(fields["periods"]!, path + ".periods"), path + ".periods")
             try checkMeasure(fields, path)
         }
@@ -339,6 +350,7 @@ extension JSONWriter {
         key("target_type"); string(habit.measure.targetType.rawValue)
         key("target_period"); string(habit.measure.targetPeriod.rawValue)
         key("archived_at"); timestamp(habit.archivedAt)
+        key("area_id"); uuid(habit.areaID)
         key("periods"); array(habit.periods) { json, period in
             json.beginObject()
             json.key("started_at"); json.timestamp(period.startedAt)
@@ -355,6 +367,14 @@ extension JSONWriter {
         key("time_zone"); string(profile.timeZone)
         key("week_start"); string(profile.weekStart.rawValue)
         key("day_starts_at"); string(profile.dayStartsAt)
+        endObject()
+    }
+
+    mutating func accountArea(_ area: AccountArea) {
+        beginObject()
+        key("id"); uuid(area.id)
+        key("name"); string(area.name)
+        key("sort_order"); if let order = area.sortOrder { int(order) } else { null() }
         endObject()
     }
 
@@ -392,6 +412,7 @@ extension JSONWriter {
     /// The members of a page after the header, each array in document order.
     mutating func accountSections(_ page: AccountExportPage) {
         if page.includesProfile { key("profile"); accountProfile(page.profile) }
+        key("areas"); array(page.areas) { json, area in json.accountArea(area) }
         key("habits"); array(page.habits) { json, habit in json.accountHabit(habit) }
         key("completions"); array(page.completions) { json, day in json.dayKey(day) }
         key("skips"); array(page.skips) { json, day in json.dayKey(day) }
@@ -444,7 +465,7 @@ public struct AccountDocumentStream {
 
     public init(write: @escaping (Data) throws -> Void) { self.write = write }
 
-    private static let names = ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"]
+    private static let names = ["profile", "areas", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"]
 
     public mutating func add(_ page: AccountExportPage) throws {
         var text = ""
@@ -466,14 +487,15 @@ public struct AccountDocumentStream {
                 first = false
             }
         }
-        items(1, page.habits) { $0.accountHabit($1) }
-        items(2, page.completions) { $0.dayKey($1) }
-        items(3, page.skips) { $0.dayKey($1) }
-        items(4, page.lists) { $0.accountList($1) }
-        items(5, page.tasks) { $0.accountTask($1) }
-        items(6, page.checkins) { $0.accountCheckin($1) }
-        items(7, page.notes) { $0.accountNote($1) }
-        items(8, page.reminders) { $0.accountReminder($1) }
+        items(1, page.areas) { $0.accountArea($1) }
+        items(2, page.habits) { $0.accountHabit($1) }
+        items(3, page.completions) { $0.dayKey($1) }
+        items(4, page.skips) { $0.dayKey($1) }
+        items(5, page.lists) { $0.accountList($1) }
+        items(6, page.tasks) { $0.accountTask($1) }
+        items(7, page.checkins) { $0.accountCheckin($1) }
+        items(8, page.notes) { $0.accountNote($1) }
+        items(9, page.reminders) { $0.accountReminder($1) }
         if !text.isEmpty { try write(Data(text.utf8)) }
     }
 

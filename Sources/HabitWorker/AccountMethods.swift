@@ -68,9 +68,9 @@ extension AccountExportPage: MethodResult {
     }
 
     public var estimatedJSONBytes: Int {
-        256 + habits.reduce(0) { $0 + 300 + 140 * $1.periods.count } + 62 * (completions.count + skips.count)
+        256 + habits.reduce(0) { $0 + 350 + 140 * $1.periods.count } + 62 * (completions.count + skips.count)
             + 150 * lists.count + 420 * tasks.count + 140 * checkins.count + 80 * notes.count + notes.reduce(0) { $0 + 2 * $1.note.utf8.count }
-            + 130 * reminders.count
+            + 130 * reminders.count + 2 * areas.reduce(0) { $0 + 80 + $1.name.utf8.count }
     }
 }
 
@@ -166,7 +166,7 @@ struct AccountImportAnswer: MethodResult {
         ("deleted", JSONSchema.integer(0...Int.max)), ("unchanged", JSONSchema.integer(0...Int.max)),
     ])
     static let schema = JSONSchema.object([
-        ("counts", JSONSchema.described(JSONSchema.object(["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"].map { ($0, countsSchema) }),
+        ("counts", JSONSchema.described(JSONSchema.object(AccountRepository.importKinds.map { ($0, countsSchema) }),
                                         "Rows per kind: inserted, updated (a habit whose periods were rewritten counts as updated), deleted (replace), unchanged.")),
         ("warnings", JSONSchema.described(JSONSchema.array(of: JSONSchema.string()), "What a converted source could not carry over; empty for habit-account documents.")),
         ("loop", JSONSchema.described(JSONSchema.object([
@@ -253,6 +253,7 @@ extension JSONWriter {
     mutating func key(dynamic name: String) {
         switch name {
         case "profile": key("profile")
+        case "areas": key("areas")
         case "habits": key("habits")
         case "completions": key("completions")
         case "skips": key("skips")

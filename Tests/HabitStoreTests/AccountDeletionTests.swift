@@ -27,7 +27,7 @@ import Testing
               -- account.import's staging tables (sql/0028) hold rows only inside an importing
               -- transaction: nothing of a user is ever there to delete (docs/schema.md).
               AND NOT (n.nspname = 'habit' AND c.relname IN ('import_habits', 'import_periods', 'import_days', 'import_lists', 'import_tasks',
-                                                             'import_checkins', 'import_notes', 'import_reminders'))
+                                                             'import_checkins', 'import_notes', 'import_reminders', 'import_areas'))
               AND (a.attname = 'user_id'
                    OR EXISTS (SELECT 1 FROM pg_constraint f
                               WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.confrelid = to_regclass('auth.users')
@@ -82,10 +82,10 @@ import Testing
     /// A user with rows in every table, written as psql would (a superuser: the triggers
     /// number, tombstone, count and keep the streak runs for every writer): a profile in a
     /// non-UTC zone, habits with completions, skips and a second period, a deleted habit (a
-    /// tombstone), lists and tasks, a stored weekly count, a sync.push replay record, and
+    /// tombstone), an area holding a habit, lists and tasks, a stored weekly count, a sync.push replay record, and
     /// (an incremental weekly-counts convention being tracked) dirty marks.
     static func seed(_ admin: Connection, user: UUID) throws {
-        let run = UUID(), read = UUID(), gone = UUID(), list = UUID()
+        let run = UUID(), read = UUID(), gone = UUID(), list = UUID(), area = UUID()
         // As after a first `weekly-counts --store --incremental`: from here on every write marks
         // habit.weekly_counts_dirty (sql/0015).
         try admin.execute("INSERT INTO habit.weekly_counts_state (week_starts_on) VALUES ('monday') ON CONFLICT DO NOTHING")
@@ -111,6 +111,9 @@ import Testing
             INSERT INTO habit.reminder_firings (reminder_id, local_date, user_id, fire_at, lease_until)
             SELECT r.id, current_date, \(user), now(), now() + interval '1 minute' FROM r
             """)
+        // An area with a habit in it (sql/0037).
+        try admin.execute("INSERT INTO habit_areas (id, user_id, name, sort_order) VALUES (\(area), \(user), 'Health', 1024)")
+        try admin.execute("UPDATE habit_templates SET area_id = \(area) WHERE id = \(run)")
         try admin.execute("DELETE FROM habit_templates WHERE id = \(gone)")
         try admin.execute("INSERT INTO task_lists (id, user_id, name) VALUES (\(list), \(user), 'Home')")
         try admin.execute("INSERT INTO tasks (user_id, title, list_id, position) VALUES (\(user), 'Buy milk', \(list), 1), (\(user), 'Call', NULL, 1)")
@@ -161,7 +164,7 @@ import Testing
             let tombstones = try admin.query("""
                 SELECT kind, count(*) FROM habit.sync_tombstones WHERE user_id = \(user) AND change_seq = \(clockAfter) GROUP BY kind ORDER BY kind
                 """).map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
-            #expect(tombstones == ["checkins 1", "completions \(before["public.habit_completions"]!)", "habits 2", "lists 1", "notes 1",
+            #expect(tombstones == ["areas 1", "checkins 1", "completions \(before["public.habit_completions"]!)", "habits 2", "lists 1", "notes 1",
                                    "periods \(before["public.habit_periods"]!)", "profile 1", "reminders 1", "skips 1", "tasks 2"])
             let tombstoneColumns = try admin.query("""
                 SELECT attname::text FROM pg_attribute WHERE attrelid = 'habit.sync_tombstones'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum

@@ -14,14 +14,17 @@ struct AccountDeleteTests {
             SELECT (SELECT count(*) FROM profiles WHERE user_id = \(user)) + (SELECT count(*) FROM habit_templates WHERE user_id = \(user))
                  + (SELECT count(*) FROM habit_completions WHERE user_id = \(user)) + (SELECT count(*) FROM habit_skips WHERE user_id = \(user))
                  + (SELECT count(*) FROM task_lists WHERE user_id = \(user)) + (SELECT count(*) FROM tasks WHERE user_id = \(user))
+                 + (SELECT count(*) FROM habit_areas WHERE user_id = \(user))
             """).decode(Int.self, at: 0)
     }
 
-    /// A user with a profile, a habit done yesterday and skipped the day before, a list and a task.
+    /// A user with a profile, an area, a habit in it done yesterday and skipped the day before, a list and a task.
     static func fill(_ session: WorkerSession, user: UUID) throws -> UUID {
         let worker = session.worker, today = try session.today()
         _ = try worker.call("profile.set", params(user, ["timezone": "Europe/Berlin"]))
-        let habit = try #require(try worker.call("habits.create", params(user, ["name": "Walk", "activated_at": "2020-01-01T00:00:00Z"])).habitID)
+        let area = try #require(try worker.call("areas.create", params(user, ["name": "Health"]))["id"])
+        let habit = try #require(try worker.call("habits.create", params(user, ["name": "Walk", "activated_at": "2020-01-01T00:00:00Z",
+                                                                                "area_id": area])).habitID)
         _ = try worker.call("completions.set", params(user, ["template_id": .uuid(habit), "date": .string(today.adding(days: -1).description), "completed": true]))
         _ = try worker.call("skips.set_range", params(user, ["template_id": .uuid(habit), "from": .string(today.adding(days: -2).description),
                                                               "to": .string(today.adding(days: -2).description), "skipped": true]))
@@ -37,7 +40,7 @@ struct AccountDeleteTests {
             _ = try Self.fill(session, user: user)
             _ = try Self.fill(session, user: other)
             let rows = try Self.rows(session.admin, user: user), otherRows = try Self.rows(session.admin, user: other)
-            #expect(rows == 6 && otherRows == 6)
+            #expect(rows == 7 && otherRows == 7)
 
             let refused: [([String: WireJSON], String, String)] = [
                 (["confirm": .uuid(other)], "confirm", "confirmation_mismatch"),
@@ -55,10 +58,11 @@ struct AccountDeleteTests {
             // only ever be the user's own, and the other user keeps every row.
             let answer = try worker.call("account.delete", params(user, ["confirm": .string(user.uuidString.uppercased())]))
             let tables = try #require(answer["tables"]?.arrayValue)
-            #expect(tables.map { $0["table"]?.stringValue ?? "" }.first == "public.profiles" && tables.count == 16, "\(answer)")
+            #expect(tables.map { $0["table"]?.stringValue ?? "" }.first == "public.profiles" && tables.count == 17, "\(answer)")
             let deleted = Dictionary(uniqueKeysWithValues: tables.map { ($0["table"]?.stringValue ?? "", $0["deleted"]?.intValue ?? -1) })
             #expect(deleted["public.habit_templates"] == 1 && deleted["public.habit_completions"] == 1 && deleted["public.habit_skips"] == 1
-                    && deleted["public.tasks"] == 1 && deleted["public.task_lists"] == 1 && deleted["public.profiles"] == 1, "\(deleted)")
+                    && deleted["public.tasks"] == 1 && deleted["public.task_lists"] == 1 && deleted["public.profiles"] == 1
+                    && deleted["public.habit_areas"] == 1, "\(deleted)")
             #expect(answer["total"]?.intValue == deleted.values.reduce(0, +))
             #expect(try Self.rows(session.admin, user: user) == 0)
             #expect(try Self.rows(session.admin, user: other) == otherRows)
@@ -90,7 +94,7 @@ struct AccountDeleteTests {
             ]]))
             #expect(push["results"]?[0]?["error"]?["code"]?.intValue == -32019, "\(push)")
             #expect(push["results"]?[0]?["error"]?["data"]?["reason"] == "method_not_allowed")
-            #expect(try Self.rows(session.admin, user: user) == 6)
+            #expect(try Self.rows(session.admin, user: user) == 7)
 
             _ = try worker.call("account.delete", params(user, ["confirm": .uuid(user)]))
 
@@ -102,9 +106,10 @@ struct AccountDeleteTests {
             #expect(deleted["completions"]?.arrayValue?.count == 1 && deleted["skips"]?.arrayValue?.count == 1)
             #expect(deleted["periods"]?.arrayValue?.count == 1 && deleted["lists"]?.arrayValue?.count == 1)
             #expect(deleted["tasks"]?.arrayValue == [.uuid(task)])
+            #expect(deleted["areas"]?.arrayValue?.count == 1, "\(deleted)")
             let changes = try #require(pull["changes"])
             #expect(changes["profile"] == .null)
-            for kind in ["habits", "periods", "completions", "skips", "lists", "tasks"] {
+            for kind in ["areas", "habits", "periods", "completions", "skips", "lists", "tasks"] {
                 #expect(changes[kind]?.arrayValue?.isEmpty == true, "\(kind): \(changes)")
             }
             // A fresh device's whole-state pull: an empty account.

@@ -59,10 +59,18 @@ struct AccountTests {
 
     /// A random valid document (server-set members omitted), sorted as an export is. Its
     /// completions and skips lie two days inside a period (UTC), so any zone makes them on;
-    /// `habitIDs` reuses ids (another state of the same account).
-    static func document(_ g: inout Generator, nowMicros: Int64, habitIDs: [UUID] = []) -> WireJSON {
+    /// `habitIDs` and `areaIDs` reuse ids (another state of the same account).
+    static func document(_ g: inout Generator, nowMicros: Int64, habitIDs: [UUID] = [], areaIDs: [UUID] = []) -> WireJSON {
         let day: Int64 = 86_400_000_000
         let nowDay = Int(nowMicros / day)
+        // Areas (sql/0037): some kept from another state (renamed, reordered), some new.
+        var areas = areaIDs.filter { _ in g.chance(70) }
+        for _ in 0..<g.int(0...2) { areas.append(g.uuid()) }
+        areas.sort { $0.lowercaseString < $1.lowercaseString }
+        let areaRows: [WireJSON] = areas.map { id in
+            .object([.init("id", .uuid(id)), .init("name", .string(g.chance(30) ? "Santé — 健康 \"\(g.int(1...9))\"" : "Area \(g.int(1...99))")),
+                     .init("sort_order", g.chance(70) ? .number(String(g.int(-5...5000))) : .null)])
+        }
         var ids = habitIDs.filter { _ in g.chance(70) }
         for _ in 0..<g.int(0...3) { ids.append(g.uuid()) }
         ids.sort { $0.lowercaseString < $1.lowercaseString }
@@ -141,6 +149,7 @@ struct AccountTests {
                 .init("kind", measurable ? "measurable" : "boolean"), .init("unit", measurable ? "km" : .null),
                 .init("target", .string(target)), .init("target_type", atMost ? "at_most" : "at_least"), .init("target_period", "day"),
                 .init("archived_at", g.chance(20) ? .string("2026-0\(g.int(1...9))-1\(g.int(0...9))T0\(g.int(0...9)):30:00Z") : .null),
+                .init("area_id", areas.isEmpty || g.chance(30) ? .null : .uuid(areas[g.int(0...areas.count - 1)])),
                 .init("periods", .array(periods)),
             ]))
         }
@@ -157,6 +166,7 @@ struct AccountTests {
         let dayKey: ((String, String)) -> WireJSON = { pair in .object([.init("template_id", .string(pair.0)), .init("date", .string(pair.1))]) }
         return .object([
             .init("format", "habit-account"), .init("version", 1), .init("profile", profile),
+            .init("areas", .array(areaRows)),
             .init("habits", .array(habits)),
             .init("completions", .array(completions.map(dayKey))),
             .init("skips", .array(skips.map(dayKey))),
@@ -196,6 +206,9 @@ struct AccountTests {
         })
     }
 
+    /// The document's arrays, in its order.
+    static let arrays = ["areas", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"]
+
     /// The whole document from account.export's pages of at most `limit` items.
     static func export(_ worker: WorkerProcess, user: UUID, limit: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> WireJSON {
         var header: [WireJSON.Member] = [], arrays: [String: [WireJSON]] = [:], cursor: WireJSON?
@@ -218,7 +231,7 @@ struct AccountTests {
             if page["has_more"] != true { break }
             cursor = page["cursor"]
         }
-        return .object(header + ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"].map { .init($0, .array(arrays[$0] ?? [])) })
+        return .object(header + Self.arrays.map { .init($0, .array(arrays[$0] ?? [])) })
     }
 
     /// Validates each document against docs/account-format.schema.json with python3's
@@ -249,7 +262,7 @@ struct AccountTests {
     /// A checksum of every row of the user tables and the sync bookkeeping: "nothing written".
     static func checksum(_ admin: Connection) throws -> String {
         var parts: [String] = []
-        for table in ["public.profiles", "public.habit_templates", "public.habit_periods", "public.habit_completions", "public.habit_skips", "public.habit_checkins", "public.habit_day_notes",
+        for table in ["public.profiles", "public.habit_areas", "public.habit_templates", "public.habit_periods", "public.habit_completions", "public.habit_skips", "public.habit_checkins", "public.habit_day_notes",
                       "public.habit_reminders", "public.task_lists", "public.tasks", "habit.sync_clocks", "habit.sync_tombstones", "habit.user_row_counts"] {
             parts.append(try admin.queryOne("SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(unsafeSQL: table) t")
                 .decode(String.self, at: 0))
@@ -265,9 +278,10 @@ struct AccountTests {
     func roundTrips() throws {
         try WorkerSession.with { session in
             let worker = session.worker, admin = session.admin
-            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, checkins = 0, notes = 0, reminders = 0, exports: [String] = []
-            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30 && checkins > 100 && notes > 40 && reminders > 40,
-                            "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks) \(checkins) \(notes) \(reminders)") }
+            var periods = 0, multiPeriod = 0, days = 0, tasks = 0, checkins = 0, notes = 0, reminders = 0, areas = 0, inAreas = 0, exports: [String] = []
+            defer { #expect(periods > 60 && multiPeriod > 10 && days > 300 && tasks > 30 && checkins > 100 && notes > 40 && reminders > 40
+                            && areas > 30 && inAreas > 25,
+                            "generator too tame: \(periods) \(multiPeriod) \(days) \(tasks) \(checkins) \(notes) \(reminders) \(areas) \(inAreas)") }
             defer {
                 // Every export is valid against docs/account-format.schema.json.
                 #expect((try? Self.validateAgainstSchema(exports)) == "ok 60", "the exports do not match docs/account-format.schema.json")
@@ -286,6 +300,8 @@ struct AccountTests {
                 checkins += original["checkins"]?.arrayValue?.count ?? 0
                 notes += original["notes"]?.arrayValue?.count ?? 0
                 reminders += original["reminders"]?.arrayValue?.count ?? 0
+                areas += original["areas"]?.arrayValue?.count ?? 0
+                inAreas += original["habits"]?.arrayValue?.filter { $0["area_id"] != .null }.count ?? 0
                 let first = try worker.call("account.import", params(user, ["document": original, "mode": "merge"]))
                 #expect(first["counts"]?["habits"]?["inserted"]?.intValue == original["habits"]?.arrayValue?.count, "seed \(seed): \(first)")
                 let limit = g.int(1...7)
@@ -302,7 +318,7 @@ struct AccountTests {
                 let before = try Self.checksum(admin)
                 let second = try worker.call("account.import", params(user, ["document": again, "mode": mode]))
                 #expect(try Self.checksum(admin) == before, "seed \(seed): \(second)")
-                for kind in ["profile", "habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"] {
+                for kind in ["profile"] + Self.arrays {
                     #expect(second["counts"]?[kind]?["inserted"] == 0 && second["counts"]?[kind]?["updated"] == 0
                             && second["counts"]?[kind]?["deleted"] == 0, "seed \(seed): \(second)")
                 }
@@ -312,7 +328,8 @@ struct AccountTests {
 
                 // Another state of the same account (same ids, new periods, days, names): replace.
                 let ids = (original["habits"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue.flatMap(UUID.init(uuidString:)) }
-                let next = Self.document(&g, nowMicros: now, habitIDs: ids)
+                let areaIDs = (original["areas"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue.flatMap(UUID.init(uuidString:)) }
+                let next = Self.document(&g, nowMicros: now, habitIDs: ids, areaIDs: areaIDs)
                 _ = try worker.call("account.import", params(user, ["document": next, "mode": "replace"]))
                 let replaced = try Self.export(worker, user: user, limit: 1_000)
                 #expect(Self.withoutServerSet(replaced) == Self.withoutServerSet(next.with("exported_at", .null)), "seed \(seed)")
@@ -334,7 +351,11 @@ struct AccountTests {
         }
         guard case .object = document else { return document }
         return document
-            .with("habits", try rows("habits") { try $0.with("id", newID("habit", $0["id"])) })
+            .with("areas", try rows("areas") { try $0.with("id", newID("area", $0["id"])) })
+            .with("habits", try rows("habits") { habit in
+                let renamed = try habit.with("id", newID("habit", habit["id"]))
+                return habit["area_id"] == .null ? renamed : try renamed.with("area_id", newID("area", habit["area_id"]))
+            })
             .with("completions", try rows("completions") { try $0.with("template_id", newID("habit", $0["template_id"])) })
             .with("skips", try rows("skips") { try $0.with("template_id", newID("habit", $0["template_id"])) })
             .with("checkins", try rows("checkins") { try $0.with("id", newID("checkin", $0["id"])).with("template_id", newID("habit", $0["template_id"])) })
@@ -358,7 +379,7 @@ struct AccountTests {
             }
         }
         var result = keyed(withoutServerSet(document).with("exported_at", .null))
-        for key in ["habits", "completions", "skips", "lists", "tasks", "checkins", "notes", "reminders"] {
+        for key in Self.arrays {
             result = result.with(key, .array((result[key]?.arrayValue ?? []).sorted { $0.encoded < $1.encoded }))
         }
         return keyed(result)
@@ -384,7 +405,7 @@ struct AccountTests {
                 let kept = try worker.call("account.import", params(third, ["document": exported, "mode": "merge"]))
                 #expect(kept["counts"]?["habits"]?["inserted"]?.intValue == exported["habits"]?.arrayValue?.count, "seed \(seed): \(kept)")
                 let keptCopy = try Self.export(worker, user: third, limit: 1_000)
-                for key in ["habits", "lists", "tasks"] {
+                for key in ["areas", "habits", "lists", "tasks"] {
                     #expect(Set((keptCopy[key]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
                             == Set((exported[key]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }), "seed \(seed): \(key)")
                 }
@@ -435,6 +456,12 @@ struct AccountTests {
         .object([.init("template_id", .string(template)), .init("date", .string(date))])
     }
 
+    static let areaID = "a0a0a0a0-0000-4000-8000-000000000001"
+
+    static func area(_ id: String = areaID, name: String = "Health", sortOrder: Int? = nil) -> WireJSON {
+        .object([.init("id", .string(id)), .init("name", .string(name)), .init("sort_order", sortOrder.map { .number(String($0)) } ?? .null)])
+    }
+
     @Test("hostile documents: a precise error naming the JSON path, and nothing written")
     func hostileDocuments() throws {
         try WorkerSession.with { session in
@@ -482,6 +509,21 @@ struct AccountTests {
                 ("a day start that is not HH:MM", Self.minimal().with("profile", .object([.init("time_zone", "UTC"), .init("week_start", "monday"),
                                                                                         .init("day_starts_at", "3:00")])),
                  -32602, "invalid_time", "document.profile.day_starts_at"),
+                // Areas (sql/0037).
+                ("duplicate area ids", Self.minimal().with("areas", [Self.area(), Self.area(name: "Work")]), -32602, "duplicate_value", "document.areas[1].id"),
+                ("a habit in an area the document lacks", Self.minimal(habits: [open.with("area_id", .string(Self.areaID))]).with("areas", []),
+                 -32602, "unknown_reference", "document.habits[0].area_id"),
+                ("a habit in an area, no areas member", Self.minimal(habits: [open.with("area_id", .string(Self.areaID))]),
+                 -32602, "unknown_reference", "document.habits[0].area_id"),
+                ("an area_id that is not a UUID", Self.minimal(habits: [open.with("area_id", "health")]), -32602, "invalid_uuid", "document.habits[0].area_id"),
+                ("an area name with a bidirectional control", Self.minimal().with("areas", [Self.area(name: "Work\u{202E}")]),
+                 -32602, "invalid_characters", "document.areas[0].name"),
+                ("an area name not trimmed", Self.minimal().with("areas", [Self.area(name: " Work")]), -32602, "invalid_text", "document.areas[0].name"),
+                ("an empty area name", Self.minimal().with("areas", [Self.area(name: "")]), -32602, "empty", "document.areas[0].name"),
+                ("an area of an unknown member", Self.minimal().with("areas", [Self.area().with("color", "#FF0000")]), -32602, "unknown_key",
+                 "document.areas[0].color"),
+                ("101 areas", Self.minimal().with("areas", .array((1...101).map { Self.area(String(format: "a0a0a0a0-0000-4000-8000-%012d", $0)) })),
+                 -32602, "too_many", "document.areas"),
             ]
             for (name, document, code, reason, field) in cases {
                 let before = try Self.checksum(admin)
@@ -539,7 +581,7 @@ struct AccountTests {
             #expect(try worker.call("account.export", params(user, ["limit": 2, "cursor": cursor]))["document"]?["habits"]?.arrayValue?.count == 2)
             try worker.createHabit(user: user, name: "Swim")
             expectError(try worker.request("account.export", params: params(user, ["limit": 2, "cursor": cursor])), code: -32020, id: nil, reason: "export_changed")
-            for (members, field, reason) in [(["cursor": "e1.9.0.0."], "cursor", "invalid_cursor"), (["cursor": "nope"], "cursor", "invalid_cursor"),
+            for (members, field, reason) in [(["cursor": "e1.10.0.0."], "cursor", "invalid_cursor"), (["cursor": "nope"], "cursor", "invalid_cursor"),
                                              (["limit": 0], "limit", "out_of_range"), (["limit": 10_001], "limit", "out_of_range")] as [([String: WireJSON], String, String)] {
                 expectError(try worker.request("account.export", params: params(user, members)), code: -32602, id: nil, reason: reason, field: field)
             }
@@ -576,7 +618,8 @@ struct AccountTests {
                 SELECT (SELECT count(*) FROM habit.import_habits) + (SELECT count(*) FROM habit.import_periods)
                      + (SELECT count(*) FROM habit.import_days) + (SELECT count(*) FROM habit.import_lists)
                      + (SELECT count(*) FROM habit.import_tasks) + (SELECT count(*) FROM habit.import_checkins)
-                     + (SELECT count(*) FROM habit.import_notes)
+                     + (SELECT count(*) FROM habit.import_notes) + (SELECT count(*) FROM habit.import_reminders)
+                     + (SELECT count(*) FROM habit.import_areas)
                 """).decode(Int.self, at: 0)
             #expect(staged == 0)
             if CitusCluster.current == nil {
@@ -689,6 +732,87 @@ struct AccountTests {
             #expect(left["habits"]?.arrayValue?.count == 1 && left["lists"]?.arrayValue?.isEmpty == true && left["completions"]?.arrayValue?.isEmpty == true)
         }
     }
+    @Test("areas: written before the habits that name them; merge keeps the user's others; replace deletes those the document lacks, their habits staying without an area; counts say which; a direct call meets the same refusals")
+    func areasInMergeAndReplace() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker, admin = session.admin, user = UUID()
+            let health = Self.areaID, work = "a0a0a0a0-0000-4000-8000-000000000002"
+            let run = Self.habitID, read = "aaaaaaaa-0000-4000-8000-000000000002"
+            func habit(_ id: String, area: String?) -> WireJSON {
+                Self.habit(id, periods: [Self.period("2025-01-01T08:00:00Z", nil)]).with("area_id", area.map { .string($0) } ?? .null)
+            }
+            func exported() throws -> (areas: [WireJSON], areaOf: [String: WireJSON]) {
+                let document = try Self.export(worker, user: user, limit: 1_000)
+                let habits = document["habits"]?.arrayValue ?? []
+                return (document["areas"]?.arrayValue ?? [],
+                        Dictionary(uniqueKeysWithValues: habits.map { ($0["id"]?.stringValue ?? "", $0["area_id"] ?? .null) }))
+            }
+            let first = Self.minimal(habits: [habit(run, area: health), habit(read, area: work)])
+                .with("areas", [Self.area(health, name: "Health", sortOrder: 1024), Self.area(work, name: "Work", sortOrder: 2048)])
+            let merged = try worker.call("account.import", params(user, ["document": first, "mode": "merge"]))
+            #expect(merged["counts"]?["areas"] == ["inserted": 2, "updated": 0, "deleted": 0, "unchanged": 0], "\(merged)")
+            #expect(merged["counts"]?["habits"] == ["inserted": 2, "updated": 0, "deleted": 0, "unchanged": 0], "\(merged)")
+            var state = try exported()
+            #expect(state.areas == [Self.area(health, name: "Health", sortOrder: 1024), Self.area(work, name: "Work", sortOrder: 2048)], "\(state)")
+            #expect(state.areaOf == [run: .string(health), read: .string(work)], "\(state)")
+
+            // Merge without an areas member (a document from before them): the user's areas stay;
+            // a habit without area_id has none.
+            let noAreas = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [Self.habit(run, periods: [Self.period("2025-01-01T08:00:00Z", nil)])]),
+                                                                          "mode": "merge"]))
+            #expect(noAreas["counts"]?["areas"] == ["inserted": 0, "updated": 0, "deleted": 0, "unchanged": 0], "\(noAreas)")
+            #expect(noAreas["counts"]?["habits"] == ["inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0], "\(noAreas)")
+            state = try exported()
+            #expect(state.areas.count == 2 && state.areaOf == [run: .null, read: .string(work)], "\(state)")
+
+            // Replace: Health renamed, Work gone; Read, which was in Work, stays without an area.
+            let second = Self.minimal(habits: [habit(run, area: health), habit(read, area: nil)])
+                .with("areas", [Self.area(health, name: "Body", sortOrder: 1024)])
+            let replaced = try worker.call("account.import", params(user, ["document": second, "mode": "replace"]))
+            #expect(replaced["counts"]?["areas"] == ["inserted": 0, "updated": 1, "deleted": 1, "unchanged": 0], "\(replaced)")
+            #expect(replaced["counts"]?["habits"] == ["inserted": 0, "updated": 2, "deleted": 0, "unchanged": 0], "\(replaced)")
+            state = try exported()
+            #expect(state.areas == [Self.area(health, name: "Body", sortOrder: 1024)], "\(state)")
+            #expect(state.areaOf == [run: .string(health), read: .null], "\(state)")
+            // The deleted area's tombstone, for the devices.
+            #expect(try admin.queryOne("SELECT count(*) FROM habit.sync_tombstones WHERE user_id = \(user) AND kind = 'areas' AND key = \(work)")
+                .decode(Int.self, at: 0) == 1)
+            // Again: nothing written.
+            let before = try Self.checksum(admin)
+            let again = try worker.call("account.import", params(user, ["document": second, "mode": "replace"]))
+            #expect(again["counts"]?["areas"] == ["inserted": 0, "updated": 0, "deleted": 0, "unchanged": 1], "\(again)")
+            #expect(try Self.checksum(admin) == before)
+
+            // Replace by a document without areas: every area goes, every habit stays.
+            let none = try worker.call("account.import", params(user, ["document": Self.minimal(habits: [habit(run, area: nil), habit(read, area: nil)]),
+                                                                       "mode": "replace"]))
+            #expect(none["counts"]?["areas"]?["deleted"] == 1 && none["counts"]?["habits"] == ["inserted": 0, "updated": 1, "deleted": 0, "unchanged": 1],
+                    "\(none)")
+            state = try exported()
+            #expect(state.areas.isEmpty && state.areaOf == [run: .null, read: .null], "\(state)")
+
+            // habit.import_account called directly (as through PostgREST) refuses the same
+            // documents with the same paths: the worker's checks are not the only ones.
+            let asUser: Query = "SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claim.sub', \(user.lowercaseString), true)"
+            let onCitus = Query(unsafeSQL: CitusCluster.current == nil ? "SELECT 1" : "SET LOCAL request.jwt.claim.sub = '\(user.lowercaseString)'")
+            let direct: [(WireJSON, String, String)] = [
+                (Self.minimal().with("areas", .array((1...101).map { Self.area(String(format: "a0a0a0a0-0000-4000-8000-%012d", $0)) })),
+                 "document.areas", "too_many"),
+                (Self.minimal().with("areas", [Self.area(), Self.area()]), "document.areas[1].id", "duplicate_value"),
+                (Self.minimal(habits: [habit(run, area: work)]).with("areas", [Self.area()]), "document.habits[0].area_id", "unknown_reference"),
+                (Self.minimal().with("areas", [Self.area(name: "Work\u{2066}")]), "document.areas[0].name", "invalid_characters"),
+            ]
+            let untouched = try Self.checksum(admin)
+            for (document, path, reason) in direct {
+                let error = try #require(throws: PostgresError.self) {
+                    try admin.transaction(prelude: [asUser, onCitus], statement: "SELECT habit.import_account(\(user), \(document.encoded)::jsonb, 'merge')")
+                }
+                #expect(error.sqlState == "HB010" && error.column == path && error.detail == reason, "\(path): \(error)")
+            }
+            #expect(try Self.checksum(admin) == untouched, "a refused direct call wrote something")
+        }
+    }
+
     /// Issue 31, finding 8: a merge keeps the user's completions and skips the document lacks,
     /// so it may not take their habit off their days: such a merge is refused (-32003
     /// `habit_not_active`, `field` the habit's periods, `kept` the row), nothing written.
