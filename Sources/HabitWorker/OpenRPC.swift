@@ -11,7 +11,7 @@ enum OpenRPCDocument {
     static let protocolVersion = "1.9.0"
 
     /// The object types results share, each defined once under `components/schemas`.
-    static let components: [any SchemaComponent.Type] = [Habit.self, HabitSchedule.self, TaskItem.self, TaskList.self, Profile.self]
+    static let components: [any SchemaComponent.Type] = [Habit.self, HabitSchedule.self, Area.self, TaskItem.self, TaskList.self, Profile.self]
 
     /// `{"$ref": "#/components/schemas/<name>"}`.
     static func reference(_ name: String) -> JSONValue {

@@ -232,7 +232,7 @@ struct HabitClientTests {
         for case .object(let method) in document["methods"]?.arrayValue ?? [] {
             if let name = method["name"]?.stringValue { declared[name] = method["x-retry-safe"]?.stringValue }
         }
-        #expect(declared.count == 52, "\(declared.keys.sorted())") // widget.get + 32 + sync.pull/push + changes.(un)subscribe + account.export/import/delete + checkins.add/remove/list + notes.set + habits.move/archive/unarchive + reminders.set/list/due/claim/ack
+        #expect(declared.count == 57, "\(declared.keys.sorted())") // widget.get + 32 + sync.pull/push + changes.(un)subscribe + account.export/import/delete + checkins.add/remove/list + notes.set + habits.move/archive/unarchive + reminders.set/list/due/claim/ack + areas.create/update/delete/list/move
         #expect(Set(declared.filter { $0.value == "always" }.keys) == HabitMethods.retrySafe)
         #expect(Set(declared.filter { $0.value == "with_id" }.keys) == HabitMethods.retrySafeWithID)
     }

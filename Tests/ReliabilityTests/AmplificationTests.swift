@@ -284,6 +284,20 @@ import Testing
                 try measure("habits.archive", "three years", p(["template_id": .uuid(habits[4])]))
                 try measure("habits.unarchive", "three years", p(["template_id": .uuid(habits[4])]))
 
+                // Areas (sql/0037): 99 areas numbered 1…99 by a direct insert, the 100th created;
+                // moved between the first two (no room: every area numbered again); every habit
+                // put in it, which its delete clears. The 99 go afterwards (not measured).
+                try db.execute("INSERT INTO public.habit_areas (user_id, name, sort_order) SELECT \(user), 'Area ' || n, n FROM generate_series(1, 99) n")
+                let area = UUID()
+                try measure("areas.create", "the 100th, longest name", p(["id": .uuid(area), "name": name100]))
+                try measure("areas.update", "longest name", p(["area_id": .uuid(area), "name": name100]))
+                let firstArea = try db.queryOne("SELECT id FROM public.habit_areas WHERE user_id = \(user) AND sort_order = 1").decode(UUID.self, at: 0)
+                try measure("areas.move", "renumbering 100 areas", p(["area_id": .uuid(area), "after": .uuid(firstArea)]))
+                try measure("areas.list", "100 areas", p([:]))
+                try db.execute("UPDATE public.habit_templates SET area_id = \(area) WHERE user_id = \(user)")
+                try measure("areas.delete", "holding every habit", p(["area_id": .uuid(area)]))
+                try db.execute("DELETE FROM public.habit_areas WHERE user_id = \(user)")
+
                 try measure("completions.set", "1970-01-01", p(["template_id": .uuid(created), "date": "1970-01-01", "completed": true]))
                 try measure("completions.set", "first day of three years, skipped", p(["template_id": .uuid(habits[2]), "date": .string(firstDay), "state": "skipped"]))
                 try measure("completions.set", "first day of three years, none", p(["template_id": .uuid(habits[2]), "date": .string(firstDay), "state": "none"]))
