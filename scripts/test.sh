@@ -18,5 +18,5 @@ swift test --skip-build "$@" </dev/null
 # (docs/operations.md, pgbouncer): nothing may answer or log an internal error there.
 if [ $# -eq 0 ]; then
     HABIT_TEST_WORKER_ROUTE=pgbouncer swift test --skip-build \
-        --filter 'HabitWorkerTests\.(MethodTests|ErrorCodeTests|IsolationTests|TimeZoneTests|ConcurrencyTests|PaginationAndLimitsTests|CheckinMethodTests|OrderAndArchiveTests|ReminderTests)' </dev/null
+        --filter 'HabitWorkerTests\.(MethodTests|ErrorCodeTests|IsolationTests|TimeZoneTests|ConcurrencyTests|PaginationAndLimitsTests|CheckinMethodTests|OrderAndArchiveTests|ReminderTests|AreaTests)' </dev/null
 fi

@@ -68,11 +68,14 @@ public enum Distribution {
     /// writes the staged document with those; from the coordinator each goes to the user's
     /// shards whole.
     public static let delegatedFunctions = [
+        "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb,jsonb,uuid)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb,jsonb)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer,jsonb)",
         "habit.create_habit(uuid,uuid,text,text,text,timestamptz,integer)",
         "habit.create_list(uuid,uuid,text)",
+        "habit.create_area(uuid,uuid,text)",
         "habit.move_habit(uuid,uuid,uuid,uuid)",
+        "habit.move_area(uuid,uuid,uuid,uuid)",
         "habit.set_habit_archived(uuid,uuid,boolean)",
         "habit.create_task(uuid,uuid,text,text,uuid,date,integer)",
         "habit.change_token(uuid)",
