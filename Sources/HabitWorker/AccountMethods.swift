@@ -30,7 +30,7 @@ enum AccountExport: DatabaseMethod {
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID()
         let text = try params.optionalString("cursor", description: "The previous page's cursor; absent or null: the first page.")
-        let limit = try params.optionalInt("limit", range: limits, description: "Most items (the profile, a habit with its periods, a completion, a skip, a list, a task) in this page (default 1000).") ?? defaultLimit
+        let limit = try params.optionalInt("limit", range: limits, description: "Most items (the profile, an area, a habit with its periods, a completion, a skip, a list, a task, a check-in, a note, a reminder) in this page (default 1000).") ?? defaultLimit
         var cursor: ExportCursor?
         if let text, !params.isDescribing {
             do {
