@@ -39,6 +39,18 @@ SELECT md5('bench-deep-habit')::uuid, md5('bench-deep-user')::uuid, 'Deep histor
        (:'today'::date - :deep_days)::timestamp AT TIME ZONE 'Europe/Berlin', 1, '{"type":"daily"}'::jsonb;
 COMMIT;
 
+-- Areas (issue 33, sql/0037), where the schema has them: three per bench user, the habits but the
+-- last spread over the first two, so day.get answers areas as a user with groups sees them.
+SELECT format($q$INSERT INTO public.habit_areas (id, user_id, name, sort_order)
+                 SELECT md5('bench-area-' || n || '-' || a)::uuid, md5('bench-user-' || n)::uuid, 'Area ' || a, a * 1024
+                 FROM generate_series(1, %s) n, generate_series(1, 3) a$q$, :users)
+WHERE to_regclass('public.habit_areas') IS NOT NULL \gexec
+SELECT format($q$UPDATE public.habit_templates t SET area_id = md5('bench-area-' || n || '-' || (1 + h %% 2))::uuid
+                 FROM generate_series(1, %s) n, generate_series(1, %s) h
+                 WHERE t.user_id = md5('bench-user-' || n)::uuid AND t.id = md5('bench-habit-' || n || '-' || h)::uuid AND h < %s$q$,
+              :users, :habits, :habits)
+WHERE to_regclass('public.habit_areas') IS NOT NULL \gexec
+
 -- One draw per habit and day, in a fixed order so that the seeded random() gives the same rows.
 CREATE SCHEMA IF NOT EXISTS bench;
 SELECT setseed(0.29);
