@@ -120,18 +120,58 @@ extension HabitRepository {
         return try rows.map(Reminder.decode)
     }
 
-    /// The user's reminders (of one habit, when given), by habit then time. `notFound` for a
-    /// habit that is not the user's.
-    public func reminders(user: UUID, template: UUID?) throws -> [Reminder] {
+    /// A page of the user's reminders (of one habit, when given), by habit, time, then days
+    /// (every due day first). `notFound` for a habit that is not the user's.
+    public func reminders(user: UUID, template: UUID?, page: PageRequest<ReminderSortKey> = PageRequest(limit: 1_000)) throws -> Page<Reminder> {
+        let after = ReminderSortKey.bounds(page.after)
         let rows = try scope.query(as: user, """
             SELECT \(unsafeSQL: Reminder.columns), t.id IS NOT NULL
             FROM (SELECT 1) one
             LEFT JOIN public.habit_templates t ON t.id = \(template) AND t.user_id = \(user)
-            LEFT JOIN public.habit_reminders r ON r.user_id = \(user) AND (\(template)::uuid IS NULL OR r.template_id = \(template))
-            ORDER BY r.template_id, r.local_time, r.weekdays NULLS FIRST
+            LEFT JOIN LATERAL (
+                SELECT r.* FROM public.habit_reminders r
+                WHERE r.user_id = \(user) AND (\(template)::uuid IS NULL OR r.template_id = \(template))
+                  AND (r.template_id, r.local_time, coalesce(r.weekdays, 0)) > (\(after.templateID), \(after.time)::time, \(after.weekdays))
+                ORDER BY r.template_id, r.local_time, coalesce(r.weekdays, 0)
+                LIMIT \(page.fetchLimit)) r ON true
+            ORDER BY r.template_id, r.local_time, coalesce(r.weekdays, 0)
             """)
         if template != nil, let first = rows.first, try !first.decode(Bool.self, at: 6) { throw StoreError.notFound }
-        return try rows.filter { !$0.isNull(at: 0) }.map(Reminder.decode)
+        return Page(fetched: try rows.filter { !$0.isNull(at: 0) }.map(Reminder.decode), request: page)
+    }
+}
+
+/// Where a reminder sorts in `reminders.list`: its habit, its local time, its days (every due day,
+/// stored NULL, first; then the weekday bit set). Unique per user (habit_reminders_habit_time_key).
+public struct ReminderSortKey: Sendable, Equatable {
+    public var templateID: UUID
+    /// "HH:MM".
+    public var time: String
+    /// The stored bit set, 0 for every due day.
+    public var weekdays: Int
+
+    public init(templateID: UUID, time: String, weekdays: Int) {
+        self.templateID = templateID
+        self.time = time
+        self.weekdays = weekdays
+    }
+
+    public init(_ reminder: Reminder) {
+        self.init(templateID: reminder.templateID, time: reminder.time, weekdays: reminder.days.bits ?? 0)
+    }
+
+    /// Whether `text` is a reminder's "HH:MM" (00:00–23:59), as a page cursor must carry it.
+    public static func isTime(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) }),
+              let hours = Int(parts[0]), let minutes = Int(parts[1]) else { return false }
+        return (0...23).contains(hours) && (0...59).contains(minutes)
+    }
+
+    /// Before every reminder when nil.
+    static func bounds(_ key: ReminderSortKey?) -> (templateID: UUID, time: String, weekdays: Int) {
+        guard let key else { return (.zero, "00:00", -1) }
+        return (key.templateID, key.time, key.weekdays)
     }
 }
 

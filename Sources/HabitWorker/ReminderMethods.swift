@@ -191,14 +191,57 @@ enum RemindersSet: DatabaseMethod {
 enum RemindersList: DatabaseMethod {
     static let name = "reminders.list"
     static let retry = RetrySafety.always
-    static let summary = "The user's reminders, or one habit's, by habit and time."
+    static let summary = "A page of the user's reminders, or one habit's, by habit and time."
     static let errors: [DomainErrorCode] = [.notFound]
-    struct Params: Sendable { let user: UUID; let template: UUID? }
+    /// A habit has at most 24, so one habit's always fit a page; every habit's may not.
+    static let defaultLimit = 1_000
+    struct Params: Sendable { let user: UUID; let template: UUID?; let page: PageRequest<ReminderSortKey> }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
-        Params(user: try params.userID(), template: try params.optionalUUID("template_id", description: "Only this habit's (absent: every habit's)."))
+        Params(user: try params.userID(), template: try params.optionalUUID("template_id", description: "Only this habit's (absent: every habit's)."),
+               page: try params.reminderPage())
     }
-    static func run(_ params: Params, in context: MethodContext) throws -> ReminderList {
-        ReminderList(reminders: try context.habits.reminders(user: params.user, template: params.template))
+    static func run(_ params: Params, in context: MethodContext) throws -> ReminderPage {
+        let page = try context.habits.reminders(user: params.user, template: params.template, page: params.page)
+        return ReminderPage(reminders: page, nextCursor: page.nextCursor(kind: ReminderSortKey.cursorKind) { ReminderSortKey($0).cursorFields })
+    }
+
+    struct ReminderPage: MethodResult {
+        let reminders: Page<Reminder>
+        let nextCursor: String?
+
+        static let schema = JSONSchema.object([
+            ("reminders", JSONSchema.array(of: Reminder.schema)),
+            ("next_cursor", nextCursorSchema),
+        ])
+        func write(to json: inout JSONWriter) {
+            json.beginObject()
+            json.key("reminders"); json.array(Array(reminders)) { json, reminder in json.reminder(reminder) }
+            json.key("next_cursor"); json.string(nextCursor)
+            json.endObject()
+        }
+        var estimatedJSONBytes: Int { 80 + 220 * reminders.count }
+    }
+}
+
+extension ReminderSortKey {
+    static let cursorKind = "reminders"
+
+    var cursorFields: [String] { [PageCursor.field(templateID), time, String(weekdays)] }
+
+    init(cursorFields fields: [String]) throws(RPCError) {
+        guard let template = PageCursor.uuid(fields[0]), ReminderSortKey.isTime(fields[1]),
+              let weekdays = Int(fields[2]), (0...127).contains(weekdays) else { throw PageCursor.invalid() }
+        self.init(templateID: template, time: fields[1], weekdays: weekdays)
+    }
+}
+
+extension ParamsReader {
+    /// reminders.list's `limit` (default and most 1,000) and `cursor`.
+    func reminderPage() throws(RPCError) -> PageRequest<ReminderSortKey> {
+        let fields = try PageCursor.fields(self, kind: ReminderSortKey.cursorKind, count: 3)
+        let limit = try optionalInt("limit", range: PageCursor.limitRange, description: "Reminders per page; default \(RemindersList.defaultLimit).")
+            ?? RemindersList.defaultLimit
+        return PageRequest(limit: limit, after: try fields.map { fields throws(RPCError) in try ReminderSortKey(cursorFields: fields) })
     }
 }
 

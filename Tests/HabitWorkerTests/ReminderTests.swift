@@ -353,4 +353,54 @@ struct ReminderTests {
             #expect(try session.admin.queryOne("SELECT count(*) FROM public.habit_reminders WHERE user_id = \(user)").decode(Int64.self, at: 0) == 0)
         }
     }
+
+    @Test("reminders.list pages every habit's reminders by habit, time and days, each once, in the order of one unpaged answer; a cursor of another listing, or a damaged one, is refused")
+    func listPages() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID()
+            var rng = SeededGenerator(seed: 41)
+            for index in 0..<3 {
+                let habit = try #require(worker.createHabit(user: user, name: "R\(index)").habitID)
+                var specs: [WireJSON] = []
+                var seen = Set<String>()
+                while specs.count < 24 {
+                    let time = String(format: "%02d:%02d", Int.random(in: 0...23, using: &rng), [0, 15, 30, 45].randomElement(using: &rng)!)
+                    let days: WireJSON = Bool.random(using: &rng) ? "due" : .array(Array(Set((0..<3).map { _ in Int.random(in: 1...7, using: &rng) })).sorted().map { .int($0) })
+                    guard seen.insert("\(time) \(days)").inserted else { continue }
+                    specs.append(.object([.init("time", .string(time)), .init("days", days)]))
+                }
+                _ = try worker.call("reminders.set", params(user, ["template_id": .uuid(habit), "reminders": .array(specs)]))
+            }
+            let whole = try worker.call("reminders.list", params(user))
+            let all = whole["reminders"]?.arrayValue ?? []
+            #expect(all.count == 72 && whole["next_cursor"] == .null, "\(whole)")
+            for limit in [1, 7, 24, 71] {
+                var walked: [WireJSON] = []
+                var cursor: WireJSON = .null
+                var pages = 0
+                repeat {
+                    var members: [String: WireJSON] = ["limit": .int(limit)]
+                    if cursor != .null { members["cursor"] = cursor }
+                    let page = try worker.call("reminders.list", params(user, members))
+                    let items = page["reminders"]?.arrayValue ?? []
+                    #expect(items.count <= limit)
+                    walked += items
+                    cursor = page["next_cursor"] ?? .null
+                    pages += 1
+                } while cursor != .null && pages < 100
+                #expect(walked == all, "limit \(limit): \(walked.count) of \(all.count)")
+            }
+            let habitsCursor = try #require(worker.call("habits.list", params(user, ["limit": 1]))["next_cursor"])
+            for cursor in [habitsCursor, "v1", "djF8cmVtaW5kZXJzfHh8eXx6"] {
+                expectError(try worker.request("reminders.list", params: params(user, ["cursor": cursor])),
+                            code: Code.invalidParams, id: nil, reason: "invalid_cursor", field: "cursor")
+            }
+            for limit in [0, 1_001] {
+                expectError(try worker.request("reminders.list", params: params(user, ["limit": .int(limit)])),
+                            code: Code.invalidParams, id: nil, reason: "out_of_range", field: "limit")
+            }
+        }
+    }
+
 }
