@@ -21,6 +21,8 @@ public struct WidgetItem: Sendable, Equatable {
     public let streak: Int
     /// Loop's score at the day, "0.0000" … "1.0000".
     public let score: String
+    /// The habit's area (sql/0037); nil for none.
+    public let areaID: UUID?
 }
 
 public struct WidgetDay: Sendable, Equatable {
@@ -33,16 +35,19 @@ extension HabitRepository {
     /// widget shows. One statement: the day's habits as `day.get` reads them
     /// (habit.day_habits), only the due ones, with the current streak (habit.current_streak)
     /// and Loop's score (habit.habit_score, one habit each, four decimals as habit.habit_scores).
-    public func widgetStatement(user: UUID, date: CalendarDate?) -> UserStatement<WidgetDay> {
+    /// With `area`, only that area's habits; `notFound` when it is not one of the user's areas.
+    public func widgetStatement(user: UUID, date: CalendarDate?, area: UUID? = nil) -> UserStatement<WidgetDay> {
         UserStatement(user: user, statement: """
             WITH header AS MATERIALIZED (
                 SELECT coalesce(\(date)::date, habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00'))) AS day,
                        habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00')) AS today,
                        coalesce(p.timezone, 'UTC') AS tz, coalesce(p.day_starts_at, '00:00') AS ds,
-                       CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk
+                       CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk,
+                       (\(area)::uuid IS NULL OR EXISTS (SELECT 1 FROM public.habit_areas a WHERE a.user_id = \(user) AND a.id = \(area))) AS area_found
                 FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = \(user)
             )
-            SELECT header.day, t.id, t.name, t.icon, t.color, t.kind, t.done, t.skipped, t.counted, t.value, t.target, t.unit, t.streak, t.score
+            SELECT header.day, t.id, t.name, t.icon, t.color, t.kind, t.done, t.skipped, t.counted, t.value, t.target, t.unit, t.streak, t.score,
+                   t.area_id, header.area_found
             FROM header LEFT JOIN LATERAL (
                 SELECT h.id, h.name, h.icon, h.color, h.kind, d.done, d.skipped, h.sort_order, h.created_at,
                        habit.is_counted(h.kind, h.target, h.target_type) AS counted,
@@ -50,7 +55,7 @@ extension HabitRepository {
                        CASE WHEN h.target_period = 'week' THEN coalesce(wv.week_value, 0)
                             WHEN coalesce(ci.checkin_count, 0) = 0 AND d.done THEN habit.done_value(h.target, h.target_type)
                             ELSE coalesce(ci.checkin_sum, 0) END AS value,
-                       h.target, h.unit, coalesce(streak.current_length, 0) AS streak, sc.score
+                       h.target, h.unit, coalesce(streak.current_length, 0) AS streak, sc.score, h.area_id
                 FROM habit.day_habits(\(user), header.day, header.today, header.tz, header.wk, header.ds) d
                 JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = \(user) AND h.archived_at IS NULL
                 LEFT JOIN LATERAL (SELECT sum(x.value) AS checkin_sum, count(*) AS checkin_count FROM public.habit_checkins x
@@ -66,11 +71,13 @@ extension HabitRepository {
                 -- Loop's score with the header's zone and day start (habit.habit_scores would read
                 -- the profile again for every habit: 6 % of the statement for 10 habits).
                 CROSS JOIN LATERAL (SELECT round(habit.habit_score(\(user), h.id, header.day, header.tz, header.ds)::numeric, 4) AS score) sc
-                WHERE d.due
+                WHERE d.due AND (\(area)::uuid IS NULL OR h.area_id = \(area))
             ) t ON true
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """) { rows in
-            let date = try rows.found().decode(CalendarDate.self, at: 0)
+            let header = try rows.found()
+            let date = try header.decode(CalendarDate.self, at: 0)
+            guard try header.decode(Bool.self, at: 15) else { throw StoreError.notFound }
             return WidgetDay(date: date, items: try rows.filter { !$0.isNull(at: 1) }.map { row in
                 guard let kind = HabitKind(rawValue: try row.decode(String.self, at: 5)) else {
                     throw PostgresError(kind: .decoding, message: "unknown habit kind")
@@ -84,7 +91,8 @@ extension HabitRepository {
                                   target: counted ? try DecimalValue(row.decode(PostgresNumeric.self, at: 10)) : nil,
                                   unit: try row.decode(String?.self, at: 11),
                                   streak: Int(try row.decode(Int32.self, at: 12)),
-                                  score: try HabitRepository.score(row.decode(PostgresNumeric.self, at: 13)))
+                                  score: try HabitRepository.score(row.decode(PostgresNumeric.self, at: 13)),
+                                  areaID: try row.decode(UUID?.self, at: 14))
             })
         }
     }

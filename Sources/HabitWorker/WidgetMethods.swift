@@ -9,14 +9,16 @@ enum WidgetGet: SingleStatementMethod {
     static let name = "widget.get"
     static let retry = RetrySafety.always
     static let summary = "A home-screen widget's day: the habits due, in order, with state, value against target, current streak and Loop's score."
+    static let errors: [DomainErrorCode] = [.notFound]
     typealias Result = WidgetDay
-    struct Params: Sendable { let user: UUID; let date: CalendarDate? }
+    struct Params: Sendable { let user: UUID; let date: CalendarDate?; let area: UUID? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         Params(user: try params.userID(),
-               date: try params.optionalReferenceDate("date", description: "The day; default today in the profile's zone (its day start applied)."))
+               date: try params.optionalReferenceDate("date", description: "The day; default today in the profile's zone (its day start applied)."),
+               area: try params.optionalUUID("area_id", description: "Only this area's habits (one of the user's areas: a widget per area); absent or null: every habit."))
     }
     static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<WidgetDay> {
-        context.habits.widgetStatement(user: params.user, date: params.date)
+        context.habits.widgetStatement(user: params.user, date: params.date, area: params.area)
     }
 }
 
@@ -34,6 +36,7 @@ extension WidgetDay: MethodResult {
             ("unit", JSONSchema.described(JSONSchema.nullable(JSONSchema.string()), "Counted habits only: the unit, if any.")),
             ("streak", JSONSchema.described(JSONSchema.integer(0...Int.max), "The current streak at the day, in the habit's slots (days, or weeks for times_per_week).")),
             ("score", JSONSchema.described(JSONSchema.string(minLength: 6), "Loop's habit score at the day, 0…1 with four decimals (protocol.md, \"Score\").")),
+            ("area_id", JSONSchema.described(JSONSchema.nullable(ValueSchema.uuid), "The habit's area; null for none.")),
         ], optional: ["value", "target", "unit"])), "The habits due on the day, in day.get's order (archived habits left out).")),
     ])
 
@@ -54,10 +57,11 @@ extension WidgetDay: MethodResult {
             }
             json.member("streak", item.streak)
             json.member("score", item.score)
+            json.key("area_id"); json.uuid(item.areaID)
             json.endObject()
         }
         json.endObject()
     }
 
-    public var estimatedJSONBytes: Int { 40 + 260 * items.count }
+    public var estimatedJSONBytes: Int { 40 + 310 * items.count }
 }

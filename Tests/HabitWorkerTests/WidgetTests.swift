@@ -83,12 +83,14 @@ struct WidgetTests {
         try WorkerSession.with { session in
             let worker = session.worker
             let user = UUID()
+            // Each in an area: an area_id is longer than null.
+            let area = try #require(worker.call("areas.create", params(user, ["name": "Area"]))["id"])
             for index in 0..<20 {
                 // 100 characters of 4 bytes each; the longest icon name; a measurable habit with a unit.
                 let name = String(repeating: "𝔸", count: 97) + String(format: "%03d", index)
                 try worker.call("habits.create", params(user, ["name": .string(name), "icon": .string(String(repeating: "a", count: 100)),
                                                                "color": "#FFFFFF", "kind": "measurable", "unit": .string(String(repeating: "𝔹", count: 20)),
-                                                               "target": "999999999.999"]))
+                                                               "target": "999999999.999", "area_id": area]))
             }
             let response = try worker.request("widget.get", params: params(user))
             #expect(response.result?["items"]?.arrayValue?.count == 20)
@@ -100,4 +102,41 @@ struct WidgetTests {
                         reason: "invalid_date", field: "date")
         }
     }
+
+    @Test("area_id: only that area's due habits, in day.get's order, each naming its area; every item names its area or null; another user's or an unknown area is not found")
+    func oneArea() throws {
+        try WorkerSession.with { session in
+            let worker = session.worker
+            let user = UUID(), other = UUID()
+            let health = try #require(worker.call("areas.create", params(user, ["name": "Health"])).habitID)
+            let work = try #require(worker.call("areas.create", params(user, ["name": "Work"])).habitID)
+            let foreign = try #require(worker.call("areas.create", params(other, ["name": "Theirs"])).habitID)
+            var expected: [UUID: [UUID]] = [:]
+            for (index, area) in [health, work, health, nil, work, health].enumerated() {
+                var members: [String: WireJSON] = ["name": .string("H\(index)")]
+                if let area { members["area_id"] = .uuid(area) }
+                let id = try #require(worker.call("habits.create", params(user, members)).habitID)
+                if let area { expected[area, default: []].append(id) }
+            }
+            let all = try worker.call("widget.get", params(user))["items"]?.arrayValue ?? []
+            #expect(all.count == 6)
+            #expect(all.filter { $0["area_id"] == .null }.count == 1, "\(all)")
+            for area in [health, work] {
+                let items = try worker.call("widget.get", params(user, ["area_id": .uuid(area)]))["items"]?.arrayValue ?? []
+                #expect(items.compactMap { $0["template_id"]?.stringValue.flatMap(UUID.init(uuidString:)) } == expected[area], "\(items)")
+                #expect(items.allSatisfy { $0["area_id"] == .uuid(area) })
+                // The same items as the whole widget's of that area.
+                #expect(items == all.filter { $0["area_id"] == .uuid(area) })
+            }
+            // An area without habits: no items.
+            let empty = try #require(worker.call("areas.create", params(user, ["name": "Empty"])).habitID)
+            #expect(try worker.call("widget.get", params(user, ["area_id": .uuid(empty)]))["items"]?.arrayValue == [])
+            for area in [foreign, UUID()] {
+                expectError(try worker.request("widget.get", params: params(user, ["area_id": .uuid(area)])), code: Code.notFound, id: nil, reason: "not_found")
+            }
+            expectError(try worker.request("widget.get", params: params(user, ["area_id": "x"])), code: Code.invalidParams, id: nil,
+                        reason: "invalid_uuid", field: "area_id")
+        }
+    }
+
 }
