@@ -2264,13 +2264,13 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                 WHEN 'times_per_week'
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
-                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
+                        AND c.completed_date OPERATOR(pg_catalog.>=) o.block_start
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
                 WHEN 'times_in_days'
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
-                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.quota_block_start(o.schedule, o.first_day, p_wk, p_date)
+                        AND c.completed_date OPERATOR(pg_catalog.>=) o.block_start
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
                 ELSE habit.due_on(o.schedule, o.first_day, p_date) END,
@@ -2281,7 +2281,15 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                    WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
            o.schedule
-    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_day(p.started_at, p_tz, p_ds) AS first_day
+    -- block_start: a quota's week or block, computed here as a column so that the counts above
+    -- bound their index scans with it. Written inside a count, a generic plan under row-level
+    -- security kept it as a filter and read every completion of the habit before the day
+    -- (a cost growing with the habit's history).
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_day(p.started_at, p_tz, p_ds) AS first_day,
+                 CASE p.schedule OPERATOR(pg_catalog.->>) 'type'
+                      WHEN 'times_per_week' THEN habit.week_start(p_date, p_wk)
+                      WHEN 'times_in_days' THEN habit.quota_block_start(p.schedule, habit.local_day(p.started_at, p_tz, p_ds), p_wk, p_date) END
+                     AS block_start
           FROM public.habit_periods p
           WHERE p.user_id OPERATOR(pg_catalog.=) p_user
             AND habit.local_day(p.started_at, p_tz, p_ds) OPERATOR(pg_catalog.<=) p_date
@@ -3924,13 +3932,12 @@ CREATE OR REPLACE FUNCTION habit.streak_days(h habit.streak_habit, x date, y dat
     BEGIN
         RETURN QUERY
         SELECT o.d, (o.s).schedule,
-               CASE WHEN ((o.s).schedule ->> 'type') IN ('times_per_week', 'times_in_days')
+               CASE WHEN o.block_start IS NOT NULL
                     THEN (SELECT count(*) FROM public.habit_completions c
                           WHERE c.user_id = h.user_id AND c.template_id = h.template_id
-                            AND c.completed_date >= habit.quota_block_start((o.s).schedule, (o.s).first_day, h.wk, o.d) AND c.completed_date < o.d
+                            AND c.completed_date >= o.block_start AND c.completed_date < o.d
                             AND c.completed_date IS DISTINCT FROM CASE WHEN p_kind = 'completion' THEN p_day END)
-                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= habit.quota_block_start((o.s).schedule, (o.s).first_day, h.wk, o.d)
-                                     AND p_day < o.d
+                         + CASE WHEN p_kind = 'completion' AND p_present AND p_day >= o.block_start AND p_day < o.d
                                 THEN 1 ELSE 0 END
                          < ((o.s).schedule ->> 'times')::integer
                     ELSE habit.streak_segment_due(o.s, o.d, o.d) > 0 END,
@@ -3940,7 +3947,14 @@ CREATE OR REPLACE FUNCTION habit.streak_days(h habit.streak_habit, x date, y dat
                CASE WHEN p_kind = 'skip' AND o.d = p_day THEN p_present
                     ELSE h.skips > 0 AND EXISTS (SELECT 1 FROM public.habit_skips k
                                                  WHERE k.user_id = h.user_id AND k.template_id = h.template_id AND k.skipped_date = o.d) END
-        FROM (SELECT x + g AS d, s FROM generate_series(0, y - x) g JOIN unnest(h.segs) s ON x + g >= s.lo AND x + g < s.hi) o
+        -- A quota's block start computed here, and OFFSET 0 keeping it a plain value: as an
+        -- expression inside the count, under row-level security, it stayed out of the index
+        -- condition and the count read every completion of the habit for each day.
+        FROM (SELECT x + g AS d, s,
+                     CASE WHEN (s.schedule ->> 'type') IN ('times_per_week', 'times_in_days')
+                          THEN habit.quota_block_start(s.schedule, s.first_day, h.wk, x + g) END AS block_start
+              FROM generate_series(0, y - x) g JOIN unnest(h.segs) s ON x + g >= s.lo AND x + g < s.hi
+              OFFSET 0) o
         ORDER BY o.d;
     END
     $fn$;
@@ -4070,7 +4084,11 @@ CREATE OR REPLACE FUNCTION habit.streak_open(h habit.streak_habit, x date, y dat
                                       UNION ALL
                                       SELECT k.skipped_date FROM public.habit_skips k
                                       WHERE h.skips > 0 AND k.user_id = h.user_id AND k.template_id = h.template_id
-                                        AND k.skipped_date BETWEEN x AND y + 6) e) ew
+                                        AND k.skipped_date BETWEEN x AND y + 6) e
+                                -- OFFSET 0: the weeks' test below runs once per week, not once per
+                                -- event (PostgreSQL pushes a condition on the DISTINCT key down
+                                -- into the scan; each test is a few statements).
+                                OFFSET 0) ew
                           WHERE habit.streak_quiet_due(h, ew.w, ew.w + 6) > 0 AND habit.streak_slot_state(h, ew.w) = 'neutral');
             END IF;
             RETURN n;
@@ -4268,7 +4286,9 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_slots(h habit.streak_habit) RETURNS
                       WHERE c.user_id = h.user_id AND c.template_id = h.template_id
                       UNION ALL
                       SELECT k.skipped_date FROM public.habit_skips k
-                      WHERE k.user_id = h.user_id AND k.template_id = h.template_id) e) ew
+                      WHERE k.user_id = h.user_id AND k.template_id = h.template_id) e
+                -- Once per week, not per event (as in habit.streak_open).
+                OFFSET 0) ew
             WHERE habit.streak_slot_state(h, ew.w) = 'kept'
             ORDER BY 1;
         END IF;

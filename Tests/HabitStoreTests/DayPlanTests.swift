@@ -58,4 +58,49 @@ import Testing
             #expect(forced.contains("JIT:"), "\(forced)")
         }
     }
+
+    /// The completions a quota habit's due answer counts (its week, or its block of days) are
+    /// read by an index range bounded on both sides, in the generic plan too, run as the user:
+    /// before, that plan kept the block's start as a filter and read every completion of the
+    /// habit before the day, a cost that grew with the habit's history. Checked on the plan's
+    /// completions scans: none removes a week's worth of rows or more by filter.
+    @Test func quotaCountsReadTheirBlockOnly() throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            try admin.executeScript(unsafeSQL: """
+                INSERT INTO public.profiles (user_id, timezone) VALUES ('\(Self.user)', 'Europe/Berlin');
+                INSERT INTO public.habit_templates (user_id, name, activated_at, sort_order, schedule)
+                SELECT '\(Self.user)', 'Q' || n, now() - interval '1 year', n,
+                       CASE n % 2 WHEN 0 THEN '{"type":"times_per_week","times":3}'::jsonb ELSE '{"type":"times_in_days","times":2,"days":5}' END
+                FROM generate_series(1, 4) n;
+                SET habit.backfill = 'on';
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT t.user_id, t.id, habit.local_date(now(), 'Europe/Berlin') - d
+                FROM public.habit_templates t, generate_series(1, 300) d WHERE t.user_id = '\(Self.user)' AND d % 3 = 0;
+                RESET habit.backfill;
+                ANALYZE;
+                """)
+            let connection = try database.connect()
+            let habits = HabitRepository(connection: connection)
+            let day = try admin.queryOne("SELECT habit.local_date(now(), 'Europe/Berlin')").decode(CalendarDate.self, at: 0)
+            let scope = UserScope(connection: connection)
+            for statement in [try habits.dayStatement(user: Self.user, date: day).statement,
+                              habits.widgetStatement(user: Self.user, date: day).statement] {
+                for settings: [Query] in [[], ["SET LOCAL plan_cache_mode = force_generic_plan"]] {
+                    let lines = try Self.plan(scope, statement, settings: settings).split(separator: "\n").map(String.init)
+                    var scans = 0
+                    for (index, line) in lines.enumerated() where line.contains("on habit_completions") {
+                        scans += 1
+                        for next in lines[(index + 1)..<min(index + 5, lines.count)] {
+                            guard let range = next.range(of: "Rows Removed by Filter: ") else { continue }
+                            let removed = Int(next[range.upperBound...].prefix { $0.isNumber }) ?? 0
+                            #expect(removed < 7, "\(line)\n\(next)\n\(lines.joined(separator: "\n"))")
+                        }
+                    }
+                    #expect(scans > 0)
+                }
+            }
+        }
+    }
+
 }

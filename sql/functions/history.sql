@@ -327,13 +327,13 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                 WHEN 'times_per_week'
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
-                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.week_start(p_date, p_wk)
+                        AND c.completed_date OPERATOR(pg_catalog.>=) o.block_start
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
                 WHEN 'times_in_days'
                 THEN (SELECT pg_catalog.count(*) FROM public.habit_completions c
                       WHERE c.user_id OPERATOR(pg_catalog.=) p_user AND c.template_id OPERATOR(pg_catalog.=) o.template_id
-                        AND c.completed_date OPERATOR(pg_catalog.>=) habit.quota_block_start(o.schedule, o.first_day, p_wk, p_date)
+                        AND c.completed_date OPERATOR(pg_catalog.>=) o.block_start
                         AND c.completed_date OPERATOR(pg_catalog.<) p_date)
                      OPERATOR(pg_catalog.<) (o.schedule OPERATOR(pg_catalog.->>) 'times')::integer
                 ELSE habit.due_on(o.schedule, o.first_day, p_date) END,
@@ -344,7 +344,15 @@ CREATE OR REPLACE FUNCTION habit.day_habits(p_user uuid, p_date date, p_today da
                    WHERE k.user_id OPERATOR(pg_catalog.=) p_user AND k.template_id OPERATOR(pg_catalog.=) o.template_id
                      AND k.skipped_date OPERATOR(pg_catalog.=) p_date),
            o.schedule
-    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_day(p.started_at, p_tz, p_ds) AS first_day
+    -- block_start: a quota's week or block, computed here as a column so that the counts above
+    -- bound their index scans with it. Written inside a count, a generic plan under row-level
+    -- security kept it as a filter and read every completion of the habit before the day
+    -- (a cost growing with the habit's history).
+    FROM (SELECT DISTINCT ON (p.template_id) p.template_id, p.schedule, habit.local_day(p.started_at, p_tz, p_ds) AS first_day,
+                 CASE p.schedule OPERATOR(pg_catalog.->>) 'type'
+                      WHEN 'times_per_week' THEN habit.week_start(p_date, p_wk)
+                      WHEN 'times_in_days' THEN habit.quota_block_start(p.schedule, habit.local_day(p.started_at, p_tz, p_ds), p_wk, p_date) END
+                     AS block_start
           FROM public.habit_periods p
           WHERE p.user_id OPERATOR(pg_catalog.=) p_user
             AND habit.local_day(p.started_at, p_tz, p_ds) OPERATOR(pg_catalog.<=) p_date
