@@ -68,6 +68,9 @@ GRANT SELECT ON habit.schema_migrations TO service_role, habit_worker, habit_bat
 -- only through habit.sync_mutation_claim/_record (sql/0023: no INSERT or UPDATE of its own, so
 -- no record of any size written by hand).
 GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones, habit.sync_mutations TO authenticated, service_role;
+-- Loop's score reads its checkpoint as the caller (sql/0038); the batch writes through
+-- habit.score_checkpoints_advance (SECURITY DEFINER) and reads to report.
+GRANT SELECT ON habit.score_checkpoints TO authenticated, service_role, habit_batch;
 -- Incremental weekly counts: the batch keeps its state and claims the dirty days.
 GRANT SELECT, UPDATE ON habit.weekly_counts_state TO habit_batch;
 GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
@@ -141,7 +144,7 @@ GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_r
 -- run as their caller (row-level security applies).
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
-    habit.habit_score(uuid, uuid, date, text, time), habit.habit_scores(uuid, uuid, date),
+    habit.habit_score(uuid, uuid, date, text, time, boolean), habit.habit_scores(uuid, uuid, date),
     habit.habits_on(uuid, date, date, text, time), habit.day_habits(uuid, date, date, text, integer, time),
     habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
     habit.stats_calendar(uuid, uuid, date, date),
@@ -171,6 +174,8 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.wee
 GRANT EXECUTE ON FUNCTION habit.weekly_values(date, date, text, uuid) TO authenticated;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;
+-- Loop's score checkpoints (sql/0038): the nightly batch and admins move them, for any user.
+GRANT EXECUTE ON FUNCTION habit.score_checkpoints_advance(uuid, integer, integer) TO habit_batch, habit_admin;
 
 -- Reminders (sql/0036): a user replaces a habit's reminders; the zone's wall clock for whoever
 -- computes an instant; the push sender's window, claim and acknowledgement run as the worker's

@@ -202,6 +202,16 @@ CREATE POLICY tasks_delete_own ON public.tasks FOR DELETE TO authenticated USING
 DROP POLICY IF EXISTS tasks_read_all ON public.tasks;
 CREATE POLICY tasks_read_all ON public.tasks FOR SELECT TO habit_admin USING (true);
 
+-- habit.score_checkpoints (sql/0038): Loop's score checkpoints, written only by the batch's
+-- habit.score_checkpoints_advance and deleted by the event triggers (SECURITY DEFINER both); a
+-- user's score reads its own (habit.habit_score runs as its caller).
+ALTER TABLE habit.score_checkpoints ENABLE ROW LEVEL SECURITY;
+ALTER TABLE habit.score_checkpoints FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS score_checkpoints_select_own ON habit.score_checkpoints;
+CREATE POLICY score_checkpoints_select_own ON habit.score_checkpoints FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS score_checkpoints_read_all ON habit.score_checkpoints;
+CREATE POLICY score_checkpoints_read_all ON habit.score_checkpoints FOR SELECT TO habit_batch, habit_admin USING (true);
+
 -- Sync (functions/sync.sql): authenticated reads its own clock and tombstones (a pull) and
 -- reads, claims and records its own replay records (a push); nobody but the sync functions
 -- writes clocks or tombstones.

@@ -25,6 +25,7 @@ struct Habit: ParsableCommand {
             ServeCommand.self,
             DatabaseCommand.self,
             WeeklyCountsCommand.self,
+            ScoreCheckpointsCommand.self,
             ReportCommand.self,
             RemindersCommand.self,
             AccountCommand.self,

@@ -769,7 +769,7 @@ COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
 -- What it deletes, in one transaction, with the number of rows per table:
 --   public.profiles, public.habit_areas (sql/0037), public.habit_templates and what cascades
 --   from them (habit_periods, habit_completions, habit_skips, habit_checkins, habit_day_notes,
---   habit_reminders, habit.reminder_firings, habit_streak_runs, habit_streak_state), public.task_lists,
+--   habit_reminders, habit.reminder_firings, habit_streak_runs, habit_streak_state, habit.score_checkpoints), public.task_lists,
 --   public.tasks, public.weekly_completion_counts (stored weekly counts), habit.user_row_counts
 --   (row-limit counters) and habit.sync_mutations (sync.push's replay records: their outcomes
 --   are content).
@@ -810,7 +810,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     DECLARE
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
-        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint;
+        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint; n_checkpoints bigint;
         n_areas bigint;
         relocking boolean;
     BEGIN
@@ -849,6 +849,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_notes FROM public.habit_day_notes WHERE user_id = p_user;
         SELECT count(*) INTO n_reminders FROM public.habit_reminders WHERE user_id = p_user;
         SELECT count(*) INTO n_firings FROM habit.reminder_firings WHERE user_id = p_user;
+        SELECT count(*) INTO n_checkpoints FROM habit.score_checkpoints WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
         -- After the habits, which reference them (their trigger then finds no habit to clear).
@@ -883,6 +884,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
             ('habit.reminder_firings', n_firings),
             ('public.habit_streak_runs', n_runs),
             ('public.habit_streak_state', n_state),
+            ('habit.score_checkpoints', n_checkpoints),
             ('public.task_lists', n_lists),
             ('public.tasks', n_tasks),
             ('public.weekly_completion_counts', n_weekly),
@@ -3265,6 +3267,11 @@ COMMENT ON FUNCTION habit.count_truncated_rows() IS 'TRUNCATE trigger (statement
 -- local day; NULL when the user has no such habit). The habit's current schedule and target
 -- count for its whole history, as in Loop.
 --
+-- Where it starts: from the habit's checkpoint (habit.score_checkpoints, sql/0038) when it has
+-- one on or before p_date with the habit's basis, folding only the events after it; else from
+-- the horizon below; with p_exact (the batch writing a checkpoint without one), from the first
+-- day.
+--
 -- A habit counted from check-ins is Loop's numerical habit: a day's value is its check-ins' sum
 -- (a day done without check-ins: habit.done_value), the window's target is numerator × target
 -- (a weekly target: the week's), an at-most habit starts at 1 and loses by how far the window
@@ -3272,7 +3279,8 @@ COMMENT ON FUNCTION habit.count_truncated_rows() IS 'TRUNCATE trigger (statement
 -- thousandths) does. Other habits are Loop's yes/no habits: a day's share is the window's
 -- completions ÷ numerator, at most 1, and a frequency below 1 doubles the window and the
 -- numerator (Loop's smoothing of irregular repetitions).
-CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_date date, p_zone text, p_day_start time)
+CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_date date, p_zone text, p_day_start time,
+                                             p_exact boolean DEFAULT false)
     RETURNS double precision
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -3292,6 +3300,8 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         v_days double precision;
         v_scaled double precision;
         v_base double precision;
+        v_start double precision := 0.5;
+        v_checkpoint record;
     BEGIN
         SELECT t.schedule, t.kind, t.target, t.target_type, t.activated_at INTO h
         FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
@@ -3331,11 +3341,22 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         -- most 1e-10, so the cost is bounded by days, not by the habit's age. Only when that
         -- could change the fourth decimal (the score lies that close to a rounding midpoint,
         -- about once in 10^5) is the whole history walked.
-        v_from := p_date - ceil(ln(2e-10) / ln(v_multiplier))::integer + 1;
-        SELECT v_from - count(*)::integer INTO v_from FROM public.habit_skips s
-        WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date BETWEEN v_from AND p_date;
-        IF v_from <= v_first THEN
+        -- A checkpoint replaces both: the walk starts the day after it from its score, exactly.
+        SELECT cp.as_of, cp.score INTO v_checkpoint FROM habit.score_checkpoints cp
+        WHERE cp.user_id = p_user AND cp.template_id = p_template AND cp.as_of <= p_date AND cp.as_of >= v_first
+          AND cp.basis = jsonb_build_array(v_first, h.schedule, h.kind, h.target, h.target_type);
+        IF FOUND THEN
+            v_from := v_checkpoint.as_of + 1;
+            v_start := v_checkpoint.score;
+        ELSIF p_exact THEN
             v_from := NULL;
+        ELSE
+            v_from := p_date - ceil(ln(2e-10) / ln(v_multiplier))::integer + 1;
+            SELECT v_from - count(*)::integer INTO v_from FROM public.habit_skips s
+            WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date BETWEEN v_from AND p_date;
+            IF v_from <= v_first THEN
+                v_from := NULL;
+            END IF;
         END IF;
 
         -- A day without events has this share: 0, or 1 for an at-most habit (nothing is within it).
@@ -3440,7 +3461,10 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                 RETURN v_score + v_base * v_multiplier ^ v_days;
             END IF;
           END IF;
-            v_score := v_score + 0.5 * v_multiplier ^ v_days;
+            v_score := v_score + v_start * v_multiplier ^ v_days;
+            IF v_checkpoint.as_of IS NOT NULL THEN
+                RETURN v_score;
+            END IF;
             v_scaled := v_score * 10000;
             IF abs(v_scaled - floor(v_scaled) - 0.5) > 0.5 * v_multiplier ^ v_days * 10000 + 1e-6 THEN
                 RETURN v_score;
@@ -3449,8 +3473,8 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         END LOOP;
     END
     $fn$;
-COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time) IS
-    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1, within 1e-10 of Loop''s and rounding to Loop''s four decimals; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over the events of its last days (issue 33).';
+COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time, boolean) IS
+    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1, within 1e-10 of Loop''s and rounding to Loop''s four decimals; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over the events after its checkpoint or of its last days (p_exact: of its whole history) (issue 33).';
 
 -- The score at p_date (NULL: today in the user's zone), rounded to four decimals as Loop prints
 -- it, of the habit p_template, or of every habit of the user.
@@ -3477,6 +3501,63 @@ CREATE OR REPLACE FUNCTION habit.habit_scores(p_user uuid, p_template uuid DEFAU
     $fn$;
 COMMENT ON FUNCTION habit.habit_scores(uuid, uuid, date) IS
     'Loop''s score, four decimals, at p_date (NULL: the user''s today) of the habit p_template or of every habit of p_user (issue 33).';
+
+-- Score checkpoints (sql/0038) ------------------------------------------------------------------
+
+-- A write of a day (a completion, check-in or skip written, changed or removed) forgets the
+-- habit's checkpoint when the checkpoint is of that day or later: its score no longer holds.
+-- The three tables' BEFORE triggers do it for the row's own user, with the DELETE written in
+-- each (a plpgsql statement keeps its plan; a SQL function called per row would be planned per
+-- statement): one index probe, and a write after the checkpoint (today's) deletes nothing.
+
+-- The nightly batch's step for one user (`habit score-checkpoints`): puts the checkpoint of each
+-- of p_user's habits at the end of the day p_lag days before the user's today, when it has none,
+-- when its basis no longer matches the habit, or when it is p_every days or more older than
+-- that; returns how many it wrote. p_lag keeps a late tick (yesterday's, last week's) from
+-- forgetting a fresh checkpoint; reads then fold at most p_lag + p_every days. A new checkpoint
+-- is folded from the old one when that still holds, else from the habit's first day (exact).
+--
+-- The habits it writes are locked FOR SHARE first, as the event triggers lock them FOR NO KEY
+-- UPDATE before writing: a write in flight commits first and its events are read (each
+-- statement here takes a new snapshot); a later one waits for this transaction and then
+-- forgets the checkpoint if it writes a day on or before it. SECURITY DEFINER: it writes a
+-- table users only read; granted to the batch and admins, never to a user.
+CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag integer DEFAULT 8, p_every integer DEFAULT 7)
+    RETURNS integer
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_zone text := habit.user_time_zone(p_user, NULL);
+        v_day_start time := habit.user_day_start(p_user);
+        v_as_of date;
+        v_written integer := 0;
+        h record;
+    BEGIN
+        IF p_lag IS NULL OR p_lag < 1 OR p_every IS NULL OR p_every < 1 THEN
+            RAISE EXCEPTION 'p_lag and p_every must be at least 1 day' USING ERRCODE = '22023';
+        END IF;
+        v_as_of := habit.local_day(now(), v_zone, v_day_start) - p_lag;
+        FOR h IN SELECT t.id, jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis
+                 FROM public.habit_templates t
+                 CROSS JOIN LATERAL (SELECT habit.local_day(t.activated_at, v_zone, v_day_start) AS first_day) f
+                 LEFT JOIN habit.score_checkpoints cp ON cp.user_id = t.user_id AND cp.template_id = t.id
+                 WHERE t.user_id = p_user AND f.first_day <= v_as_of
+                   AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every
+                        OR cp.basis IS DISTINCT FROM jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type))
+                 ORDER BY t.id
+                 FOR SHARE OF t LOOP
+            INSERT INTO habit.score_checkpoints AS cp (user_id, template_id, as_of, score, basis)
+            VALUES (p_user, h.id, v_as_of, habit.habit_score(p_user, h.id, v_as_of, v_zone, v_day_start, true), h.basis)
+            ON CONFLICT ON CONSTRAINT score_checkpoints_pkey DO UPDATE
+                SET as_of = EXCLUDED.as_of, score = EXCLUDED.score, basis = EXCLUDED.basis, computed_at = now();
+            v_written := v_written + 1;
+        END LOOP;
+        RETURN v_written;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.score_checkpoints_advance(uuid, integer, integer) IS
+    'The nightly batch for one user: moves each habit''s score checkpoint to p_lag days before the user''s today when missing, stale or p_every days older (sql/0038); returns how many it wrote.';
 
 """#),
         SQLFile(path: "functions/streaks.sql", text: #"""
@@ -6195,6 +6276,9 @@ GRANT SELECT ON habit.schema_migrations TO service_role, habit_worker, habit_bat
 -- only through habit.sync_mutation_claim/_record (sql/0023: no INSERT or UPDATE of its own, so
 -- no record of any size written by hand).
 GRANT SELECT ON habit.sync_clocks, habit.sync_tombstones, habit.sync_mutations TO authenticated, service_role;
+-- Loop's score reads its checkpoint as the caller (sql/0038); the batch writes through
+-- habit.score_checkpoints_advance (SECURITY DEFINER) and reads to report.
+GRANT SELECT ON habit.score_checkpoints TO authenticated, service_role, habit_batch;
 -- Incremental weekly counts: the batch keeps its state and claims the dirty days.
 GRANT SELECT, UPDATE ON habit.weekly_counts_state TO habit_batch;
 GRANT SELECT, INSERT, DELETE ON habit.weekly_counts_dirty TO habit_batch;
@@ -6268,7 +6352,7 @@ GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_r
 -- run as their caller (row-level security applies).
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
-    habit.habit_score(uuid, uuid, date, text, time), habit.habit_scores(uuid, uuid, date),
+    habit.habit_score(uuid, uuid, date, text, time, boolean), habit.habit_scores(uuid, uuid, date),
     habit.habits_on(uuid, date, date, text, time), habit.day_habits(uuid, date, date, text, integer, time),
     habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
     habit.stats_calendar(uuid, uuid, date, date),
@@ -6298,6 +6382,8 @@ GRANT EXECUTE ON FUNCTION habit.weekly_counts(date, date, text, uuid), habit.wee
 GRANT EXECUTE ON FUNCTION habit.weekly_values(date, date, text, uuid) TO authenticated;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_start_tracking(text) TO habit_batch, habit_admin;
 GRANT EXECUTE ON FUNCTION habit.weekly_counts_mark_days_passed(text, timestamptz) TO habit_batch;
+-- Loop's score checkpoints (sql/0038): the nightly batch and admins move them, for any user.
+GRANT EXECUTE ON FUNCTION habit.score_checkpoints_advance(uuid, integer, integer) TO habit_batch, habit_admin;
 
 -- Reminders (sql/0036): a user replaces a habit's reminders; the zone's wall clock for whoever
 -- computes an instant; the push sender's window, claim and acknowledgement run as the worker's
@@ -8137,6 +8223,43 @@ ALTER TABLE habit.import_habits ADD COLUMN area_id uuid;
 COMMENT ON COLUMN habit.import_habits.area_id IS 'The document habit''s area_id (sql/0037).';
 
 """#),
+        SQLFile(path: "migrations/0038_score_checkpoints.sql", text: #"""
+-- 0038 (issue 33, item 4): Loop's score from a checkpoint. habit.habit_score folded ~14 months
+-- of a habit's events on every read, which kept widget.get at a fifth of day.get's speed
+-- (docs/performance.md, "The widget"). A checkpoint is a habit's exact score at the end of a
+-- past day; a read at a later day folds only the events after it. The nightly batch
+-- (`habit score-checkpoints`, habit.score_checkpoints_advance) writes them, never a read (reads
+-- run on standbys too); the triggers of completions, skips and check-ins delete a habit's
+-- checkpoint when they write a day on or before it (functions/scores.sql,
+-- habit.score_checkpoint_forget), and a checkpoint whose basis (the habit's first local day,
+-- schedule, kind and target) no longer matches the habit is ignored, so a schedule, zone or
+-- day-start change needs no trigger. Derived state: one row a habit, never one a day.
+CREATE TABLE habit.score_checkpoints (
+    user_id     uuid NOT NULL,
+    template_id uuid NOT NULL,
+    as_of       date NOT NULL,
+    score       double precision NOT NULL CONSTRAINT score_checkpoints_score_check CHECK (score BETWEEN 0 AND 1),
+    basis       jsonb NOT NULL,
+    computed_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT score_checkpoints_pkey PRIMARY KEY (user_id, template_id),
+    CONSTRAINT score_checkpoints_template_fkey FOREIGN KEY (template_id, user_id)
+        REFERENCES public.habit_templates (id, user_id) ON DELETE CASCADE
+);
+COMMENT ON TABLE habit.score_checkpoints IS
+    'Per habit, at most one: Loop''s score at the end of as_of, from which reads of later days fold (sql/0038). Written by habit.score_checkpoints_advance; deleted by the event triggers on a write on or before as_of.';
+COMMENT ON COLUMN habit.score_checkpoints.user_id IS 'Owner; the owner of the habit (composite foreign key).';
+COMMENT ON COLUMN habit.score_checkpoints.template_id IS 'The habit.';
+COMMENT ON COLUMN habit.score_checkpoints.as_of IS 'The local day at whose end the score holds (a day before the user''s today when written).';
+COMMENT ON COLUMN habit.score_checkpoints.score IS 'Loop''s score at the end of as_of, unrounded, from the habit''s first day (no horizon).';
+COMMENT ON COLUMN habit.score_checkpoints.basis IS
+    'What the score was computed with: [first local day, schedule, kind, target, target_type]. A read ignores a checkpoint whose basis differs from the habit''s now.';
+COMMENT ON COLUMN habit.score_checkpoints.computed_at IS 'When the batch wrote it.';
+
+-- habit.habit_score takes p_exact (the batch's walk from the first day): functions/scores.sql
+-- creates it again with the new argument.
+DROP FUNCTION IF EXISTS habit.habit_score(uuid, uuid, date, text, time);
+
+"""#),
         SQLFile(path: "policies.sql", text: #"""
 -- Row-level security: the second wall behind the repository's own user_id filters, for
 -- every writer (the worker, PostgREST, psql, batch jobs). Every table of public, and the sync
@@ -8342,6 +8465,16 @@ CREATE POLICY tasks_delete_own ON public.tasks FOR DELETE TO authenticated USING
 DROP POLICY IF EXISTS tasks_read_all ON public.tasks;
 CREATE POLICY tasks_read_all ON public.tasks FOR SELECT TO habit_admin USING (true);
 
+-- habit.score_checkpoints (sql/0038): Loop's score checkpoints, written only by the batch's
+-- habit.score_checkpoints_advance and deleted by the event triggers (SECURITY DEFINER both); a
+-- user's score reads its own (habit.habit_score runs as its caller).
+ALTER TABLE habit.score_checkpoints ENABLE ROW LEVEL SECURITY;
+ALTER TABLE habit.score_checkpoints FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS score_checkpoints_select_own ON habit.score_checkpoints;
+CREATE POLICY score_checkpoints_select_own ON habit.score_checkpoints FOR SELECT TO authenticated USING (user_id = auth.uid());
+DROP POLICY IF EXISTS score_checkpoints_read_all ON habit.score_checkpoints;
+CREATE POLICY score_checkpoints_read_all ON habit.score_checkpoints FOR SELECT TO habit_batch, habit_admin USING (true);
+
 -- Sync (functions/sync.sql): authenticated reads its own clock and tombstones (a pull) and
 -- reads, claims and records its own replay records (a push); nobody but the sync functions
 -- writes clocks or tombstones.
@@ -8471,6 +8604,10 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'DELETE' THEN
             PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
             PERFORM habit.sync_tombstone(OLD.user_id, 'checkins', OLD.id::text);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.checkin_date;
             RETURN OLD;
         END IF;
         IF TG_OP = 'UPDATE' THEN
@@ -8484,6 +8621,15 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
                                  IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            IF TG_OP = 'UPDATE' THEN
+                PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
+                DELETE FROM habit.score_checkpoints cp
+                WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.checkin_date;
+            END IF;
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = NEW.user_id AND cp.template_id = NEW.template_id AND cp.as_of >= NEW.checkin_date;
             IF day.kind IS NOT NULL THEN
                 IF day.kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
                     RAISE EXCEPTION 'a check-in of a boolean habit counts whole times, not %: violates check constraint "habit_checkins_boolean_value"', NEW.value
@@ -8592,6 +8738,10 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
@@ -8680,6 +8830,14 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
                 END IF;
             END IF;
         END IF;
+        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
+        END IF;
+        DELETE FROM habit.score_checkpoints cp
+        WHERE cp.user_id = NEW.user_id AND cp.template_id = NEW.template_id AND cp.as_of >= NEW.completed_date;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
             PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7 + habit.quota_reach(NEW.user_id, NEW.template_id), '[)'));
@@ -8898,6 +9056,10 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.skipped_date, 'skip', false);
             END IF;
@@ -8925,6 +9087,14 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
                 PERFORM habit.streak_apply(day.st, NEW.skipped_date, 'skip', true);
             END IF;
         END IF;
+        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
+        END IF;
+        DELETE FROM habit.score_checkpoints cp
+        WHERE cp.user_id = NEW.user_id AND cp.template_id = NEW.template_id AND cp.as_of >= NEW.skipped_date;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'skips', NEW.template_id::text || '/' || to_char(NEW.skipped_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
             PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.skipped_date - 6, NEW.skipped_date + 7, '[)'));

@@ -39,7 +39,7 @@ struct AccountCommandTests {
             let deleted = try Self.habit(base + ["--user", user.lowercaseString, "--yes"])
             #expect(deleted.status == 0, "\(deleted)")
             let lines = deleted.stdout.split(separator: "\n").map(String.init)
-            #expect(lines.count == 18 && lines.first == "public.profiles 0" && lines.contains("public.habit_templates 1")
+            #expect(lines.count == 19 && lines.first == "public.profiles 0" && lines.contains("public.habit_templates 1")
                     && lines.contains("public.tasks 1") && lines.last?.hasPrefix("total ") == true, "\(deleted.stdout)")
             #expect(try rows(user) == 0 && rows(other) == 2)
 

@@ -122,6 +122,8 @@ import Testing
             VALUES (\(user), '2026-01-05', 3, 2, 14, 'monday')
             """)
         try admin.execute(#"INSERT INTO habit.sync_mutations (user_id, client_id, mutation_id, outcome) VALUES (\#(user), 'phone', 'm1', '{"result":{"name":"Run"}}')"#)
+        // Loop's score checkpoints, as the nightly batch writes them (sql/0038).
+        try admin.execute("SELECT habit.score_checkpoints_advance(\(user), 1, 7)")
     }
 
     @Test("deletes the user's rows in every catalog table except what docs/schema.md keeps; others' rows untouched; a repeat answers zeros")

@@ -217,7 +217,9 @@ import Testing
                 SELECT grantee, relation, privilege
                 FROM unnest(ARRAY['authenticated', 'service_role']) AS grantee,
                      (VALUES ('habit.sync_clocks', 'SELECT'), ('habit.sync_tombstones', 'SELECT'),
-                             ('habit.sync_mutations', 'SELECT')) AS sync (relation, privilege)
+                             ('habit.sync_mutations', 'SELECT'),
+                             -- Loop's score reads its checkpoint as the caller (sql/0038).
+                             ('habit.score_checkpoints', 'SELECT')) AS sync (relation, privilege)
                 UNION ALL
                 VALUES ('service_role', 'habit.schema_migrations', 'SELECT')
             )

@@ -58,7 +58,7 @@ struct AccountDeleteTests {
             // only ever be the user's own, and the other user keeps every row.
             let answer = try worker.call("account.delete", params(user, ["confirm": .string(user.uuidString.uppercased())]))
             let tables = try #require(answer["tables"]?.arrayValue)
-            #expect(tables.map { $0["table"]?.stringValue ?? "" }.first == "public.profiles" && tables.count == 17, "\(answer)")
+            #expect(tables.map { $0["table"]?.stringValue ?? "" }.first == "public.profiles" && tables.count == 18, "\(answer)")
             let deleted = Dictionary(uniqueKeysWithValues: tables.map { ($0["table"]?.stringValue ?? "", $0["deleted"]?.intValue ?? -1) })
             #expect(deleted["public.habit_templates"] == 1 && deleted["public.habit_completions"] == 1 && deleted["public.habit_skips"] == 1
                     && deleted["public.tasks"] == 1 && deleted["public.task_lists"] == 1 && deleted["public.profiles"] == 1

@@ -129,6 +129,120 @@ struct LoopScoreTests {
         }
     }
 
+    @Test("score checkpoints (sql/0038): with the batch's checkpoints every day's score is still the export's Scores.csv row",
+          arguments: [UInt64(21), 22, 23])
+    func scoresFromCheckpointsEqualLoopsExport(seed: UInt64) throws {
+        try WorkerSession.with { session in
+            var rng = SeededGenerator(seed: seed)
+            let user = UUID()
+            let today = try session.today()
+            let habits = (1...6).map { Self.randomHabit($0, days: Int.random(in: 40...700, using: &rng), using: &rng) }
+            let files = Self.files(habits, today: today)
+            _ = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
+                                                                        "files": .object(files.map { WireJSON.Member($0.0, $0.1) })]))
+            let lag = Int.random(in: 1...30, using: &rng)
+            let written = try session.admin.queryOne("SELECT habit.score_checkpoints_advance(\(user), \(lag)::integer, 7)").decode(Int.self, at: 0)
+            #expect(written == habits.filter { $0.values.count > lag }.count)
+            for habit in habits {
+                let expected = Self.scoreRows(try #require(files.first { $0.0.hasSuffix("\(habit.name)/Scores.csv") }?.1.stringValue))
+                let template = try session.admin.queryOne("SELECT id FROM habit_templates WHERE user_id = \(user) AND name = \(habit.name)").decode(UUID.self, at: 0)
+                let first = today.adding(days: -(habit.values.count - 1))
+                // Every day from the checkpoint on folds from it; the days before do not.
+                let rows = try session.admin.query("""
+                    SELECT d::date::text, s.score::text FROM generate_series(\(first)::date, \(today)::date, interval '1 day') d
+                    CROSS JOIN LATERAL habit.habit_scores(\(user), \(template), d::date) s ORDER BY 1
+                    """)
+                var mismatches: [String] = []
+                for row in rows {
+                    let date = try row.decode(String.self, at: 0), score = try row.decode(String.self, at: 1)
+                    if expected[date] != score { mismatches.append("\(date): \(score), Loop \(expected[date] ?? "none")") }
+                }
+                #expect(rows.count == expected.count)
+                #expect(mismatches.isEmpty, "seed \(seed), lag \(lag), \(habit.name) \(habit.numerator)/\(habit.denominator) numerical \(habit.numerical): \(mismatches.prefix(5))")
+            }
+        }
+    }
+
+    /// A model of the checkpoints' upkeep: daily yes/no habits imported from a Loop export,
+    /// then random writes of past days (done, undone, skipped, unskipped: before, on and after
+    /// the checkpoint) through the worker, interleaved with batch runs of random lags; after each
+    /// step the score of today and of random days, read through `habits.stats` as the user,
+    /// must be what Loop's recompute (`LoopScoreModel`) gives for the history as it now is.
+    @Test("score checkpoints follow writes in the past and batch runs (model, random interleavings)", arguments: [UInt64(31), 32, 33])
+    func checkpointsFollowWrites(seed: UInt64) throws {
+        try WorkerSession.with { session in
+            var rng = SeededGenerator(seed: seed)
+            let user = UUID()
+            let today = try session.today()
+            var habits = (1...3).map { index -> LoopHabit in
+                var habit = Self.randomHabit(index, days: Int.random(in: 30...500, using: &rng), using: &rng)
+                (habit.numerical, habit.atMost, habit.numerator, habit.denominator) = (false, false, 1, 1)
+                habit.values = habit.values.map { $0 == -1 || $0 == 3 ? $0 : $0 == 2 || $0 >= 250 ? 2 : 0 }
+                return habit
+            }
+            let files = Self.files(habits, today: today)
+            _ = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
+                                                                        "files": .object(files.map { WireJSON.Member($0.0, $0.1) })]))
+            let templates = try habits.map { habit in
+                try session.admin.queryOne("SELECT id FROM habit_templates WHERE user_id = \(user) AND name = \(habit.name)").decode(UUID.self, at: 0)
+            }
+            func checkpoints() throws -> Int {
+                try session.admin.queryOne("SELECT count(*) FROM habit.score_checkpoints WHERE user_id = \(user)").decode(Int.self, at: 0)
+            }
+            var checkedFromCheckpoint = 0, forgotten = 0
+            for step in 0..<60 {
+                let index = Int.random(in: 0..<habits.count, using: &rng)
+                let template = templates[index]
+                if Int.random(in: 0..<5, using: &rng) == 0 {
+                    let lag = Int.random(in: 1...40, using: &rng), every = Int.random(in: 1...10, using: &rng)
+                    _ = try session.admin.queryOne("SELECT habit.score_checkpoints_advance(\(user), \(lag)::integer, \(every)::integer)")
+                } else {
+                    // A day of the history, mostly the last few weeks (where checkpoints are).
+                    let count = habits[index].values.count
+                    let back = Bool.random(using: &rng) ? Int.random(in: 0..<min(count, 60), using: &rng) : Int.random(in: 0..<count, using: &rng)
+                    let offset = count - 1 - back
+                    let day = today.adding(days: -back)
+                    let before = try checkpoints()
+                    switch habits[index].values[offset] {
+                    case 2:
+                        _ = try session.worker.call("completions.set", params(user, ["template_id": .uuid(template), "date": .string(day.description), "completed": false]))
+                        habits[index].values[offset] = 0
+                    case 3:
+                        _ = try session.worker.call("skips.set_range", params(user, ["template_id": .uuid(template), "from": .string(day.description),
+                                                                                      "to": .string(day.description), "skipped": false]))
+                        habits[index].values[offset] = 0
+                    default:
+                        if Bool.random(using: &rng) {
+                            _ = try session.worker.call("completions.set", params(user, ["template_id": .uuid(template), "date": .string(day.description), "completed": true]))
+                            habits[index].values[offset] = 2
+                        } else {
+                            _ = try session.worker.call("skips.set_range", params(user, ["template_id": .uuid(template), "from": .string(day.description),
+                                                                                          "to": .string(day.description), "skipped": true]))
+                            habits[index].values[offset] = 3
+                        }
+                    }
+                    if try checkpoints() < before { forgotten += 1 }
+                }
+                let expected = LoopScoreModel.scores(habits[index])
+                let count = habits[index].values.count
+                for back in [0] + (0..<3).map({ _ in Int.random(in: 0..<count, using: &rng) }) {
+                    let day = today.adding(days: -back)
+                    let fromCheckpoint = try session.admin.queryOne("""
+                        SELECT EXISTS (SELECT 1 FROM habit.score_checkpoints WHERE user_id = \(user) AND template_id = \(template) AND as_of <= \(day))
+                        """).decode(Bool.self, at: 0)
+                    if fromCheckpoint { checkedFromCheckpoint += 1 }
+                    let stats = try session.worker.call("habits.stats", params(user, ["id": .uuid(template), "date": .string(day.description), "include": ["score"]]))
+                    let want = String(format: "%.4f", expected[count - 1 - back])
+                    #expect(stats["habits"]?[0]?["score"]?.stringValue == want,
+                            "seed \(seed), step \(step), habit \(index) on \(day) (checkpoint: \(fromCheckpoint)): \(stats); values \(habits[index].values.suffix(60))")
+                }
+            }
+            // The walk exercised what it is about: reads from a checkpoint, and writes that forgot one.
+            #expect(checkedFromCheckpoint > 5, "seed \(seed): \(checkedFromCheckpoint) reads from a checkpoint")
+            #expect(forgotten > 0, "seed \(seed): no write forgot a checkpoint")
+        }
+    }
+
     @Test("hand-computed scores: a daily habit done n days running is 1 − 0.5^(n/13); a skip freezes it")
     func handComputed() throws {
         try WorkerSession.with { session in

@@ -747,7 +747,7 @@ COMMENT ON FUNCTION habit.account_document_with_new_ids(uuid, jsonb) IS
 -- What it deletes, in one transaction, with the number of rows per table:
 --   public.profiles, public.habit_areas (sql/0037), public.habit_templates and what cascades
 --   from them (habit_periods, habit_completions, habit_skips, habit_checkins, habit_day_notes,
---   habit_reminders, habit.reminder_firings, habit_streak_runs, habit_streak_state), public.task_lists,
+--   habit_reminders, habit.reminder_firings, habit_streak_runs, habit_streak_state, habit.score_checkpoints), public.task_lists,
 --   public.tasks, public.weekly_completion_counts (stored weekly counts), habit.user_row_counts
 --   (row-limit counters) and habit.sync_mutations (sync.push's replay records: their outcomes
 --   are content).
@@ -788,7 +788,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
     DECLARE
         n_profiles bigint; n_templates bigint; n_periods bigint; n_completions bigint; n_skips bigint;
         n_runs bigint; n_state bigint; n_lists bigint; n_tasks bigint; n_weekly bigint;
-        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint;
+        n_counters bigint; n_mutations bigint; n_checkins bigint; n_notes bigint; n_reminders bigint; n_firings bigint; n_checkpoints bigint;
         n_areas bigint;
         relocking boolean;
     BEGIN
@@ -827,6 +827,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
         SELECT count(*) INTO n_notes FROM public.habit_day_notes WHERE user_id = p_user;
         SELECT count(*) INTO n_reminders FROM public.habit_reminders WHERE user_id = p_user;
         SELECT count(*) INTO n_firings FROM habit.reminder_firings WHERE user_id = p_user;
+        SELECT count(*) INTO n_checkpoints FROM habit.score_checkpoints WHERE user_id = p_user;
         DELETE FROM public.habit_templates WHERE user_id = p_user;
         GET DIAGNOSTICS n_templates = ROW_COUNT;
         -- After the habits, which reference them (their trigger then finds no habit to clear).
@@ -861,6 +862,7 @@ CREATE OR REPLACE FUNCTION habit.delete_account(p_user uuid)
             ('habit.reminder_firings', n_firings),
             ('public.habit_streak_runs', n_runs),
             ('public.habit_streak_state', n_state),
+            ('habit.score_checkpoints', n_checkpoints),
             ('public.task_lists', n_lists),
             ('public.tasks', n_tasks),
             ('public.weekly_completion_counts', n_weekly),

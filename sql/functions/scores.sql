@@ -14,6 +14,11 @@
 -- local day; NULL when the user has no such habit). The habit's current schedule and target
 -- count for its whole history, as in Loop.
 --
+-- Where it starts: from the habit's checkpoint (habit.score_checkpoints, sql/0038) when it has
+-- one on or before p_date with the habit's basis, folding only the events after it; else from
+-- the horizon below; with p_exact (the batch writing a checkpoint without one), from the first
+-- day.
+--
 -- A habit counted from check-ins is Loop's numerical habit: a day's value is its check-ins' sum
 -- (a day done without check-ins: habit.done_value), the window's target is numerator × target
 -- (a weekly target: the week's), an at-most habit starts at 1 and loses by how far the window
@@ -21,7 +26,8 @@
 -- thousandths) does. Other habits are Loop's yes/no habits: a day's share is the window's
 -- completions ÷ numerator, at most 1, and a frequency below 1 doubles the window and the
 -- numerator (Loop's smoothing of irregular repetitions).
-CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_date date, p_zone text, p_day_start time)
+CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_date date, p_zone text, p_day_start time,
+                                             p_exact boolean DEFAULT false)
     RETURNS double precision
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -41,6 +47,8 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         v_days double precision;
         v_scaled double precision;
         v_base double precision;
+        v_start double precision := 0.5;
+        v_checkpoint record;
     BEGIN
         SELECT t.schedule, t.kind, t.target, t.target_type, t.activated_at INTO h
         FROM public.habit_templates t WHERE t.user_id = p_user AND t.id = p_template;
@@ -80,11 +88,22 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         -- most 1e-10, so the cost is bounded by days, not by the habit's age. Only when that
         -- could change the fourth decimal (the score lies that close to a rounding midpoint,
         -- about once in 10^5) is the whole history walked.
-        v_from := p_date - ceil(ln(2e-10) / ln(v_multiplier))::integer + 1;
-        SELECT v_from - count(*)::integer INTO v_from FROM public.habit_skips s
-        WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date BETWEEN v_from AND p_date;
-        IF v_from <= v_first THEN
+        -- A checkpoint replaces both: the walk starts the day after it from its score, exactly.
+        SELECT cp.as_of, cp.score INTO v_checkpoint FROM habit.score_checkpoints cp
+        WHERE cp.user_id = p_user AND cp.template_id = p_template AND cp.as_of <= p_date AND cp.as_of >= v_first
+          AND cp.basis = jsonb_build_array(v_first, h.schedule, h.kind, h.target, h.target_type);
+        IF FOUND THEN
+            v_from := v_checkpoint.as_of + 1;
+            v_start := v_checkpoint.score;
+        ELSIF p_exact THEN
             v_from := NULL;
+        ELSE
+            v_from := p_date - ceil(ln(2e-10) / ln(v_multiplier))::integer + 1;
+            SELECT v_from - count(*)::integer INTO v_from FROM public.habit_skips s
+            WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date BETWEEN v_from AND p_date;
+            IF v_from <= v_first THEN
+                v_from := NULL;
+            END IF;
         END IF;
 
         -- A day without events has this share: 0, or 1 for an at-most habit (nothing is within it).
@@ -189,7 +208,10 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                 RETURN v_score + v_base * v_multiplier ^ v_days;
             END IF;
           END IF;
-            v_score := v_score + 0.5 * v_multiplier ^ v_days;
+            v_score := v_score + v_start * v_multiplier ^ v_days;
+            IF v_checkpoint.as_of IS NOT NULL THEN
+                RETURN v_score;
+            END IF;
             v_scaled := v_score * 10000;
             IF abs(v_scaled - floor(v_scaled) - 0.5) > 0.5 * v_multiplier ^ v_days * 10000 + 1e-6 THEN
                 RETURN v_score;
@@ -198,8 +220,8 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         END LOOP;
     END
     $fn$;
-COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time) IS
-    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1, within 1e-10 of Loop''s and rounding to Loop''s four decimals; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over the events of its last days (issue 33).';
+COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time, boolean) IS
+    'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1, within 1e-10 of Loop''s and rounding to Loop''s four decimals; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over the events after its checkpoint or of its last days (p_exact: of its whole history) (issue 33).';
 
 -- The score at p_date (NULL: today in the user's zone), rounded to four decimals as Loop prints
 -- it, of the habit p_template, or of every habit of the user.
@@ -226,3 +248,60 @@ CREATE OR REPLACE FUNCTION habit.habit_scores(p_user uuid, p_template uuid DEFAU
     $fn$;
 COMMENT ON FUNCTION habit.habit_scores(uuid, uuid, date) IS
     'Loop''s score, four decimals, at p_date (NULL: the user''s today) of the habit p_template or of every habit of p_user (issue 33).';
+
+-- Score checkpoints (sql/0038) ------------------------------------------------------------------
+
+-- A write of a day (a completion, check-in or skip written, changed or removed) forgets the
+-- habit's checkpoint when the checkpoint is of that day or later: its score no longer holds.
+-- The three tables' BEFORE triggers do it for the row's own user, with the DELETE written in
+-- each (a plpgsql statement keeps its plan; a SQL function called per row would be planned per
+-- statement): one index probe, and a write after the checkpoint (today's) deletes nothing.
+
+-- The nightly batch's step for one user (`habit score-checkpoints`): puts the checkpoint of each
+-- of p_user's habits at the end of the day p_lag days before the user's today, when it has none,
+-- when its basis no longer matches the habit, or when it is p_every days or more older than
+-- that; returns how many it wrote. p_lag keeps a late tick (yesterday's, last week's) from
+-- forgetting a fresh checkpoint; reads then fold at most p_lag + p_every days. A new checkpoint
+-- is folded from the old one when that still holds, else from the habit's first day (exact).
+--
+-- The habits it writes are locked FOR SHARE first, as the event triggers lock them FOR NO KEY
+-- UPDATE before writing: a write in flight commits first and its events are read (each
+-- statement here takes a new snapshot); a later one waits for this transaction and then
+-- forgets the checkpoint if it writes a day on or before it. SECURITY DEFINER: it writes a
+-- table users only read; granted to the batch and admins, never to a user.
+CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag integer DEFAULT 8, p_every integer DEFAULT 7)
+    RETURNS integer
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        v_zone text := habit.user_time_zone(p_user, NULL);
+        v_day_start time := habit.user_day_start(p_user);
+        v_as_of date;
+        v_written integer := 0;
+        h record;
+    BEGIN
+        IF p_lag IS NULL OR p_lag < 1 OR p_every IS NULL OR p_every < 1 THEN
+            RAISE EXCEPTION 'p_lag and p_every must be at least 1 day' USING ERRCODE = '22023';
+        END IF;
+        v_as_of := habit.local_day(now(), v_zone, v_day_start) - p_lag;
+        FOR h IN SELECT t.id, jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis
+                 FROM public.habit_templates t
+                 CROSS JOIN LATERAL (SELECT habit.local_day(t.activated_at, v_zone, v_day_start) AS first_day) f
+                 LEFT JOIN habit.score_checkpoints cp ON cp.user_id = t.user_id AND cp.template_id = t.id
+                 WHERE t.user_id = p_user AND f.first_day <= v_as_of
+                   AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every
+                        OR cp.basis IS DISTINCT FROM jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type))
+                 ORDER BY t.id
+                 FOR SHARE OF t LOOP
+            INSERT INTO habit.score_checkpoints AS cp (user_id, template_id, as_of, score, basis)
+            VALUES (p_user, h.id, v_as_of, habit.habit_score(p_user, h.id, v_as_of, v_zone, v_day_start, true), h.basis)
+            ON CONFLICT ON CONSTRAINT score_checkpoints_pkey DO UPDATE
+                SET as_of = EXCLUDED.as_of, score = EXCLUDED.score, basis = EXCLUDED.basis, computed_at = now();
+            v_written := v_written + 1;
+        END LOOP;
+        RETURN v_written;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.score_checkpoints_advance(uuid, integer, integer) IS
+    'The nightly batch for one user: moves each habit''s score checkpoint to p_lag days before the user''s today when missing, stale or p_every days older (sql/0038); returns how many it wrote.';

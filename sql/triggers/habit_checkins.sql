@@ -29,6 +29,10 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'DELETE' THEN
             PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
             PERFORM habit.sync_tombstone(OLD.user_id, 'checkins', OLD.id::text);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.checkin_date;
             RETURN OLD;
         END IF;
         IF TG_OP = 'UPDATE' THEN
@@ -42,6 +46,15 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
                                  IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            IF TG_OP = 'UPDATE' THEN
+                PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
+                DELETE FROM habit.score_checkpoints cp
+                WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.checkin_date;
+            END IF;
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = NEW.user_id AND cp.template_id = NEW.template_id AND cp.as_of >= NEW.checkin_date;
             IF day.kind IS NOT NULL THEN
                 IF day.kind = 'boolean' AND NEW.value <> trunc(NEW.value) THEN
                     RAISE EXCEPTION 'a check-in of a boolean habit counts whole times, not %: violates check constraint "habit_checkins_boolean_value"', NEW.value

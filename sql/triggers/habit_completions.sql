@@ -43,6 +43,10 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.completed_date, 'completion', false);
             END IF;
@@ -131,6 +135,14 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
                 END IF;
             END IF;
         END IF;
+        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
+        END IF;
+        DELETE FROM habit.score_checkpoints cp
+        WHERE cp.user_id = NEW.user_id AND cp.template_id = NEW.template_id AND cp.as_of >= NEW.completed_date;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'completions', NEW.template_id::text || '/' || to_char(NEW.completed_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
             PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.completed_date - 6, NEW.completed_date + 7 + habit.quota_reach(NEW.user_id, NEW.template_id), '[)'));

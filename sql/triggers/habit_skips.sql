@@ -28,6 +28,10 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         END IF;
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
+            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
                 PERFORM habit.streak_apply(day.st, OLD.skipped_date, 'skip', false);
             END IF;
@@ -55,6 +59,14 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
                 PERFORM habit.streak_apply(day.st, NEW.skipped_date, 'skip', true);
             END IF;
         END IF;
+        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
+        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM habit.score_checkpoints cp
+            WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
+        END IF;
+        DELETE FROM habit.score_checkpoints cp
+        WHERE cp.user_id = NEW.user_id AND cp.template_id = NEW.template_id AND cp.as_of >= NEW.skipped_date;
         NEW.change_seq := habit.sync_stamp(NEW.user_id, 'skips', NEW.template_id::text || '/' || to_char(NEW.skipped_date, 'YYYY-MM-DD'));
         IF day.tracking THEN
             PERFORM habit.weekly_counts_mark(NEW.user_id, daterange(NEW.skipped_date - 6, NEW.skipped_date + 7, '[)'));
