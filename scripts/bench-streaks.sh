@@ -6,7 +6,8 @@
 # rotates: this machine's speed drifts within a minute) and prints requests/s, p50 and the two
 # ratios; then their medians. Targets: stats/day.get ≥ 0.5 at 1 in flight, streaks/day.get ≥ 0.8.
 # Also pgbench of the bare statements a client would send (habit.habit_stats, habit.current_streaks)
-# for scale. Not a test: figures go to docs/performance.md.
+# for scale, and the bare day read (day.get's baseline, issue 29) each round, against which
+# widget.get is held to day.get's target. Not a test: figures go to docs/performance.md.
 #   USERS=1000 ROUNDS=5 SECONDS_PER_RUN=4 POOL_SIZE=4 scripts/bench-streaks.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,13 @@ echo "data: $USERS users, $(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM h
      "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_completions') completions," \
      "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_skips') skips," \
      "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_streak_slots') ledger rows; loaded in $(( $(date +%s) - load_start )) s"
+# Loop's score checkpoints (sql/0038), as the nightly batch leaves them; SCORE_CHECKPOINTS=0
+# measures the reads without (the horizon's fold), for the before/after.
+if [ "${SCORE_CHECKPOINTS:-1}" = 1 ] && psql -Atd "$DATABASE_URL" -c "SELECT to_regclass('habit.score_checkpoints') IS NOT NULL" | grep -qx t; then
+    checkpoint_start=$(date +%s)
+    .build/release/habit score-checkpoints --database-url "$DATABASE_URL"
+    echo "score checkpoints written in $(( $(date +%s) - checkpoint_start )) s"
+fi
 WORKER_URL="host=$HABIT_PG_DIR/socket user=habit_worker dbname=postgres"
 TODAY=$(psql -Atd "$DATABASE_URL" -c "SELECT (now() AT TIME ZONE 'Europe/Berlin')::date")
 
@@ -39,11 +47,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "machine: $(nproc) cores, $(uname -r); worker --pool-size $POOL, $INFLIGHT in flight; $ROUNDS rounds of $RUN s; date $TODAY; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%5s %12s %7s %12s %7s %12s %7s %12s %7s %10s %10s %10s\n' round day.get p50 stats p50 streaks p50 widget p50 stats/day streaks/day widget/day
-stats_ratios=() streak_ratios=() widget_ratios=()
+printf '%5s %12s %7s %12s %7s %12s %7s %12s %7s %10s %10s %10s %10s %10s %10s\n' round day.get p50 stats p50 streaks p50 widget p50 bare stats/day streaks/day widget/day day/bare widget/bare
+stats_ratios=() streak_ratios=() widget_ratios=() day_bare_ratios=() widget_bare_ratios=()
 for round in $(seq "$ROUNDS"); do
     case $((round % 3)) in
-        1) order="day stats streaks widget" ;; 2) order="widget stats streaks day" ;; 0) order="streaks day widget stats" ;;
+        1) order="day stats bare streaks widget" ;; 2) order="widget bare stats streaks day" ;; 0) order="streaks day widget stats bare" ;;
     esac
     for side in $order; do
         case $side in
@@ -51,16 +59,22 @@ for round in $(seq "$ROUNDS"); do
             stats) read -r stats_rps stats_p50 stats_err <<<"$(bench habits.stats "")" ;;
             streaks) read -r streaks_rps streaks_p50 streaks_err <<<"$(bench day.get streaks)" ;;
             widget) read -r widget_rps widget_p50 widget_err <<<"$(bench widget.get "")" ;;
+            # The bare day read (issue 29's baseline of day.get: the seed spec's two SELECTs, -c1).
+            bare) bare_tps=$(pgbench -n -M prepared -c 1 -T "$RUN" -D users="$USERS" -D day="$TODAY" \
+                             -f scripts/bench/core_day_bare.pgbench "$DATABASE_URL" 2>&1 | awk '/^tps/ {printf "%.0f", $3}') ;;
         esac
     done
     stats_ratios+=("$(ratio "$stats_rps" "$day_rps")") streak_ratios+=("$(ratio "$streaks_rps" "$day_rps")")
     widget_ratios+=("$(ratio "$widget_rps" "$day_rps")")
-    printf '%5s %12s %7s %12s %7s %12s %7s %12s %7s %9sx %9sx %9sx' "$round" "$day_rps" "$day_p50" "$stats_rps" "$stats_p50" \
-        "$streaks_rps" "$streaks_p50" "$widget_rps" "$widget_p50" "${stats_ratios[-1]}" "${streak_ratios[-1]}" "${widget_ratios[-1]}"
+    day_bare_ratios+=("$(ratio "$day_rps" "$bare_tps")") widget_bare_ratios+=("$(ratio "$widget_rps" "$bare_tps")")
+    printf '%5s %12s %7s %12s %7s %12s %7s %12s %7s %10s %9sx %9sx %9sx %9sx %9sx' "$round" "$day_rps" "$day_p50" "$stats_rps" "$stats_p50" \
+        "$streaks_rps" "$streaks_p50" "$widget_rps" "$widget_p50" "$bare_tps" "${stats_ratios[-1]}" "${streak_ratios[-1]}" "${widget_ratios[-1]}" \
+        "${day_bare_ratios[-1]}" "${widget_bare_ratios[-1]}"
     errors=$((day_err + stats_err + streaks_err + widget_err))
     [ "$errors" = 0 ] && echo || echo "  ($errors errors)"
 done
 echo "median habits.stats/day.get $(median "${stats_ratios[@]}")x (target >= 0.5), day.get+streaks/day.get $(median "${streak_ratios[@]}")x (target >= 0.8), widget.get/day.get $(median "${widget_ratios[@]}")x"
+echo "median against the bare day read: day.get $(median "${day_bare_ratios[@]}")x, widget.get $(median "${widget_bare_ratios[@]}")x (day.get's target, issue 29: >= 0.6)"
 
 # The bare statements, for scale: pgbench as the owner, one random user per transaction. Loop's
 # score (issue 33: habits.stats joins habit.habit_scores, folded over each habit's events) against
