@@ -25,7 +25,7 @@ psql -q -v users="$USERS" -d "$DATABASE_URL" -f scripts/bench/setup-streaks.sql
 echo "data: $USERS users, $(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_templates') habits," \
      "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_completions') completions," \
      "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_skips') skips," \
-     "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_streak_slots') ledger rows; loaded in $(( $(date +%s) - load_start )) s"
+     "$(psql -Atd "$DATABASE_URL" -c 'SELECT count(*) FROM habit_streak_runs') streak runs; loaded in $(( $(date +%s) - load_start )) s"
 # Loop's score checkpoints (sql/0038), as the nightly batch leaves them; SCORE_CHECKPOINTS=0
 # measures the reads without (the horizon's fold), for the before/after.
 if [ "${SCORE_CHECKPOINTS:-1}" = 1 ] && psql -Atd "$DATABASE_URL" -c "SELECT to_regclass('habit.score_checkpoints') IS NOT NULL" | grep -qx t; then
