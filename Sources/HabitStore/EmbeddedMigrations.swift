@@ -3532,6 +3532,8 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
         v_day_start time := habit.user_day_start(p_user);
         v_as_of date;
         v_written integer := 0;
+        v_score double precision;
+        v_now timestamptz := now();
         h record;
     BEGIN
         IF p_lag IS NULL OR p_lag < 1 OR p_every IS NULL OR p_every < 1 THEN
@@ -3547,10 +3549,13 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
                         OR cp.basis IS DISTINCT FROM jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type))
                  ORDER BY t.id
                  FOR SHARE OF t LOOP
-            INSERT INTO habit.score_checkpoints AS cp (user_id, template_id, as_of, score, basis)
-            VALUES (p_user, h.id, v_as_of, habit.habit_score(p_user, h.id, v_as_of, v_zone, v_day_start, true), h.basis)
+            -- Computed first, then written as values: Citus runs no table-reading function inside
+            -- an INSERT on a distributed table, nor a non-IMMUTABLE one in its DO UPDATE.
+            v_score := habit.habit_score(p_user, h.id, v_as_of, v_zone, v_day_start, true);
+            INSERT INTO habit.score_checkpoints AS cp (user_id, template_id, as_of, score, basis, computed_at)
+            VALUES (p_user, h.id, v_as_of, v_score, h.basis, v_now)
             ON CONFLICT ON CONSTRAINT score_checkpoints_pkey DO UPDATE
-                SET as_of = EXCLUDED.as_of, score = EXCLUDED.score, basis = EXCLUDED.basis, computed_at = now();
+                SET as_of = EXCLUDED.as_of, score = EXCLUDED.score, basis = EXCLUDED.basis, computed_at = EXCLUDED.computed_at;
             v_written := v_written + 1;
         END LOOP;
         RETURN v_written;
