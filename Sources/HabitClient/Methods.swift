@@ -135,7 +135,8 @@ public struct HabitsStats: Codable, Sendable, Equatable {
         public var rateAll: Double?
         public var totalDone: Int
         public var lastDone: String?
-        /// Loop's habit score at the reference date, "0.0000" … "1.0000"; only with include ["score"].
+        /// Loop's habit score at the reference date, "0.0000" … "1.0000" (every habit since protocol
+        /// 1.10.0; nil from an older worker, which answered it only with include ["score"]).
         public var score: String?
         enum CodingKeys: String, CodingKey {
             case id, unit, currentStreak = "current_streak", longestStreak = "longest_streak"

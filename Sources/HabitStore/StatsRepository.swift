@@ -28,9 +28,9 @@ extension HabitRepository {
         return text
     }
 
-    /// `includeScore`: join Loop's score (habit.habit_scores), which reads each habit's events of
-    /// its last months: many times the rest of the statement, so only when asked for.
-    public func statsStatement(user: UUID, template: UUID?, date: CalendarDate?, includeScore: Bool = false) -> UserStatement<StatsReport> {
+    /// Every habit with Loop's score (habit.habit_scores): folded from the habit's checkpoint
+    /// (sql/0038), it costs a few days of events, not the ~14 months it read before.
+    public func statsStatement(user: UUID, template: UUID?, date: CalendarDate?) -> UserStatement<StatsReport> {
         UserStatement(user: user, statement: """
             WITH r AS MATERIALIZED (
                 SELECT coalesce(\(date)::date, habit.user_today(\(user), NULL)) AS day
@@ -40,10 +40,8 @@ extension HabitRepository {
                    s.rate_7, s.rate_30, s.rate_365, s.rate_all, s.total_done, s.last_done,
                    v.value_total, v.value_7, v.value_30, sc.score
             FROM r LEFT JOIN LATERAL habit.habit_stats(\(user), \(template)::uuid, r.day) WITH ORDINALITY s ON true
-            -- Loop's score (sql/functions/scores.sql), only when asked for: with the parameter
-            -- false the plan's one-time filter never calls the function.
-            LEFT JOIN LATERAL (SELECT x.template_id, x.score FROM habit.habit_scores(\(user), \(template)::uuid, r.day) x
-                               WHERE \(includeScore)) sc ON sc.template_id = s.template_id
+            -- Loop's score (sql/functions/scores.sql).
+            LEFT JOIN LATERAL habit.habit_scores(\(user), \(template)::uuid, r.day) sc ON sc.template_id = s.template_id
             -- A habit counted from check-ins (sql/0029): its days' values, each the check-ins'
             -- sum or, done without check-ins (a toggle), habit.done_value; on or before R, and over
             -- the 7 and 30 days ending at R. Grows with the habit's check-ins and completions.

@@ -8,7 +8,7 @@ import JSONRPC
 enum OpenRPCDocument {
     static let openRPCVersion = "1.3.2"
     /// The protocol's version: raise it when a method, a param or a result changes.
-    static let protocolVersion = "1.9.0"
+    static let protocolVersion = "1.10.0"
 
     /// The object types results share, each defined once under `components/schemas`.
     static let components: [any SchemaComponent.Type] = [Habit.self, HabitSchedule.self, Area.self, TaskItem.self, TaskList.self, Profile.self]

@@ -13,16 +13,17 @@ enum HabitsStats: SingleStatementMethod {
     static let summary = "Streaks, rates and totals of one habit, or of every habit on the reference date."
     static let errors: [DomainErrorCode] = [.notFound]
     typealias Result = StatsReport
-    struct Params: Sendable { let user: UUID; let template: UUID?; let date: CalendarDate?; let includeScore: Bool }
+    struct Params: Sendable { let user: UUID; let template: UUID?; let date: CalendarDate? }
     static func decode(_ params: ParamsReader) throws(RPCError) -> Params {
         let user = try params.userID()
         let template = try params.optionalUUID("id", description: "Only this habit, whatever its state (active or not, on R or not). Absent or null: every habit on date, in day.get's order.")
         let date = try params.optionalReferenceDate("date", description: "The reference date R. Absent or null: today in the user's zone.")
-        let include = try params.optionalChoices("include", ["score"], description: "Extra members for each habit: \"score\" adds Loop's habit score at R (it reads the habit's events of about the last 14 months: protocol.md, \"Score\"). Absent, null or []: none.")
-        return Params(user: user, template: template, date: date, includeScore: include.contains("score"))
+        // Checked and ignored: since protocol 1.10.0 every habit carries its score.
+        _ = try params.optionalChoices("include", ["score"], description: "Accepted as before protocol 1.10.0, when [\"score\"] asked for Loop's habit score; every habit carries it now. Absent, null, [] or [\"score\"]: the same answer.")
+        return Params(user: user, template: template, date: date)
     }
     static func statement(_ params: Params, in context: MethodContext) throws -> UserStatement<StatsReport> {
-        context.habits.statsStatement(user: params.user, template: params.template, date: params.date, includeScore: params.includeScore)
+        context.habits.statsStatement(user: params.user, template: params.template, date: params.date)
     }
 }
 
@@ -131,8 +132,8 @@ extension StatsReport: MethodResult {
             ("value_7", JSONSchema.described(ValueSchema.decimal, "With value_total: over the 7 days ending at R.")),
             ("value_30", JSONSchema.described(ValueSchema.decimal, "With value_total: over the 30 days ending at R.")),
             ("score", JSONSchema.described(JSONSchema.string(minLength: 6),
-                                           "Only with include [\"score\"]: Loop Habit Tracker's habit score at the end of R, 0…1 with four decimals as Loop prints it (protocol.md, \"Score\").")),
-        ], optional: ["value_total", "value_7", "value_30", "score"])), "With id: that habit alone; without: the habits on R, in day.get's order.")),
+                                           "Loop Habit Tracker's habit score at the end of R, 0…1 with four decimals as Loop prints it (protocol.md, \"Score\").")),
+        ], optional: ["value_total", "value_7", "value_30"])), "With id: that habit alone; without: the habits on R, in day.get's order.")),
     ])
 
     public func write(to json: inout JSONWriter) {

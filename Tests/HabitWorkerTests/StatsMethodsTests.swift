@@ -72,7 +72,7 @@ struct StatsMethodsTests {
             let habits = all["habits"]?.arrayValue ?? []
             #expect(habits.map { $0["id"] } == [.uuid(f.daily), .uuid(f.weekly), .uuid(f.once)], "L is not on R; order is day.get's: \(all)")
             #expect(habits.first?.keys == ["id", "unit", "current_streak", "longest_streak", "rate_7", "rate_30", "rate_365", "rate_all",
-                                           "total_done", "last_done"])
+                                           "total_done", "last_done", "score"])
             guard habits.count == 3 else { return }
             let (d, t, e) = (habits[0], habits[1], habits[2])
 
@@ -101,13 +101,16 @@ struct StatsMethodsTests {
             #expect(later == ["date": "2025-01-13", "habits": [[
                 "id": .uuid(f.later), "unit": "days", "current_streak": Self.streak(0, nil), "longest_streak": Self.longest(0, nil, nil),
                 "rate_7": .null, "rate_30": .null, "rate_365": .null, "rate_all": .null, "total_done": 0, "last_done": .null,
+                "score": "0.0000",
             ]]], "\(later)")
 
-            // include ["score"] adds Loop's score (LoopScoreTests has its numbers), nothing else changes.
+            // Every habit carries Loop's score (protocol 1.10.0; LoopScoreTests has its numbers);
+            // include ["score"], which asked for it before, is accepted and changes nothing.
+            #expect(one["habits"]?[0]?.keys == ["id", "unit", "current_streak", "longest_streak", "rate_7", "rate_30", "rate_365", "rate_all",
+                                               "total_done", "last_done", "score"], "\(one)")
+            #expect(one["habits"]?[0]?["score"]?.stringValue?.count == 6, "\(one)")
             let scored = try worker.call("habits.stats", params(f.user, ["id": .uuid(f.daily), "date": "2025-01-13", "include": ["score"]]))
-            #expect(scored["habits"]?[0]?.keys == ["id", "unit", "current_streak", "longest_streak", "rate_7", "rate_30", "rate_365", "rate_all",
-                                                  "total_done", "last_done", "score"], "\(scored)")
-            #expect(scored["habits"]?[0]?["score"]?.stringValue?.count == 6, "\(scored)")
+            #expect(scored == one)
 
             // Without date: R is today in the user's zone, and the result says so.
             let today = try worker.call("habits.stats", params(f.user, ["id": .uuid(f.daily)]))
