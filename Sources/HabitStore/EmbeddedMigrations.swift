@@ -3301,6 +3301,8 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         v_scaled double precision;
         v_base double precision;
         v_start double precision := 0.5;
+        v_low date;
+        v_window_low date;
         v_checkpoint record;
     BEGIN
         SELECT t.schedule, t.kind, t.target, t.target_type, t.activated_at INTO h
@@ -3363,6 +3365,11 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         v_base := CASE WHEN v_at_most THEN 1 ELSE 0 END;
 
         LOOP
+          -- The events' lower bounds as plain values: written as coalesce(v_from, …) inside the
+          -- statements, the generic plan run as the user (row-level security) kept them as a
+          -- filter, and each read scanned the habit's whole history from its index.
+          v_low := coalesce(v_from, '-infinity'::date);
+          v_window_low := CASE WHEN v_from IS NULL THEN '-infinity'::date ELSE v_from - v_denominator END;
           IF v_denominator = 1 THEN
             -- A window of one day (daily habits, the most common): a day's share is its own
             -- event's and a day without one has the base share, so the walk is a sum over the
@@ -3381,23 +3388,23 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                   FROM (SELECT c.completed_date AS day, 1.0::double precision AS value, false AS skipped
                         FROM public.habit_completions c
                         WHERE NOT v_counted AND c.user_id = p_user AND c.template_id = p_template
-                          AND c.completed_date <= p_date AND c.completed_date >= coalesce(v_from, '-infinity'::date)
+                          AND c.completed_date <= p_date AND c.completed_date >= v_low
                         UNION ALL
                         SELECT k.checkin_date, sum(k.value)::double precision, false FROM public.habit_checkins k
                         WHERE v_counted AND k.user_id = p_user AND k.template_id = p_template
-                          AND k.checkin_date <= p_date AND k.checkin_date >= coalesce(v_from, '-infinity'::date)
+                          AND k.checkin_date <= p_date AND k.checkin_date >= v_low
                         GROUP BY k.checkin_date
                         UNION ALL
                         SELECT c.completed_date, habit.done_value(h.target, h.target_type)::double precision, false
                         FROM public.habit_completions c
                         WHERE v_counted AND c.user_id = p_user AND c.template_id = p_template
-                          AND c.completed_date <= p_date AND c.completed_date >= coalesce(v_from, '-infinity'::date)
+                          AND c.completed_date <= p_date AND c.completed_date >= v_low
                           AND NOT EXISTS (SELECT 1 FROM public.habit_checkins k
                                           WHERE k.user_id = p_user AND k.template_id = p_template AND k.checkin_date = c.completed_date)
                         UNION ALL
                         SELECT s.skipped_date, 0, true FROM public.habit_skips s
                         WHERE s.user_id = p_user AND s.template_id = p_template
-                          AND s.skipped_date <= p_date AND s.skipped_date >= coalesce(v_from, '-infinity'::date)) e) x;
+                          AND s.skipped_date <= p_date AND s.skipped_date >= v_low) e) x;
             IF v_from IS NULL THEN
                 RETURN v_base + v_score;
             END IF;
@@ -3414,18 +3421,18 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                              false AS skipped
                       FROM public.habit_completions c
                       WHERE c.user_id = p_user AND c.template_id = p_template AND c.completed_date <= p_date
-                        AND c.completed_date > coalesce(v_from, '-infinity'::date) - v_denominator
+                        AND c.completed_date > v_window_low
                         AND NOT (v_counted AND EXISTS (SELECT 1 FROM public.habit_checkins x
                                                        WHERE x.user_id = p_user AND x.template_id = p_template
                                                          AND x.checkin_date = c.completed_date))
                       UNION ALL
                       SELECT x.checkin_date, x.value, false FROM public.habit_checkins x
                       WHERE v_counted AND x.user_id = p_user AND x.template_id = p_template AND x.checkin_date <= p_date
-                        AND x.checkin_date > coalesce(v_from, '-infinity'::date) - v_denominator
+                        AND x.checkin_date > v_window_low
                       UNION ALL
                       SELECT s.skipped_date, CASE WHEN v_counted THEN 0.003 ELSE 0 END, true FROM public.habit_skips s
                       WHERE s.user_id = p_user AND s.template_id = p_template AND s.skipped_date <= p_date
-                        AND s.skipped_date > coalesce(v_from, '-infinity'::date) - v_denominator) e
+                        AND s.skipped_date > v_window_low) e
                 GROUP BY e.day
             ), changes AS (
                 -- Where the window's sum can change: an event's day and the day it leaves the

@@ -64,6 +64,53 @@ import Testing
     /// before, that plan kept the block's start as a filter and read every completion of the
     /// habit before the day, a cost that grew with the habit's history. Checked on the plan's
     /// completions scans: none removes a week's worth of rows or more by filter.
+    /// Loop's score from a checkpoint (sql/0038) reads the habit's events after it, not its
+    /// history: counted from the index entries the scans of completions, skips and check-ins return
+    /// inside the transaction (pg_stat_get_xact_tuples_returned), as the user (row-level security), with custom
+    /// and generic plans. Seen failing while the bound was written coalesce(v_from, …) in the
+    /// statement: the generic plan kept it as a filter and read all 300 completions.
+    @Test func scoreFromACheckpointReadsTheDaysAfterIt() throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            try admin.executeScript(unsafeSQL: """
+                INSERT INTO public.profiles (user_id, timezone) VALUES ('\(Self.user)', 'Europe/Berlin');
+                INSERT INTO public.habit_templates (user_id, name, activated_at, sort_order, schedule)
+                SELECT '\(Self.user)', 'S' || n, now() - interval '2 years', n,
+                       CASE n % 2 WHEN 0 THEN '{"type":"daily"}'::jsonb ELSE '{"type":"weekdays","days":[1,3,5]}' END
+                FROM generate_series(1, 2) n;
+                SET habit.backfill = 'on';
+                INSERT INTO public.habit_completions (user_id, template_id, completed_date)
+                SELECT t.user_id, t.id, habit.local_date(now(), 'Europe/Berlin') - d
+                FROM public.habit_templates t, generate_series(1, 700) d
+                WHERE t.user_id = '\(Self.user)' AND d % 2 = 0 AND habit.due_on(t.schedule, (now() - interval '2 years')::date, habit.local_date(now(), 'Europe/Berlin') - d);
+                RESET habit.backfill;
+                SELECT habit.score_checkpoints_advance('\(Self.user)');
+                ANALYZE;
+                """)
+            #expect(try admin.queryOne("SELECT count(*) FROM habit.score_checkpoints").decode(Int.self, at: 0) == 2)
+            let connection = try database.connect()
+            let scope = UserScope(connection: connection)
+            for settings: [Query] in [[], ["SET LOCAL plan_cache_mode = force_generic_plan"]] {
+                let read = try scope.transaction(as: Self.user) { connection -> Int in
+                    for setting in settings { try connection.execute(setting) }
+                    func entries() throws -> Int {
+                        try connection.queryOne("""
+                            SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::bigint FROM pg_catalog.pg_index i
+                            WHERE i.indrelid IN ('public.habit_completions'::regclass, 'public.habit_skips'::regclass, 'public.habit_checkins'::regclass)
+                            """).decode(Int.self, at: 0)
+                    }
+                    // Warm the function's plans (a generic plan is chosen after the fifth run).
+                    for _ in 0..<6 { _ = try connection.query("SELECT habit.habit_scores(\(Self.user))") }
+                    let before = try entries()
+                    _ = try connection.query("SELECT habit.habit_scores(\(Self.user))")
+                    return try entries() - before
+                }
+                // Two habits, each at most ~15 days after its checkpoint: a few dozen entries at most.
+                #expect(read < 40, "\(settings): \(read) index entries read for two scores")
+            }
+        }
+    }
+
     @Test func quotaCountsReadTheirBlockOnly() throws {
         try TestDatabase.with { database throws in
             let admin = try database.connect()
