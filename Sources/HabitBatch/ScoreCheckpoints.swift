@@ -21,20 +21,25 @@ public struct ScoreCheckpointsJob: Sendable {
     public struct Report: Sendable, Equatable {
         public var users = 0
         public var written = 0
+        /// Users whose step failed (after a retry for a conflict), with the first such error:
+        /// the run goes on with the others, and the command exits 1.
+        public var failed = 0
+        public var firstFailure: String?
     }
 
     public init(user: UUID? = nil) {
         self.user = user
     }
 
-    /// As habit_batch (transaction-local, as the weekly counts: WeeklyCountsJob.prelude).
-    static let prelude: [Query] = ["SELECT set_config('role', 'habit_batch', true)"]
+    /// READ COMMITTED whatever the server's default (habit.score_checkpoints_advance reads the
+    /// events after its locks and refuses otherwise), as habit_batch (transaction-local, as the
+    /// weekly counts: WeeklyCountsJob.prelude).
+    static let prelude: [Query] = ["SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "SELECT set_config('role', 'habit_batch', true)"]
 
     public func run(on connection: Connection, progress: ((Report) -> Void)? = nil) throws -> Report {
         var report = Report()
         if let user {
-            report.users = 1
-            report.written = try advance(user, on: connection)
+            try step(user, on: connection, into: &report)
             return report
         }
         var after: UUID?
@@ -47,12 +52,30 @@ public struct ScoreCheckpointsJob: Sendable {
                     """).map { try $0.decode(UUID.self, at: 0) }
             }
             for user in users {
-                report.written += try advance(user, on: connection)
-                report.users += 1
+                try step(user, on: connection, into: &report)
             }
             progress?(report)
             guard users.count == pageSize, let last = users.last else { return report }
             after = last
+        }
+    }
+
+    /// One user's step: a conflict (deadlock, serialization) is tried once more; any other error
+    /// of the server is counted and the run goes on; a lost connection ends the run.
+    private func step(_ user: UUID, on connection: Connection, into report: inout Report) throws {
+        report.users += 1
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                report.written += try advance(user, on: connection)
+                return
+            } catch let error as PostgresError where !error.isConnectionLost {
+                if error.isTransactionConflict && attempt < 2 { continue }
+                report.failed += 1
+                if report.firstFailure == nil { report.firstFailure = "user \(user.lowercaseString): \(error)" }
+                return
+            }
         }
     }
 

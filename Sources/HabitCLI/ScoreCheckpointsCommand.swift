@@ -21,9 +21,13 @@ struct ScoreCheckpointsCommand: ParsableCommand {
             Run it once a night (cron); a run that finds nothing to move writes nothing.
 
             Writes, so --database-url is the primary. Runs as the habit_batch role (set \
-            transaction-locally), one transaction per user; prints "users=N written=M" to stderr.
+            transaction-locally), one READ COMMITTED transaction per user, never waiting for a \
+            user's write (a habit being written is left to the next run); prints \
+            "users=N written=M failed=F" to stderr. A user whose step fails is counted (a conflict \
+            is tried once more) and the run goes on with the others.
 
-            Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 any other error.
+            Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 a user's step \
+            failed (the first error is printed) or any other error.
             """
     )
 
@@ -55,7 +59,11 @@ struct ScoreCheckpointsCommand: ParsableCommand {
             job.lagDays = lag
             job.everyDays = every
             let report = try job.run(on: connection)
-            FileHandle.standardError.write(Data("habit: score-checkpoints users=\(report.users) written=\(report.written)\n".utf8))
+            FileHandle.standardError.write(Data("habit: score-checkpoints users=\(report.users) written=\(report.written) failed=\(report.failed)\n".utf8))
+            if let failure = report.firstFailure {
+                FileHandle.standardError.write(Data("habit: score-checkpoints: \(report.failed) user(s) failed, the first: \(failure)\n".utf8))
+                throw ExitCode(1)
+            }
         }
     }
 }

@@ -73,4 +73,49 @@ struct ScoreCheckpointsCommandTests {
             #expect(try scores() == after && after[0] == withToday[0] && after[1] != before[1])
         }
     }
+
+    @Test("habit.score_checkpoints_advance: an at-most habit kept every day (a walk landing a step past 1) is stored as 1; REPEATABLE READ refused (25000); a habit a write holds is skipped, without waiting")
+    func advanceEdges() throws {
+        try TestDatabase.with { database in
+            let admin = try database.connect()
+            let user = UUID()
+            let sugar = try admin.queryOne("""
+                INSERT INTO habit_templates (user_id, name, kind, target, target_type, unit, schedule, activated_at)
+                VALUES (\(user), 'Sugar', 'measurable', 5, 'at_most', 'g', '{"type":"times_per_week","times":3}', now() - interval '100 days') RETURNING id
+                """).decode(UUID.self, at: 0)
+            let walk = try admin.queryOne("INSERT INTO habit_templates (user_id, name) VALUES (\(user), 'Walk') RETURNING id").decode(UUID.self, at: 0)
+            try admin.execute("""
+                INSERT INTO habit_completions (user_id, template_id, completed_date)
+                SELECT \(user), \(sugar), habit.user_today(\(user), NULL) - d FROM generate_series(0, 99) d
+                """)
+            // 48 days back the exact walk gives 1.0000000000000002 (the score's CHECK refused it).
+            for lag in [46, 48, 49, 51] {
+                try admin.execute("DELETE FROM habit.score_checkpoints")
+                let written = try admin.queryOne("SELECT habit.score_checkpoints_advance(\(user), \(lag)::integer, 7)").decode(Int.self, at: 0)
+                let score = try admin.queryOne("SELECT score FROM habit.score_checkpoints WHERE template_id = \(sugar)").decode(Double.self, at: 0)
+                #expect(written == 1 && score == 1.0, "lag \(lag): \(written) written, score \(score)")
+            }
+            try admin.execute("DELETE FROM habit.score_checkpoints")
+            let refused = #expect(throws: PostgresError.self) {
+                try admin.withTransaction(prelude: ["SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"]) { connection in
+                    _ = try connection.queryOne("SELECT habit.score_checkpoints_advance(\(user), 1, 7)")
+                }
+            }
+            #expect(refused?.sqlState?.rawValue == "25000", "\(String(describing: refused))")
+
+            // A write holding Sugar (its trigger's lock): the batch writes Walk's and leaves Sugar
+            // to the next run. A lock_timeout turns waiting, were it to wait, into a failure.
+            try admin.execute("UPDATE habit_templates SET activated_at = now() - interval '30 days' WHERE id = \(walk)")
+            let writer = try database.connect()
+            try writer.execute("BEGIN")
+            try writer.execute("SELECT 1 FROM habit_templates WHERE id = \(sugar) FOR NO KEY UPDATE")
+            let batch = try database.connect()
+            try batch.execute("SET lock_timeout = '5s'")
+            #expect(try batch.queryOne("SELECT habit.score_checkpoints_advance(\(user), 1, 7)").decode(Int.self, at: 0) == 1)
+            #expect(try admin.queryOne("SELECT count(*) FROM habit.score_checkpoints WHERE template_id = \(walk)").decode(Int.self, at: 0) == 1)
+            try writer.execute("COMMIT")
+            #expect(try batch.queryOne("SELECT habit.score_checkpoints_advance(\(user), 1, 7)").decode(Int.self, at: 0) == 1)
+            #expect(try admin.queryOne("SELECT count(*) FROM habit.score_checkpoints WHERE user_id = \(user)").decode(Int.self, at: 0) == 2)
+        }
+    }
 }

@@ -271,11 +271,14 @@ COMMENT ON FUNCTION habit.habit_scores(uuid, uuid, date) IS
 -- forgetting a fresh checkpoint; reads then fold at most p_lag + p_every days. A new checkpoint
 -- is folded from the old one when that still holds, else from the habit's first day (exact).
 --
--- The habits it writes are locked FOR SHARE first, as the event triggers lock them FOR NO KEY
--- UPDATE before writing: a write in flight commits first and its events are read (each
--- statement here takes a new snapshot); a later one waits for this transaction and then
--- forgets the checkpoint if it writes a day on or before it. SECURITY DEFINER: it writes a
--- table users only read; granted to the batch and admins, never to a user.
+-- The habits it writes are locked FOR SHARE first (the event triggers lock them FOR NO KEY
+-- UPDATE before they write or forget): a habit a write holds is skipped (SKIP LOCKED: the next
+-- run takes it), so the batch never waits and cannot deadlock with a user's writes; a later
+-- write waits for this transaction and then, with a snapshot of its own (READ COMMITTED, as
+-- every writer of ours and PostgREST runs), forgets the new checkpoint if it writes a day on or
+-- before it. The batch itself must take a new snapshot per statement after its locks, so it
+-- refuses any other isolation level. SECURITY DEFINER: it writes a table users only read;
+-- granted to the batch and admins, never to a user.
 CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag integer DEFAULT 8, p_every integer DEFAULT 7)
     RETURNS integer
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -293,6 +296,10 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
         IF p_lag IS NULL OR p_lag < 1 OR p_every IS NULL OR p_every < 1 THEN
             RAISE EXCEPTION 'p_lag and p_every must be at least 1 day' USING ERRCODE = '22023';
         END IF;
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION 'habit.score_checkpoints_advance needs READ COMMITTED (this transaction is %)', current_setting('transaction_isolation')
+                USING ERRCODE = '25000', HINT = 'Its events must be read after its locks: run it in a READ COMMITTED transaction.';
+        END IF;
         v_as_of := habit.local_day(now(), v_zone, v_day_start) - p_lag;
         FOR h IN SELECT t.id, jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis
                  FROM public.habit_templates t
@@ -302,10 +309,12 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
                    AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every
                         OR cp.basis IS DISTINCT FROM jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type))
                  ORDER BY t.id
-                 FOR SHARE OF t LOOP
+                 FOR SHARE OF t SKIP LOCKED LOOP
             -- Computed first, then written as values: Citus runs no table-reading function inside
             -- an INSERT on a distributed table, nor a non-IMMUTABLE one in its DO UPDATE.
-            v_score := habit.habit_score(p_user, h.id, v_as_of, v_zone, v_day_start, true);
+            -- Within [0, 1] as stored: the walk's floating point can land a step past 1
+            -- (1.0000000000000002 for an at-most habit kept every day), which no rounding shows.
+            v_score := least(1.0, greatest(0.0, habit.habit_score(p_user, h.id, v_as_of, v_zone, v_day_start, true)));
             INSERT INTO habit.score_checkpoints AS cp (user_id, template_id, as_of, score, basis, computed_at)
             VALUES (p_user, h.id, v_as_of, v_score, h.basis, v_now)
             ON CONFLICT ON CONSTRAINT score_checkpoints_pkey DO UPDATE
