@@ -4811,8 +4811,10 @@ CREATE OR REPLACE FUNCTION habit.streak_kept_between(p_user uuid, p_template uui
     AS $fn$
     #variable_conflict use_column
     BEGIN
+        -- The row's columns, not the row: on Citus the query runs on a shard, where a whole-row
+        -- value has the shard's type (habit_streak_state_102115) and no function takes it.
         RETURN (
-    SELECT habit.streak_open(habit.streak_habit_of(st), x, y)
+    SELECT habit.streak_open(ROW(st.user_id, st.template_id, st.unit, st.wk, st.segs, st.has_tpw, st.first_slot, st.skips_total)::habit.streak_habit, x, y)
     FROM public.habit_streak_state st WHERE st.user_id = p_user AND st.template_id = p_template);
     END
     $fn$;
