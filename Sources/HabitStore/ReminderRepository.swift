@@ -124,20 +124,21 @@ extension HabitRepository {
     /// (every due day first). `notFound` for a habit that is not the user's.
     public func reminders(user: UUID, template: UUID?, page: PageRequest<ReminderSortKey> = PageRequest(limit: 1_000)) throws -> Page<Reminder> {
         let after = ReminderSortKey.bounds(page.after)
+        // A plain range of the user's reminders: the same read with the habit's check joined in
+        // (a LEFT JOIN LATERAL beside a one-row subquery) crashed the Citus 13.2 coordinator
+        // (signal 11). A page without rows asks, for a habit, whether it is the user's.
         let rows = try scope.query(as: user, """
-            SELECT \(unsafeSQL: Reminder.columns), t.id IS NOT NULL
-            FROM (SELECT 1) one
-            LEFT JOIN public.habit_templates t ON t.id = \(template) AND t.user_id = \(user)
-            LEFT JOIN LATERAL (
-                SELECT r.* FROM public.habit_reminders r
-                WHERE r.user_id = \(user) AND (\(template)::uuid IS NULL OR r.template_id = \(template))
-                  AND (r.template_id, r.local_time, coalesce(r.weekdays, 0)) > (\(after.templateID), \(after.time)::time, \(after.weekdays))
-                ORDER BY r.template_id, r.local_time, coalesce(r.weekdays, 0)
-                LIMIT \(page.fetchLimit)) r ON true
+            SELECT \(unsafeSQL: Reminder.columns) FROM public.habit_reminders r
+            WHERE r.user_id = \(user) AND (\(template)::uuid IS NULL OR r.template_id = \(template))
+              AND (r.template_id, r.local_time, coalesce(r.weekdays, 0)) > (\(after.templateID), \(after.time)::time, \(after.weekdays))
             ORDER BY r.template_id, r.local_time, coalesce(r.weekdays, 0)
+            LIMIT \(page.fetchLimit)
             """)
-        if template != nil, let first = rows.first, try !first.decode(Bool.self, at: 6) { throw StoreError.notFound }
-        return Page(fetched: try rows.filter { !$0.isNull(at: 0) }.map(Reminder.decode), request: page)
+        if let template, rows.isEmpty {
+            let owned = try scope.query(as: user, "SELECT 1 FROM public.habit_templates WHERE id = \(template) AND user_id = \(user)")
+            guard !owned.isEmpty else { throw StoreError.notFound }
+        }
+        return Page(fetched: try rows.map(Reminder.decode), request: page)
     }
 }
 

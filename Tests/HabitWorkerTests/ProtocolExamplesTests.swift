@@ -251,6 +251,12 @@ struct ProtocolExamplesTests {
         // While editing the page: HABIT_EXAMPLE_LINES=900-1500 runs only the blocks starting there.
         let only = ProcessInfo.processInfo.environment["HABIT_EXAMPLE_LINES"]?.split(separator: "-").compactMap { Int($0) }
         if let only, only.count == 2 { examples = examples.filter { (only[0]...only[1]).contains($0.line) } }
+        // On Citus the push sender's methods answer an internal error, as docs/scaling.md says
+        // ("not yet in the Citus form"): their examples are left out there, and only there.
+        if ProcessInfo.processInfo.environment["HABIT_TEST_CITUS"] == "1" {
+            let sender = ["\"reminders.due\"", "\"reminders.claim\"", "\"reminders.ack\""]
+            examples = examples.filter { example in !example.lines.contains { line in sender.contains { line.contains("\"method\":" + $0) } } }
+        }
         var failures: [String] = []
         var answered = 0
         try TestDatabase.with { database in
