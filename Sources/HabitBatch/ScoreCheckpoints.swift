@@ -21,8 +21,8 @@ public struct ScoreCheckpointsJob: Sendable {
     public struct Report: Sendable, Equatable {
         public var users = 0
         public var written = 0
-        /// Users whose step failed (after a retry for a conflict), with the first such error:
-        /// the run goes on with the others, and the command exits 1.
+        /// Users whose step failed, with the first such error: the run goes on with the
+        /// others, and the command exits 1.
         public var failed = 0
         public var firstFailure: String?
     }
@@ -36,7 +36,7 @@ public struct ScoreCheckpointsJob: Sendable {
     /// weekly counts: WeeklyCountsJob.prelude).
     static let prelude: [Query] = ["SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "SELECT set_config('role', 'habit_batch', true)"]
 
-    public func run(on connection: Connection, progress: ((Report) -> Void)? = nil) throws -> Report {
+    public func run(on connection: Connection) throws -> Report {
         var report = Report()
         if let user {
             try step(user, on: connection, into: &report)
@@ -54,28 +54,21 @@ public struct ScoreCheckpointsJob: Sendable {
             for user in users {
                 try step(user, on: connection, into: &report)
             }
-            progress?(report)
             guard users.count == pageSize, let last = users.last else { return report }
             after = last
         }
     }
 
-    /// One user's step: a conflict (deadlock, serialization) is tried once more; any other error
-    /// of the server is counted and the run goes on; a lost connection ends the run.
+    /// One user's step: an error of the server is counted and the run goes on (the step never
+    /// waits for a user's lock, so no deadlock or conflict is to be retried); a lost connection
+    /// ends the run.
     private func step(_ user: UUID, on connection: Connection, into report: inout Report) throws {
         report.users += 1
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                report.written += try advance(user, on: connection)
-                return
-            } catch let error as PostgresError where !error.isConnectionLost {
-                if error.isTransactionConflict && attempt < 2 { continue }
-                report.failed += 1
-                if report.firstFailure == nil { report.firstFailure = "user \(user.lowercaseString): \(error)" }
-                return
-            }
+        do {
+            report.written += try advance(user, on: connection)
+        } catch let error as PostgresError where !error.isConnectionLost {
+            report.failed += 1
+            if report.firstFailure == nil { report.firstFailure = "user \(user.lowercaseString): \(error)" }
         }
     }
 

@@ -23,8 +23,8 @@ struct ScoreCheckpointsCommand: ParsableCommand {
             Writes, so --database-url is the primary. Runs as the habit_batch role (set \
             transaction-locally), one READ COMMITTED transaction per user, never waiting for a \
             user's write (a habit being written is left to the next run); prints \
-            "users=N written=M failed=F" to stderr. A user whose step fails is counted (a conflict \
-            is tried once more) and the run goes on with the others.
+            "users=N written=M failed=F" to stderr. A user whose step fails is counted and the run \
+            goes on with the others.
 
             Exit status: 0 done; 64 bad arguments; 3 database unreachable or lost; 1 a user's step \
             failed (the first error is printed) or any other error.

@@ -3554,13 +3554,14 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
                 USING ERRCODE = '25000', HINT = 'Its events must be read after its locks: run it in a READ COMMITTED transaction.';
         END IF;
         v_as_of := habit.local_day(now(), v_zone, v_day_start) - p_lag;
-        FOR h IN SELECT t.id, jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis
+        FOR h IN SELECT t.id, b.basis
                  FROM public.habit_templates t
                  CROSS JOIN LATERAL (SELECT habit.local_day(t.activated_at, v_zone, v_day_start) AS first_day) f
+                 -- What a checkpoint holds for (habit.habit_score compares the same array).
+                 CROSS JOIN LATERAL (SELECT jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis) b
                  LEFT JOIN habit.score_checkpoints cp ON cp.user_id = t.user_id AND cp.template_id = t.id
                  WHERE t.user_id = p_user AND f.first_day <= v_as_of
-                   AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every
-                        OR cp.basis IS DISTINCT FROM jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type))
+                   AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every OR cp.basis IS DISTINCT FROM b.basis)
                  ORDER BY t.id
                  FOR SHARE OF t SKIP LOCKED LOOP
             -- Computed first, then written as values: Citus runs no table-reading function inside
@@ -8628,7 +8629,8 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
             PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
             PERFORM habit.sync_tombstone(OLD.user_id, 'checkins', OLD.id::text);
             -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- after the habit's lock: the batch skips a habit a write holds, and a write that waited
+            -- for the batch sees its checkpoint (habit.score_checkpoints_advance).
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.checkin_date;
             RETURN OLD;
@@ -8644,8 +8646,7 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
                                  IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
-            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- The checkpoint, as above, for the row written.
             IF TG_OP = 'UPDATE' THEN
                 PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
                 DELETE FROM habit.score_checkpoints cp
@@ -8762,7 +8763,8 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
             -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- after the habit's lock: the batch skips a habit a write holds, and a write that waited
+            -- for the batch sees its checkpoint (habit.score_checkpoints_advance).
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
@@ -8853,8 +8855,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
                 END IF;
             END IF;
         END IF;
-        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        -- The checkpoint, as above, for the row written.
         IF TG_OP = 'UPDATE' THEN
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
@@ -9080,7 +9081,8 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
             -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- after the habit's lock: the batch skips a habit a write holds, and a write that waited
+            -- for the batch sees its checkpoint (habit.score_checkpoints_advance).
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
@@ -9110,8 +9112,7 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
                 PERFORM habit.streak_apply(day.st, NEW.skipped_date, 'skip', true);
             END IF;
         END IF;
-        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        -- The checkpoint, as above, for the row written.
         IF TG_OP = 'UPDATE' THEN
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;

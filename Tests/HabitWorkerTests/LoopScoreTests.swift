@@ -95,6 +95,35 @@ struct LoopScoreTests {
         return rows
     }
 
+    /// Imports the export's files for `user` (`account.import`, merge) and answers each habit's id
+    /// by name, in the order of `habits`.
+    static func importExport(_ session: WorkerSession, user: UUID, _ habits: [LoopHabit], _ files: [(String, WireJSON)]) throws -> [UUID] {
+        _ = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
+                                                                    "files": .object(files.map { WireJSON.Member($0.0, $0.1) })]))
+        return try habits.map { habit in
+            try session.admin.queryOne("SELECT id FROM habit_templates WHERE user_id = \(user) AND name = \(habit.name)").decode(UUID.self, at: 0)
+        }
+    }
+
+    /// The database's score (`habit.habit_scores`) of every day from the habit's first to
+    /// `today` against its Scores.csv in `files` (every day compared): Loop's rows, and the days that differ.
+    static func compareDays(_ session: WorkerSession, user: UUID, template: UUID, _ habit: LoopHabit, today: CalendarDate,
+                            _ files: [(String, WireJSON)]) throws -> (expected: [String: String], mismatches: [String]) {
+        let expected = scoreRows(try #require(files.first { $0.0.hasSuffix("\(habit.name)/Scores.csv") }?.1.stringValue))
+        let first = today.adding(days: -(habit.values.count - 1))
+        let rows = try session.admin.query("""
+            SELECT d::date::text, s.score::text FROM generate_series(\(first)::date, \(today)::date, interval '1 day') d
+            CROSS JOIN LATERAL habit.habit_scores(\(user), \(template), d::date) s ORDER BY 1
+            """)
+        var mismatches: [String] = []
+        for row in rows {
+            let date = try row.decode(String.self, at: 0), score = try row.decode(String.self, at: 1)
+            if expected[date] != score { mismatches.append("\(date): \(score), Loop \(expected[date] ?? "none")") }
+        }
+        #expect(rows.count == expected.count)
+        return (expected, mismatches)
+    }
+
     @Test("random Loop exports: after import, every day's score is the export's Scores.csv row", arguments: [UInt64(11), 12, 13, 14])
     func scoresEqualLoopsExport(seed: UInt64) throws {
         try WorkerSession.with { session in
@@ -103,23 +132,11 @@ struct LoopScoreTests {
             let today = try session.today()
             let habits = (1...5).map { Self.randomHabit($0, days: Int.random(in: 1...900, using: &rng), using: &rng) }
             let files = Self.files(habits, today: today)
-            let request = params(user, ["source": "loop", "mode": "merge",
-                                        "files": .object(files.map { WireJSON.Member($0.0, $0.1) })])
-            _ = try session.worker.call("account.import", request)
+            let templates = try Self.importExport(session, user: user, habits, files)
             for (index, habit) in habits.enumerated() {
-                let expected = Self.scoreRows(try #require(files.first { $0.0.hasSuffix("\(habit.name)/Scores.csv") }?.1.stringValue))
-                let template = try session.admin.queryOne("SELECT id FROM habit_templates WHERE user_id = \(user) AND name = \(habit.name)").decode(UUID.self, at: 0)
+                let template = templates[index]
+                let (expected, mismatches) = try Self.compareDays(session, user: user, template: template, habit, today: today, files)
                 let first = today.adding(days: -(habit.values.count - 1))
-                let rows = try session.admin.query("""
-                    SELECT d::date::text, s.score::text FROM generate_series(\(first)::date, \(today)::date, interval '1 day') d
-                    CROSS JOIN LATERAL habit.habit_scores(\(user), \(template), d::date) s ORDER BY 1
-                    """)
-                #expect(rows.count == expected.count)
-                var mismatches: [String] = []
-                for row in rows {
-                    let date = try row.decode(String.self, at: 0), score = try row.decode(String.self, at: 1)
-                    if expected[date] != score { mismatches.append("\(date): \(score), Loop \(expected[date] ?? "none")") }
-                }
                 #expect(mismatches.isEmpty, "seed \(seed), \(habit.name) (\(habit.numerical ? "numerical \(habit.atMost ? "at most" : "at least") \(habit.target)" : "yes/no") \(habit.numerator)/\(habit.denominator)): \(mismatches.prefix(5)); values \(habit.values)")
                 // habits.stats answers the same score, on a day drawn from the history.
                 let day = first.adding(days: Int.random(in: 0..<habit.values.count, using: &rng))
@@ -138,26 +155,13 @@ struct LoopScoreTests {
             let today = try session.today()
             let habits = (1...6).map { Self.randomHabit($0, days: Int.random(in: 40...700, using: &rng), using: &rng) }
             let files = Self.files(habits, today: today)
-            _ = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
-                                                                        "files": .object(files.map { WireJSON.Member($0.0, $0.1) })]))
+            let templates = try Self.importExport(session, user: user, habits, files)
             let lag = Int.random(in: 1...30, using: &rng)
             let written = try session.admin.queryOne("SELECT habit.score_checkpoints_advance(\(user), \(lag)::integer, 7)").decode(Int.self, at: 0)
             #expect(written == habits.filter { $0.values.count > lag }.count)
-            for habit in habits {
-                let expected = Self.scoreRows(try #require(files.first { $0.0.hasSuffix("\(habit.name)/Scores.csv") }?.1.stringValue))
-                let template = try session.admin.queryOne("SELECT id FROM habit_templates WHERE user_id = \(user) AND name = \(habit.name)").decode(UUID.self, at: 0)
-                let first = today.adding(days: -(habit.values.count - 1))
+            for (habit, template) in zip(habits, templates) {
                 // Every day from the checkpoint on folds from it; the days before do not.
-                let rows = try session.admin.query("""
-                    SELECT d::date::text, s.score::text FROM generate_series(\(first)::date, \(today)::date, interval '1 day') d
-                    CROSS JOIN LATERAL habit.habit_scores(\(user), \(template), d::date) s ORDER BY 1
-                    """)
-                var mismatches: [String] = []
-                for row in rows {
-                    let date = try row.decode(String.self, at: 0), score = try row.decode(String.self, at: 1)
-                    if expected[date] != score { mismatches.append("\(date): \(score), Loop \(expected[date] ?? "none")") }
-                }
-                #expect(rows.count == expected.count)
+                let (_, mismatches) = try Self.compareDays(session, user: user, template: template, habit, today: today, files)
                 #expect(mismatches.isEmpty, "seed \(seed), lag \(lag), \(habit.name) \(habit.numerator)/\(habit.denominator) numerical \(habit.numerical): \(mismatches.prefix(5))")
             }
         }
@@ -180,12 +184,7 @@ struct LoopScoreTests {
                 habit.values = habit.values.map { $0 == -1 || $0 == 3 ? $0 : $0 == 2 || $0 >= 250 ? 2 : 0 }
                 return habit
             }
-            let files = Self.files(habits, today: today)
-            _ = try session.worker.call("account.import", params(user, ["source": "loop", "mode": "merge",
-                                                                        "files": .object(files.map { WireJSON.Member($0.0, $0.1) })]))
-            let templates = try habits.map { habit in
-                try session.admin.queryOne("SELECT id FROM habit_templates WHERE user_id = \(user) AND name = \(habit.name)").decode(UUID.self, at: 0)
-            }
+            let templates = try Self.importExport(session, user: user, habits, Self.files(habits, today: today))
             func checkpoints() throws -> Int {
                 try session.admin.queryOne("SELECT count(*) FROM habit.score_checkpoints WHERE user_id = \(user)").decode(Int.self, at: 0)
             }

@@ -301,13 +301,14 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
                 USING ERRCODE = '25000', HINT = 'Its events must be read after its locks: run it in a READ COMMITTED transaction.';
         END IF;
         v_as_of := habit.local_day(now(), v_zone, v_day_start) - p_lag;
-        FOR h IN SELECT t.id, jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis
+        FOR h IN SELECT t.id, b.basis
                  FROM public.habit_templates t
                  CROSS JOIN LATERAL (SELECT habit.local_day(t.activated_at, v_zone, v_day_start) AS first_day) f
+                 -- What a checkpoint holds for (habit.habit_score compares the same array).
+                 CROSS JOIN LATERAL (SELECT jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis) b
                  LEFT JOIN habit.score_checkpoints cp ON cp.user_id = t.user_id AND cp.template_id = t.id
                  WHERE t.user_id = p_user AND f.first_day <= v_as_of
-                   AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every
-                        OR cp.basis IS DISTINCT FROM jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type))
+                   AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every OR cp.basis IS DISTINCT FROM b.basis)
                  ORDER BY t.id
                  FOR SHARE OF t SKIP LOCKED LOOP
             -- Computed first, then written as values: Citus runs no table-reading function inside

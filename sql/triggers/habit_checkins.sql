@@ -30,7 +30,8 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
             PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
             PERFORM habit.sync_tombstone(OLD.user_id, 'checkins', OLD.id::text);
             -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- after the habit's lock: the batch skips a habit a write holds, and a write that waited
+            -- for the batch sees its checkpoint (habit.score_checkpoints_advance).
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.checkin_date;
             RETURN OLD;
@@ -46,8 +47,7 @@ CREATE OR REPLACE FUNCTION habit.habit_checkins_before() RETURNS trigger
         IF TG_OP = 'INSERT' OR (NEW.user_id, NEW.template_id, NEW.checkin_date, NEW.value)
                                  IS DISTINCT FROM (OLD.user_id, OLD.template_id, OLD.checkin_date, OLD.value) THEN
             day := habit.check_day(NEW.user_id, NEW.template_id, NEW.checkin_date, 'checkin', true, NULL);
-            -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- The checkpoint, as above, for the row written.
             IF TG_OP = 'UPDATE' THEN
                 PERFORM 1 FROM public.habit_templates t WHERE t.id = OLD.template_id AND t.user_id = OLD.user_id FOR NO KEY UPDATE;
                 DELETE FROM habit.score_checkpoints cp

@@ -44,7 +44,8 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.completed_date, 'completion', false, NULL);
             -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- after the habit's lock: the batch skips a habit a write holds, and a write that waited
+            -- for the batch sees its checkpoint (habit.score_checkpoints_advance).
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
@@ -135,8 +136,7 @@ CREATE OR REPLACE FUNCTION habit.habit_completions_before() RETURNS trigger
                 END IF;
             END IF;
         END IF;
-        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        -- The checkpoint, as above, for the row written.
         IF TG_OP = 'UPDATE' THEN
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.completed_date;

@@ -29,7 +29,8 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
         IF TG_OP = 'DELETE' THEN
             day := habit.check_day(OLD.user_id, OLD.template_id, OLD.skipped_date, 'skip', false, NULL);
             -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-            -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+            -- after the habit's lock: the batch skips a habit a write holds, and a write that waited
+            -- for the batch sees its checkpoint (habit.score_checkpoints_advance).
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
             IF (day.st).user_id IS NOT NULL AND NOT (day.st).pending THEN
@@ -59,8 +60,7 @@ CREATE OR REPLACE FUNCTION habit.habit_skips_before() RETURNS trigger
                 PERFORM habit.streak_apply(day.st, NEW.skipped_date, 'skip', true);
             END IF;
         END IF;
-        -- Loop's score: a day written on or before the habit's checkpoint forgets it (sql/0038),
-        -- after the habit's lock, which a batch writing the checkpoint waits for (FOR SHARE).
+        -- The checkpoint, as above, for the row written.
         IF TG_OP = 'UPDATE' THEN
             DELETE FROM habit.score_checkpoints cp
             WHERE cp.user_id = OLD.user_id AND cp.template_id = OLD.template_id AND cp.as_of >= OLD.skipped_date;
