@@ -3483,6 +3483,163 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
 COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time, boolean) IS
     'Loop Habit Tracker''s score of the habit p_template at the end of p_date (0..1, within 1e-10 of Loop''s and rounding to Loop''s four decimals; 0 before its first local day in p_zone with p_day_start; NULL when no such habit), folded over the events after its checkpoint or of its last days (p_exact: of its whole history) (issue 33).';
 
+-- The scores of several habits of p_user at the end of p_date (p_templates NULL: every habit),
+-- unrounded, for the reads that show a day's habits (widget.get, habits.stats). The common case,
+-- a habit whose checkpoint holds and lies at most 62 days before p_date (the nightly batch keeps
+-- it 8 to 15 days back), costs no statement of its own: one statement reads every such habit's
+-- events after its checkpoint (and the window's days before it), and the walk runs day by day
+-- here, Loop's recurrence as habit.habit_score folds it (score × m + share × (1 − m) on an
+-- unskipped day; the window's sum kept exactly, in numeric, as days enter and leave it). Any
+-- other habit (no checkpoint, an older one, a day before it) is habit.habit_score's. Calling
+-- habit.habit_score per habit cost ~0.1 ms a daily habit and ~0.33 ms a weekly one from a
+-- checkpoint, nearly all of it its statements' fixed cost (docs/performance.md).
+CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[], p_date date, p_zone text, p_day_start time)
+    RETURNS TABLE (template_id uuid, score double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $fn$
+    DECLARE
+        h record;
+        e record;
+        v_first date;
+        v_numerator integer;
+        v_denominator integer;
+        v_counted boolean;
+        v_multiplier double precision;
+        -- The habits walked from their checkpoints, one array element each.
+        w_id uuid[] := '{}';
+        w_low date[] := '{}';
+        w_counted boolean[] := '{}';
+        w_done numeric[] := '{}';
+        w_start double precision[] := '{}';
+        w_mult double precision[] := '{}';
+        w_num integer[] := '{}';
+        w_den integer[] := '{}';
+        w_at_most boolean[] := '{}';
+        w_target double precision[] := '{}';
+        i integer;
+        n integer;
+        j_in integer;
+        j_out integer;
+        d date;
+        v_sum numeric;
+        v_window double precision;
+        v_share double precision;
+        v_score double precision;
+        v_skipped boolean;
+    BEGIN
+        FOR h IN SELECT t.id, t.schedule, t.kind, t.target, t.target_type, t.activated_at, cp.as_of, cp.score AS cp_score, cp.basis
+                 FROM public.habit_templates t
+                 LEFT JOIN habit.score_checkpoints cp ON cp.user_id = p_user AND cp.template_id = t.id AND cp.as_of <= p_date
+                 WHERE t.user_id = p_user AND (p_templates IS NULL OR t.id = ANY (p_templates))
+                 ORDER BY t.id LOOP
+            v_first := habit.local_day(h.activated_at, p_zone, p_day_start);
+            IF h.as_of IS NULL OR h.as_of < v_first OR p_date - h.as_of > 62
+               OR h.basis IS DISTINCT FROM jsonb_build_array(v_first, h.schedule, h.kind, h.target, h.target_type) THEN
+                template_id := h.id;
+                score := habit.habit_score(p_user, h.id, p_date, p_zone, p_day_start);
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+            -- Loop's frequency and multiplier, as habit.habit_score computes them.
+            v_numerator := (CASE h.schedule ->> 'type'
+                                WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1
+                                                          ELSE jsonb_array_length(h.schedule -> 'days') END
+                                WHEN 'times_per_week' THEN (h.schedule ->> 'times')::integer
+                                WHEN 'times_in_days' THEN (h.schedule ->> 'times')::integer
+                                ELSE 1 END);
+            v_denominator := (CASE h.schedule ->> 'type'
+                                  WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1 ELSE 7 END
+                                  WHEN 'every_n_days' THEN (h.schedule ->> 'n')::integer
+                                  WHEN 'times_per_week' THEN 7
+                                  WHEN 'times_in_days' THEN (h.schedule ->> 'days')::integer
+                                  ELSE 1 END);
+            v_multiplier := 0.5 ^ (sqrt(v_numerator::double precision / v_denominator) / 13.0);
+            v_counted := habit.is_counted(h.kind, h.target, h.target_type);
+            w_id := w_id || h.id;
+            w_counted := w_counted || v_counted;
+            w_done := w_done || habit.done_value(h.target, h.target_type)::numeric;
+            w_start := w_start || h.cp_score;
+            w_mult := w_mult || v_multiplier;
+            w_at_most := w_at_most || (v_counted AND h.target_type = 'at_most');
+            w_target := w_target || (v_numerator * h.target::double precision);
+            IF NOT v_counted AND v_numerator < v_denominator THEN
+                v_numerator := v_numerator * 2;
+                v_denominator := v_denominator * 2;
+            END IF;
+            w_num := w_num || v_numerator;
+            w_den := w_den || v_denominator;
+            -- The walk starts the day after the checkpoint; its window reaches denominator − 1
+            -- days further back.
+            w_low := w_low || (h.as_of + 1 - v_denominator);
+        END LOOP;
+        IF cardinality(w_id) = 0 THEN
+            RETURN;
+        END IF;
+
+        -- Each walked habit's days with events in (low, p_date], in order: the day's value in
+        -- the window (a completion 1, or its done value for a counted habit without check-ins
+        -- that day; check-ins their values; a skip 0, or Loop's 0.003 for a counted habit) and
+        -- whether it is skipped. One statement for every habit; the bounds are plain columns,
+        -- so each read is an index range of the habit's last days, also under row-level security.
+        FOR e IN SELECT w.i::integer AS i, ev.days, ev.vals, ev.skips
+                 FROM unnest(w_id, w_low, w_counted, w_done) WITH ORDINALITY AS w(id, low, counted, done, i)
+                 LEFT JOIN LATERAL (
+                     SELECT array_agg(g.day ORDER BY g.day) AS days, array_agg(g.value ORDER BY g.day) AS vals,
+                            array_agg(g.skipped ORDER BY g.day) AS skips
+                     FROM (SELECT x.day, greatest(sum(x.value), 0) AS value, bool_or(x.skipped) AS skipped
+                           FROM (SELECT c.completed_date AS day, CASE WHEN w.counted THEN w.done ELSE 1 END AS value, false AS skipped
+                                 FROM public.habit_completions c
+                                 WHERE c.user_id = p_user AND c.template_id = w.id AND c.completed_date > w.low AND c.completed_date <= p_date
+                                   AND NOT (w.counted AND EXISTS (SELECT 1 FROM public.habit_checkins k
+                                                                  WHERE k.user_id = p_user AND k.template_id = w.id
+                                                                    AND k.checkin_date = c.completed_date))
+                                 UNION ALL
+                                 SELECT k.checkin_date, k.value, false FROM public.habit_checkins k
+                                 WHERE w.counted AND k.user_id = p_user AND k.template_id = w.id AND k.checkin_date > w.low AND k.checkin_date <= p_date
+                                 UNION ALL
+                                 SELECT s.skipped_date, CASE WHEN w.counted THEN 0.003 ELSE 0 END, true FROM public.habit_skips s
+                                 WHERE s.user_id = p_user AND s.template_id = w.id AND s.skipped_date > w.low AND s.skipped_date <= p_date) x
+                           GROUP BY x.day) g) ev ON true
+                 ORDER BY w.i LOOP
+            i := e.i;
+            n := coalesce(cardinality(e.days), 0);
+            v_score := w_start[i];
+            v_sum := 0;
+            j_in := 1;
+            j_out := 1;
+            d := w_low[i] + w_den[i];
+            WHILE d <= p_date LOOP
+                -- The window of d is (d − denominator, d]: days enter at d, leave at d − denominator.
+                v_skipped := false;
+                WHILE j_in <= n AND e.days[j_in] <= d LOOP
+                    v_sum := v_sum + e.vals[j_in];
+                    v_skipped := e.days[j_in] = d AND e.skips[j_in];
+                    j_in := j_in + 1;
+                END LOOP;
+                WHILE j_out <= n AND e.days[j_out] <= d - w_den[i] LOOP
+                    v_sum := v_sum - e.vals[j_out];
+                    j_out := j_out + 1;
+                END LOOP;
+                IF NOT v_skipped THEN
+                    v_window := v_sum::double precision;
+                    v_share := CASE WHEN NOT w_counted[i] THEN least(1.0, v_window / w_num[i])
+                                    WHEN w_at_most[i] THEN greatest(0.0, least(1.0, 1.0 - (v_window - w_target[i]) / w_target[i]))
+                                    ELSE least(1.0, v_window / w_target[i]) END;
+                    v_score := v_score * w_mult[i] + v_share * (1 - w_mult[i]);
+                END IF;
+                d := d + 1;
+            END LOOP;
+            template_id := w_id[i];
+            score := v_score;
+            RETURN NEXT;
+        END LOOP;
+    END
+    $fn$;
+COMMENT ON FUNCTION habit.habit_scores_at(uuid, uuid[], date, text, time) IS
+    'Loop''s score (unrounded) at the end of p_date of the habits p_templates (NULL: every habit) of p_user, walked day by day from each habit''s checkpoint when it holds and lies at most 62 days back, else habit.habit_score''s (issue 33).';
+
 -- The score at p_date (NULL: today in the user's zone), rounded to four decimals as Loop prints
 -- it, of the habit p_template, or of every habit of the user.
 CREATE OR REPLACE FUNCTION habit.habit_scores(p_user uuid, p_template uuid DEFAULT NULL, p_date date DEFAULT NULL)
@@ -3494,16 +3651,11 @@ CREATE OR REPLACE FUNCTION habit.habit_scores(p_user uuid, p_template uuid DEFAU
         v_zone text := habit.user_time_zone(p_user, NULL);
         v_day_start time := habit.user_day_start(p_user);
         v_date date := coalesce(p_date, habit.local_day(now(), v_zone, v_day_start));
-        v_template uuid;
     BEGIN
-        -- One statement per habit: on Citus a function that reads tables may not run inside
-        -- another query (docs/scaling.md).
-        FOR v_template IN SELECT t.id FROM public.habit_templates t
-                          WHERE t.user_id = p_user AND (p_template IS NULL OR t.id = p_template) ORDER BY t.id LOOP
-            template_id := v_template;
-            score := round(habit.habit_score(p_user, v_template, v_date, v_zone, v_day_start)::numeric, 4);
-            RETURN NEXT;
-        END LOOP;
+        RETURN QUERY
+            SELECT s.template_id, round(s.score::numeric, 4)
+            FROM habit.habit_scores_at(p_user, CASE WHEN p_template IS NOT NULL THEN ARRAY[p_template] END, v_date, v_zone, v_day_start) s
+            ORDER BY s.template_id;
     END
     $fn$;
 COMMENT ON FUNCTION habit.habit_scores(uuid, uuid, date) IS
@@ -6377,6 +6529,7 @@ GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_r
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
     habit.habit_score(uuid, uuid, date, text, time, boolean), habit.habit_scores(uuid, uuid, date),
+    habit.habit_scores_at(uuid, uuid[], date, text, time),
     habit.habits_on(uuid, date, date, text, time), habit.day_habits(uuid, date, date, text, integer, time),
     habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
     habit.stats_calendar(uuid, uuid, date, date),

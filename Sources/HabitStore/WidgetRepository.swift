@@ -34,7 +34,8 @@ extension HabitRepository {
     /// The habits due on `date` (nil: the user's today), in `day.get`'s order, with what a
     /// widget shows. One statement: the day's habits as `day.get` reads them
     /// (habit.day_habits), only the due ones, with the current streak (habit.current_streak)
-    /// and Loop's score (habit.habit_score, one habit each, four decimals as habit.habit_scores).
+    /// and Loop's score (habit.habit_scores_at, the due habits in one call, four decimals as
+    /// habit.habit_scores).
     /// With `area`, only that area's habits; `notFound` when it is not one of the user's areas.
     public func widgetStatement(user: UUID, date: CalendarDate?, area: UUID? = nil) -> UserStatement<WidgetDay> {
         UserStatement(user: user, statement: """
@@ -45,16 +46,7 @@ extension HabitRepository {
                        CASE p.week_start WHEN 'sunday' THEN 7 ELSE 1 END AS wk,
                        (\(area)::uuid IS NULL OR EXISTS (SELECT 1 FROM public.habit_areas a WHERE a.user_id = \(user) AND a.id = \(area))) AS area_found
                 FROM (SELECT 1) AS one LEFT JOIN public.profiles p ON p.user_id = \(user)
-            )
-            SELECT header.day, t.id, t.name, t.icon, t.color, t.kind, t.done, t.skipped, t.counted, t.value, t.target, t.unit, t.streak,
-                   -- Loop's score with the header's zone and day start (habit.habit_scores would read
-                   -- the profile again for every habit: 6 % of the statement for 10 habits), here in
-                   -- the outer list so that it runs for the due habits only: written in the
-                   -- habits' subquery, PostgreSQL computed it in the scan of habit_templates, for
-                   -- every habit of the user, due or not.
-                   CASE WHEN t.id IS NOT NULL THEN round(habit.habit_score(\(user), t.id, header.day, header.tz, header.ds)::numeric, 4) END,
-                   t.area_id, header.area_found
-            FROM header LEFT JOIN LATERAL (
+            ), items AS MATERIALIZED (
                 SELECT h.id, h.name, h.icon, h.color, h.kind, d.done, d.skipped, h.sort_order, h.created_at,
                        habit.is_counted(h.kind, h.target, h.target_type) AS counted,
                        -- The day's value (a weekly target: the week's), as day.get answers it.
@@ -62,7 +54,8 @@ extension HabitRepository {
                             WHEN coalesce(ci.checkin_count, 0) = 0 AND d.done THEN habit.done_value(h.target, h.target_type)
                             ELSE coalesce(ci.checkin_sum, 0) END AS value,
                        h.target, h.unit, coalesce(streak.current_length, 0) AS streak, h.area_id
-                FROM habit.day_habits(\(user), header.day, header.today, header.tz, header.wk, header.ds) d
+                FROM header
+                CROSS JOIN LATERAL habit.day_habits(\(user), header.day, header.today, header.tz, header.wk, header.ds) d
                 JOIN public.habit_templates h ON h.id = d.template_id AND h.user_id = \(user) AND h.archived_at IS NULL
                 LEFT JOIN LATERAL (SELECT sum(x.value) AS checkin_sum, count(*) AS checkin_count FROM public.habit_checkins x
                                    WHERE habit.is_counted(h.kind, h.target, h.target_type)
@@ -75,7 +68,17 @@ extension HabitRepository {
                                    HAVING h.target_period = 'week') wv ON true
                 LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.today) streak ON true
                 WHERE d.due AND (\(area)::uuid IS NULL OR h.area_id = \(area))
-            ) t ON true
+            ), scores AS (
+                -- Loop's score of the due habits only, in one call (habit.habit_scores_at: walked
+                -- from their checkpoints in one read of their last events), with the header's
+                -- zone and day start.
+                SELECT s.template_id, round(s.score::numeric, 4) AS score
+                FROM header CROSS JOIN LATERAL habit.habit_scores_at(\(user), (SELECT coalesce(array_agg(i.id), '{}') FROM items i),
+                                                                     header.day, header.tz, header.ds) s
+            )
+            SELECT header.day, t.id, t.name, t.icon, t.color, t.kind, t.done, t.skipped, t.counted, t.value, t.target, t.unit, t.streak,
+                   sc.score, t.area_id, header.area_found
+            FROM header LEFT JOIN items t ON true LEFT JOIN scores sc ON sc.template_id = t.id
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
             """) { rows in
             let header = try rows.found()
