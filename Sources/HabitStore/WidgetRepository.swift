@@ -68,10 +68,11 @@ extension HabitRepository {
                                    HAVING h.target_period = 'week') wv ON true
                 LEFT JOIN LATERAL habit.current_streak(h.user_id, h.id, header.day, header.today) streak ON true
                 WHERE d.due AND (\(area)::uuid IS NULL OR h.area_id = \(area))
-            ), scores AS (
+            ), scores AS MATERIALIZED (
                 -- Loop's score of the due habits only, in one call (habit.habit_scores_at: walked
                 -- from their checkpoints in one read of their last events), with the header's
-                -- zone and day start.
+                -- zone and day start. Materialized: called once, whatever side of a join the
+                -- planner would put it on.
                 SELECT s.template_id, round(s.score::numeric, 4) AS score
                 FROM header CROSS JOIN LATERAL habit.habit_scores_at(\(user), (SELECT coalesce(array_agg(i.id), '{}') FROM items i),
                                                                      header.day, header.tz, header.ds) s
