@@ -145,7 +145,7 @@ GRANT EXECUTE ON FUNCTION habit.delete_account(uuid) TO authenticated, service_r
 GRANT EXECUTE ON FUNCTION habit.habit_slots(uuid, uuid, text, date, date, date), habit.streak_unit(jsonb),
     habit.habit_stats_scan(uuid, uuid, date, date), habit.habit_stats(uuid, uuid, date),
     habit.habit_score(uuid, uuid, date, text, time, boolean), habit.habit_scores(uuid, uuid, date),
-    habit.habit_scores_at(uuid, uuid[], date, text, time),
+    habit.habit_scores_at(uuid, uuid[], date, text, time), habit.loop_numerator(jsonb), habit.loop_denominator(jsonb),
     habit.habits_on(uuid, date, date, text, time), habit.day_habits(uuid, date, date, text, integer, time),
     habit.current_streak(uuid, uuid, date, date), habit.current_streaks(uuid, date),
     habit.stats_calendar(uuid, uuid, date, date),

@@ -24,6 +24,8 @@ import Testing
         "habit.local_day(timestamp with time zone,text,time without time zone)", "habit.day_begins(date,text,time without time zone)",
         // A day's value rules (sql/0031).
         "habit.is_counted(text,numeric,text)", "habit.value_meets(numeric,numeric,text)", "habit.done_value(numeric,text)",
+        // Loop's frequency (issue 33), inlined into the score's functions.
+        "habit.loop_numerator(jsonb)", "habit.loop_denominator(jsonb)",
         "habit.due_days(jsonb,date,daterange,date)", "habit.due_on(jsonb,date,date)",
         // The block of a times_per_week or times_in_days day (sql/0034), inlined into day.get's one-day path.
         "habit.quota_block_start(jsonb,date,integer,date)", "habit.quota_block_days(jsonb)",

@@ -10,6 +10,35 @@
 -- `denominator` days after one, and over k unskipped days of the same c the recurrence is
 -- score × m^k + c × (1 − m^k). So the cost grows with the habit's events, never with its days.
 
+-- Loop's frequency of a schedule (protocol.md, "Score"): its numerator and denominator.
+-- Inlined SQL (no SET clause, a schema-qualified body) into habit.habit_score and
+-- habit.habit_scores_at: a helper with its own SET search_path cost a tenth of a score's call.
+CREATE OR REPLACE FUNCTION habit.loop_numerator(schedule jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+               WHEN 'weekdays' THEN CASE WHEN pg_catalog.jsonb_array_length(schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.=) 7 THEN 1
+                                         ELSE pg_catalog.jsonb_array_length(schedule OPERATOR(pg_catalog.->) 'days') END
+               WHEN 'times_per_week' THEN (schedule OPERATOR(pg_catalog.->>) 'times')::integer
+               WHEN 'times_in_days' THEN (schedule OPERATOR(pg_catalog.->>) 'times')::integer
+               ELSE 1 END
+    $fn$;
+COMMENT ON FUNCTION habit.loop_numerator(jsonb) IS
+    'The numerator of Loop''s frequency of a schedule: days a week (all seven: 1), times, or 1 (issue 33).';
+
+CREATE OR REPLACE FUNCTION habit.loop_denominator(schedule jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE schedule OPERATOR(pg_catalog.->>) 'type'
+               WHEN 'weekdays' THEN CASE WHEN pg_catalog.jsonb_array_length(schedule OPERATOR(pg_catalog.->) 'days') OPERATOR(pg_catalog.=) 7 THEN 1 ELSE 7 END
+               WHEN 'every_n_days' THEN (schedule OPERATOR(pg_catalog.->>) 'n')::integer
+               WHEN 'times_per_week' THEN 7
+               WHEN 'times_in_days' THEN (schedule OPERATOR(pg_catalog.->>) 'days')::integer
+               ELSE 1 END
+    $fn$;
+COMMENT ON FUNCTION habit.loop_denominator(jsonb) IS
+    'The denominator of Loop''s frequency of a schedule: 7 for some weekdays or times a week, n, the block''s days, or 1 (issue 33).';
+
 -- The score of one habit at the end of p_date (a double in [0, 1]; 0 before the habit's first
 -- local day; NULL when the user has no such habit). The habit's current schedule and target
 -- count for its whole history, as in Loop.
@@ -61,20 +90,8 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         IF p_date < v_first THEN
             RETURN 0;
         END IF;
-        -- Loop's frequency, numerator / denominator (protocol.md, "Score"): written out here, not
-        -- a helper function, whose SET search_path would cost a tenth of the whole call.
-        v_numerator := (CASE h.schedule ->> 'type'
-                            WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1
-                                                      ELSE jsonb_array_length(h.schedule -> 'days') END
-                            WHEN 'times_per_week' THEN (h.schedule ->> 'times')::integer
-                            WHEN 'times_in_days' THEN (h.schedule ->> 'times')::integer
-                            ELSE 1 END);
-        v_denominator := (CASE h.schedule ->> 'type'
-                              WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1 ELSE 7 END
-                              WHEN 'every_n_days' THEN (h.schedule ->> 'n')::integer
-                              WHEN 'times_per_week' THEN 7
-                              WHEN 'times_in_days' THEN (h.schedule ->> 'days')::integer
-                              ELSE 1 END);
+        v_numerator := habit.loop_numerator(h.schedule);
+        v_denominator := habit.loop_denominator(h.schedule);
         v_multiplier := 0.5 ^ (sqrt(v_numerator::double precision / v_denominator) / 13.0);
         v_counted := habit.is_counted(h.kind, h.target, h.target_type);
         v_at_most := v_counted AND h.target_type = 'at_most';
@@ -289,19 +306,8 @@ CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[]
                 RETURN NEXT;
                 CONTINUE;
             END IF;
-            -- Loop's frequency and multiplier, as habit.habit_score computes them.
-            v_numerator := (CASE h.schedule ->> 'type'
-                                WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1
-                                                          ELSE jsonb_array_length(h.schedule -> 'days') END
-                                WHEN 'times_per_week' THEN (h.schedule ->> 'times')::integer
-                                WHEN 'times_in_days' THEN (h.schedule ->> 'times')::integer
-                                ELSE 1 END);
-            v_denominator := (CASE h.schedule ->> 'type'
-                                  WHEN 'weekdays' THEN CASE WHEN jsonb_array_length(h.schedule -> 'days') = 7 THEN 1 ELSE 7 END
-                                  WHEN 'every_n_days' THEN (h.schedule ->> 'n')::integer
-                                  WHEN 'times_per_week' THEN 7
-                                  WHEN 'times_in_days' THEN (h.schedule ->> 'days')::integer
-                                  ELSE 1 END);
+            v_numerator := habit.loop_numerator(h.schedule);
+            v_denominator := habit.loop_denominator(h.schedule);
             v_multiplier := 0.5 ^ (sqrt(v_numerator::double precision / v_denominator) / 13.0);
             v_counted := habit.is_counted(h.kind, h.target, h.target_type);
             w_id := w_id || h.id;
