@@ -202,4 +202,36 @@ struct StreakMismatch: Error, CustomStringConvertible {
             }
         }
     }
+
+    /// A week counted in weeks that is neutral although it holds an event and a day that would
+    /// be due if no completion interfered: habit.streak_open must not count it (its
+    /// neutral-week look, taken only when some segment is not times_per_week). The random
+    /// histories almost never build one: it needs two schedule changes around one week.
+    ///   Sat 8 – Mon 10 March 2025: 1 time in 3 days, done Sat 8, so Mon 10 is not due;
+    ///   Tue 11 – Sun 16: Mondays only (nothing due), done Thu 13 (a day on, not due);
+    ///   from Mon 17: 1 time a week (the unit: weeks), done Tue 18.
+    /// The week of 10 March asks for nothing: the run from the week of 3 March to that of 17
+    /// March holds 2 open weeks, not 3.
+    @Test func aNeutralWeekWithEventsIsNotOpen() async throws {
+        let zone = "Europe/Berlin"
+        let clock = ZoneClock(zone)
+        func day(_ text: String) -> CalendarDate { CalendarDate(iso8601: text)! }
+        let periods = [
+            HistoryPeriod(start: clock.midnight(day("2025-03-08")), end: clock.midnight(day("2025-03-11")), schedule: .timesInDays(times: 1, days: 3)),
+            HistoryPeriod(start: clock.midnight(day("2025-03-11")), end: clock.midnight(day("2025-03-17")), schedule: .weekdays([1])),
+            HistoryPeriod(start: clock.midnight(day("2025-03-17")), end: nil, schedule: .timesPerWeek(1)),
+        ]
+        let streakCase = StreakCase(
+            zone: zone, today: clock.localDate(Int64(Date().timeIntervalSince1970)), weekStart: 1,
+            habits: [periods], schedules: [.timesPerWeek(1)], sortOrders: [0],
+            completions: [[day("2025-03-08"), day("2025-03-13"), day("2025-03-18")]], skips: [[]],
+            references: [day("2025-03-16"), day("2025-03-18"), day("2025-03-23"), day("2025-04-20")], picked: 0,
+            calendarFrom: day("2025-03-01"), calendarTo: day("2025-03-31"))
+        let model = streakCase.model(today: streakCase.today)
+        let stats = model.stats(at: day("2025-03-23"), order: [0])
+        #expect(stats.first?.longestLength == 2, "the model itself: \(stats)")
+        try await StreakDatabase.with { database in
+            try database.check(streakCase)
+        }
+    }
 }
