@@ -84,9 +84,12 @@ struct ScoreCheckpointsCommandTests {
                 VALUES (\(user), 'Sugar', 'measurable', 5, 'at_most', 'g', '{"type":"times_per_week","times":3}', now() - interval '100 days') RETURNING id
                 """).decode(UUID.self, at: 0)
             let walk = try admin.queryOne("INSERT INTO habit_templates (user_id, name) VALUES (\(user), 'Walk') RETURNING id").decode(UUID.self, at: 0)
+            // Today read first, then written as a value: on a Citus coordinator an INSERT … SELECT
+            // into a distributed table cannot call a function that reads one (08006).
+            let today = try admin.queryOne("SELECT habit.user_today(\(user), NULL)").decode(CalendarDate.self, at: 0)
             try admin.execute("""
                 INSERT INTO habit_completions (user_id, template_id, completed_date)
-                SELECT \(user), \(sugar), habit.user_today(\(user), NULL) - d FROM generate_series(0, 99) d
+                SELECT \(user), \(sugar), \(today)::date - d FROM generate_series(0, 99) d
                 """)
             // 48 days back the exact walk gives 1.0000000000000002 (the score's CHECK refused it).
             for lag in [46, 48, 49, 51] {
@@ -108,7 +111,7 @@ struct ScoreCheckpointsCommandTests {
             try admin.execute("UPDATE habit_templates SET activated_at = now() - interval '30 days' WHERE id = \(walk)")
             let writer = try database.connect()
             try writer.execute("BEGIN")
-            try writer.execute("SELECT 1 FROM habit_templates WHERE id = \(sugar) FOR NO KEY UPDATE")
+            try writer.execute("SELECT 1 FROM habit_templates WHERE user_id = \(user) AND id = \(sugar) FOR NO KEY UPDATE")
             let batch = try database.connect()
             try batch.execute("SET lock_timeout = '5s'")
             #expect(try batch.queryOne("SELECT habit.score_checkpoints_advance(\(user), 1, 7)").decode(Int.self, at: 0) == 1)
