@@ -324,6 +324,7 @@ struct ChangeNotificationTests {
             try #require(migrate.status == 0, "habit migrate failed: \(migrate.stderr)")
             let workerURL = try ConnectionString.applying(["user": "habit_worker"], to: server.adminURL)
             let health = HealthSocketTests.socketPath()
+            defer { HealthSocketTests.removeSocket(health) }
             try WorkerProcess.withServe(databaseURL: workerURL, arguments: ["--pool-size", "1", "--connect-timeout", "2",
                                                                             "--listen-url", workerURL, "--health-socket", health]) { worker in
                 let subscriber = ChangeSubscriber(worker)
@@ -357,6 +358,7 @@ struct ChangeNotificationTests {
     func frozenPollBackendIsAbandoned() throws {
         try TestDatabase.with { database in
             let health = HealthSocketTests.socketPath()
+            defer { HealthSocketTests.removeSocket(health) }
             // 1 s statement timeout: the poll is abandoned about 2 × 2 s after it was sent.
             try WorkerProcess.withServe(databaseURL: try database.workerURL(),
                                         arguments: ["--pool-size", "1", "--statement-timeout-ms", "1000", "--health-socket", health]) { worker in

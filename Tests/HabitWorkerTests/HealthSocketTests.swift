@@ -11,7 +11,10 @@ import Glibc
 /// Probed through `habit health --socket`, the way an exec probe would.
 @Suite("habit serve: health socket", .serialized)
 struct HealthSocketTests {
+    /// A fresh socket path; the caller removes it (`defer { removeSocket(path) }`): a worker that
+    /// exits removes its own, one killed (SIGKILL) cannot, and the files piled up in /tmp.
     static func socketPath() -> String { "/tmp/habit-health-\(UUID().uuidString.prefix(8)).sock" }
+    static func removeSocket(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
 
     /// `habit health --socket path` (with `extra` flags): exit status and the status line as an object.
     static func probe(_ path: String, _ extra: [String] = []) throws -> (status: Int32, line: [String: Any]?, output: String) {
@@ -24,6 +27,7 @@ struct HealthSocketTests {
     @Test("answers with every connection blocked on a row lock, the in-flight limit full and more lines waiting on stdin")
     func answersUnderFullBackpressure() throws {
         let path = Self.socketPath()
+        defer { Self.removeSocket(path) }
         try WorkerSession.with(arguments: ["--pool-size", "2", "--max-in-flight", "4", "--health-socket", path,
                                            "--statement-timeout-ms", "60000"]) { session in
             let worker = session.worker
@@ -88,6 +92,7 @@ struct HealthSocketTests {
     @Test("degraded when the database cannot be reached, with the last database error; a probe with --live still passes")
     func degradedWithoutADatabase() throws {
         let path = Self.socketPath()
+        defer { Self.removeSocket(path) }
         let missing = "/tmp/habit-nothing-\(UUID().uuidString.prefix(8))"
         try WorkerProcess.withServe(databaseURL: "host=\(missing) user=habit_worker dbname=habit",
                                     arguments: ["--pool-size", "1", "--health-socket", path]) { worker in
@@ -107,7 +112,7 @@ struct HealthSocketTests {
     @Test("a stale socket file of a crashed worker is replaced; a live worker's socket is not taken over")
     func staleAndLiveSockets() throws {
         let path = Self.socketPath()
-        defer { unlink(path) }
+        defer { Self.removeSocket(path) }
         // A socket file nobody listens on, as a SIGKILLed worker leaves it.
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
