@@ -257,11 +257,16 @@ COMMENT ON FUNCTION habit.habit_score(uuid, uuid, date, text, time, boolean) IS
 -- other habit (no checkpoint, an older one, a day before it) is habit.habit_score's. Calling
 -- habit.habit_score per habit cost ~0.1 ms a daily habit and ~0.33 ms a weekly one from a
 -- checkpoint, nearly all of it its statements' fixed cost (docs/performance.md).
+-- plan_cache_mode: left to choose, PostgreSQL kept a custom plan for the events' statement on
+-- every call on some data (its generic estimate over arrays it cannot see stayed the higher):
+-- ~0.45 ms of planning a call, three times the statement. Its bounds are plain columns, so the
+-- generic plan reads each habit's index range (reset on Citus, habit db distribute).
 CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[], p_date date, p_zone text, p_day_start time)
     RETURNS TABLE (template_id uuid, score double precision)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     SET jit = off
+    SET plan_cache_mode = force_generic_plan
     AS $fn$
     DECLARE
         h record;
