@@ -268,7 +268,9 @@ public final class HabitRepository {
         if let timeZone { bindings.append(timeZone) } else { bindings.appendNull(of: String.postgresType) }
         bindings.append(date)
         let statement = Query(unsafeSQL: includeStreaks ? Self.daySQLWithStreaks : Self.daySQLPlain, bindings: bindings)
-        return UserStatement(user: user, statement: statement) { rows in
+        // A generic plan from the first request on: the hottest read must not flip to a custom
+        // plan per request (UserStatement.genericPlan; docs/performance.md, "Generic plans").
+        return UserStatement(user: user, statement: statement, genericPlan: true) { rows in
             guard let first = rows.first else { throw PostgresError(kind: .unexpectedRowCount, message: "day query returned no header row") }
             // Columns: today, due, done, skipped, then Habit.columns (all NULL when no habit
             // matched), then the day's value and check-ins count (NULL: not counted), the note and

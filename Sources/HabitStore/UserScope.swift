@@ -57,15 +57,17 @@ public struct UserScope {
 
     /// `statement` alone, as its user, in a transaction that costs a single round trip.
     public func run<Value>(_ statement: UserStatement<Value>) throws -> Value {
-        try statement.decode(query(as: statement.user, statement.statement))
+        try statement.decode(run(as: statement.user, statement.statement, genericPlan: statement.genericPlan).rows)
     }
 
     /// Several one-statement transactions, each as its own user with its own claims and
     /// role exactly as `query(as:_:)` runs it, sent in one round trip
     /// (`Connection.transactions`). One result per statement, in order. `statementTimeouts`,
     /// when given, has one entry per statement: that transaction's `statement_timeout` (ms)
-    /// instead of the settings' (a request's time left before its deadline).
-    public func queries(_ list: [(user: UUID, statement: Query)], statementTimeouts: [Int]? = nil) throws -> [Result<[Row], Error>] {
+    /// instead of the settings' (a request's time left before its deadline). `genericPlans`,
+    /// when given, has one entry per statement: `UserStatement.genericPlan`.
+    public func queries(_ list: [(user: UUID, statement: Query)], statementTimeouts: [Int]? = nil,
+                        genericPlans: [Bool]? = nil) throws -> [Result<[Row], Error>] {
         if try isCitusCoordinator() {
             // Each needs its own transaction block (distributedPrelude): one after the other.
             return list.indices.map { index in
@@ -80,7 +82,8 @@ public struct UserScope {
         let results: [Result<Connection.StatementResult, PostgresError>]
         do {
             results = try connection.transactions(list.indices.map { index in
-                (prelude: prelude(for: list[index].user, timeout: statementTimeouts?[index]), statement: list[index].statement)
+                (prelude: prelude(for: list[index].user, timeout: statementTimeouts?[index], genericPlan: genericPlans?[index] ?? false),
+                 statement: list[index].statement)
             })
         } catch {
             throw StoreError.mapping(error)
@@ -98,14 +101,14 @@ public struct UserScope {
         try run(as: user, statement).affectedRows
     }
 
-    private func run(as user: UUID, _ statement: Query) throws -> Connection.StatementResult {
+    private func run(as user: UUID, _ statement: Query, genericPlan: Bool = false) throws -> Connection.StatementResult {
         do {
             if try isCitusCoordinator() {
                 return try connection.withTransaction(prelude: prelude(for: user) + distributedPrelude(for: user)) { connection in
                     try connection.statementResult(statement)
                 }
             }
-            return try connection.transaction(prelude: prelude(for: user), statement: statement)
+            return try connection.transaction(prelude: prelude(for: user, genericPlan: genericPlan), statement: statement)
         } catch {
             throw StoreError.mapping(error)
         }
@@ -140,7 +143,7 @@ public struct UserScope {
         ]
     }
 
-    private func prelude(for user: UUID, timeout: Int? = nil) -> [Query] {
+    private func prelude(for user: UUID, timeout: Int? = nil, genericPlan: Bool = false) -> [Query] {
         // The claims are built from a UUID (hex and dashes only) and still travel as a parameter.
         let sub = user.lowercaseString
         let claims = #"{"sub":"\#(sub)","role":"authenticated"}"#
@@ -151,8 +154,22 @@ public struct UserScope {
         // either) and a session- or role-level request.jwt.claim.sub can never stand in for it,
         // the statement timeout, and no JIT: the worker's statements read a few index entries
         // per habit, and a plan for many habits can cost past jit_above_cost, whose compilation
-        // (tens to hundreds of ms) would dwarf them. (plan_cache_mode stays auto, for now:
-        // docs/performance.md, "Generic plans".)
+        // (tens to hundreds of ms) would dwarf them. A statement marked `genericPlan` (the
+        // day's reads) also gets plan_cache_mode = force_generic_plan, transaction-local: left
+        // to auto, PostgreSQL re-planned day.get's statement on every request once statistics
+        // made its custom plan look cheaper (1.6 ms of planning for 0.2 ms of work). Not for
+        // every statement: it reaches the PL/pgSQL the writes run (docs/performance.md,
+        // "Generic plans"), and never on Citus, which cannot plan most of them generically.
+        if genericPlan {
+            return [
+                """
+                SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
+                       set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
+                       set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true),
+                       set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)
+                """,
+            ]
+        }
         return [
             """
             SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
@@ -171,15 +188,20 @@ public struct UserStatement<Value> {
     public let user: UUID
     public let statement: Query
     public let decode: ([Row]) throws -> Value
+    /// Run with a generic plan from its first execution (plan_cache_mode = force_generic_plan
+    /// in the transaction's settings; PostgreSQL only): for a hot read whose plan must not flip
+    /// to planning anew on every request. Reaches the functions it calls.
+    public let genericPlan: Bool
 
-    public init(user: UUID, statement: Query, decode: @escaping ([Row]) throws -> Value) {
+    public init(user: UUID, statement: Query, genericPlan: Bool = false, decode: @escaping ([Row]) throws -> Value) {
         self.user = user
         self.statement = statement
+        self.genericPlan = genericPlan
         self.decode = decode
     }
 
     public func map<Other>(_ transform: @escaping (Value) throws -> Other) -> UserStatement<Other> {
         let decode = self.decode
-        return UserStatement<Other>(user: user, statement: statement) { try transform(decode($0)) }
+        return UserStatement<Other>(user: user, statement: statement, genericPlan: genericPlan) { try transform(decode($0)) }
     }
 }

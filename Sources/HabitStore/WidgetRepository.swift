@@ -38,6 +38,7 @@ extension HabitRepository {
     /// habit.habit_scores).
     /// With `area`, only that area's habits; `notFound` when it is not one of the user's areas.
     public func widgetStatement(user: UUID, date: CalendarDate?, area: UUID? = nil) -> UserStatement<WidgetDay> {
+        // A generic plan from the first request on, as day.get's (UserStatement.genericPlan).
         UserStatement(user: user, statement: """
             WITH header AS MATERIALIZED (
                 SELECT coalesce(\(date)::date, habit.local_day(now(), coalesce(p.timezone, 'UTC'), coalesce(p.day_starts_at, '00:00'))) AS day,
@@ -81,7 +82,7 @@ extension HabitRepository {
                    sc.score, t.area_id, header.area_found
             FROM header LEFT JOIN items t ON true LEFT JOIN scores sc ON sc.template_id = t.id
             ORDER BY t.sort_order NULLS LAST, t.created_at, t.id
-            """) { rows in
+            """, genericPlan: true) { rows in
             let header = try rows.found()
             let date = try header.decode(CalendarDate.self, at: 0)
             guard try header.decode(Bool.self, at: 15) else { throw StoreError.notFound }

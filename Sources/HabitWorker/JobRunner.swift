@@ -130,7 +130,8 @@ final class JobRunner: @unchecked Sendable {
         if logger.logLevel <= .debug { logger.debug("one round trip", metadata: ["requests": "\(statements.count)"]) }
         do {
             let outcomes = try context.scope.queries(statements.map { (user: $0.statement.user, statement: $0.statement.statement) },
-                                                     statementTimeouts: shortened ? timeouts : nil)
+                                                     statementTimeouts: shortened ? timeouts : nil,
+                                                     genericPlans: statements.map(\.statement.genericPlan))
             for ((index, statement), outcome) in zip(statements, outcomes) {
                 do {
                     results[index] = .success(try statement.decode(outcome.get()))

@@ -150,4 +150,55 @@ import Testing
         }
     }
 
+
+    /// day.get's statements and widget.get's run with a generic plan from their first
+    /// execution (UserStatement.genericPlan): left to plan_cache_mode = auto, PostgreSQL plans the
+    /// first five runs of a prepared statement custom and then keeps doing so whenever the
+    /// statistics make the custom plan look cheaper (1.6 ms of planning a request for 0.2 ms of
+    /// work, docs/performance.md "Generic plans"). The connection's own pg_prepared_statements
+    /// counts the plans, through both ways the worker runs a statement: alone and in a round trip
+    /// of several users' (UserScope.queries). The control: a statement not marked gets custom plans.
+    @Test func daysReadsArePlannedGenericallyFromTheFirstRequest() throws {
+        try TestDatabase.with { database throws in
+            let admin = try database.connect()
+            try admin.executeScript(unsafeSQL: """
+                INSERT INTO public.profiles (user_id, timezone) VALUES ('\(Self.user)', 'Europe/Berlin');
+                INSERT INTO public.habit_templates (user_id, name, activated_at, sort_order)
+                SELECT '\(Self.user)', 'H' || n, now() - interval '1 year', n FROM generate_series(1, 3) n;
+                """)
+            let connection = try database.connect()
+            let habits = HabitRepository(connection: connection)
+            let scope = UserScope(connection: connection)
+            let day = try admin.queryOne("SELECT habit.local_date(now(), 'Europe/Berlin')").decode(CalendarDate.self, at: 0)
+            for _ in 0..<3 {
+                _ = try habits.day(user: Self.user, date: day)
+                _ = try habits.day(user: Self.user, date: day, includeStreaks: true)
+                _ = try scope.run(habits.widgetStatement(user: Self.user, date: day))
+            }
+            let marked: [(statement: Query, generic: Bool)] = [
+                (try habits.dayStatement(user: Self.user, date: day).statement, try habits.dayStatement(user: Self.user, date: day).genericPlan),
+                (habits.widgetStatement(user: Self.user, date: day).statement, habits.widgetStatement(user: Self.user, date: day).genericPlan),
+            ]
+            for (statement, generic) in marked {
+                for result in try scope.queries([(user: Self.user, statement: statement)], genericPlans: [generic]) {
+                    _ = try result.get()
+                }
+            }
+            // A statement of the same kind without the mark: PostgreSQL's own choice, custom first.
+            for _ in 0..<3 {
+                _ = try scope.run(UserStatement(user: Self.user, statement: "SELECT count(*) FROM public.habit_templates WHERE user_id = \(Self.user) AND sort_order > 0") { $0 })
+            }
+            let plans = try connection.query("""
+                SELECT statement, generic_plans, custom_plans FROM pg_catalog.pg_prepared_statements
+                WHERE (statement LIKE '%habit.day_habits(%' OR statement LIKE '%sort_order > 0%') AND statement NOT LIKE '%pg_prepared_statements%'
+                """).map { (sql: try $0.decode(String.self, at: 0), generic: try $0.decode(Int.self, at: 1), custom: try $0.decode(Int.self, at: 2)) }
+            let reads = plans.filter { $0.sql.contains("habit.day_habits(") }
+            #expect(reads.count == 3, "day.get plain and with streaks, widget.get: \(plans.map { $0.sql.prefix(60) })")
+            for read in reads {
+                #expect(read.custom == 0 && read.generic >= 3, "\(read.generic) generic, \(read.custom) custom plans: \(read.sql.prefix(200))")
+            }
+            let control = plans.filter { $0.sql.contains("sort_order > 0") }
+            #expect(control.count == 1 && control.allSatisfy { $0.custom == 3 }, "\(control.map { ($0.generic, $0.custom) })")
+        }
+    }
 }
