@@ -26,6 +26,8 @@ import Testing
         "habit.is_counted(text,numeric,text)", "habit.value_meets(numeric,numeric,text)", "habit.done_value(numeric,text)",
         // Loop's frequency (issue 33), inlined into the score's functions.
         "habit.loop_numerator(jsonb)", "habit.loop_denominator(jsonb)",
+        "habit.loop_share(double precision,double precision,double precision,boolean,boolean)",
+        "habit.score_basis(date,jsonb,text,numeric,text)",
         "habit.due_days(jsonb,date,daterange,date)", "habit.due_on(jsonb,date,date)",
         // The block of a times_per_week or times_in_days day (sql/0034), inlined into day.get's one-day path.
         "habit.quota_block_start(jsonb,date,integer,date)", "habit.quota_block_days(jsonb)",

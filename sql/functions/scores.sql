@@ -39,6 +39,34 @@ CREATE OR REPLACE FUNCTION habit.loop_denominator(schedule jsonb) RETURNS intege
 COMMENT ON FUNCTION habit.loop_denominator(jsonb) IS
     'The denominator of Loop''s frequency of a schedule: 7 for some weekdays or times a week, n, the block''s days, or 1 (issue 33).';
 
+-- A day's share in Loop's recurrence from its window's sum: a yes/no habit's completions ÷
+-- numerator, a numerical habit's sum ÷ target, each at most 1; an at-most habit 1 less how far
+-- the sum goes over its target, within [0, 1]. Inlined (as above) into habit.habit_score's
+-- folds and habit.habit_scores_at's walk, so the three compute it one way.
+CREATE OR REPLACE FUNCTION habit.loop_share(window_sum double precision, numerator double precision, target double precision,
+                                            counted boolean, at_most boolean) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$
+    SELECT CASE WHEN NOT counted THEN LEAST(1.0, window_sum OPERATOR(pg_catalog./) numerator)
+                -- Parenthesized: every OPERATOR(…) has the same precedence, left to right.
+                WHEN at_most THEN GREATEST(0.0, LEAST(1.0, 1.0 OPERATOR(pg_catalog.-) ((window_sum OPERATOR(pg_catalog.-) target) OPERATOR(pg_catalog./) target)))
+                ELSE LEAST(1.0, window_sum OPERATOR(pg_catalog./) target) END
+    $fn$;
+COMMENT ON FUNCTION habit.loop_share(double precision, double precision, double precision, boolean, boolean) IS
+    'A day''s share in Loop''s score from its window''s sum: completions ÷ numerator, sum ÷ target, or an at-most habit''s 1 less its excess, within [0, 1] (issue 33).';
+
+-- What a score checkpoint holds for (sql/0038): the habit's first local day and what Loop's
+-- score reads of it. The batch stores it, the reads compare it; a change of any part (a new
+-- schedule, target, zone or day start moving the first day) makes the checkpoint stale. STABLE
+-- as jsonb_build_array is; inlined as above.
+CREATE OR REPLACE FUNCTION habit.score_basis(first_day date, schedule jsonb, kind text, target numeric, target_type text) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $fn$
+    SELECT pg_catalog.jsonb_build_array(first_day, schedule, kind, target, target_type)
+    $fn$;
+COMMENT ON FUNCTION habit.score_basis(date, jsonb, text, numeric, text) IS
+    'What a score checkpoint holds for: the habit''s first local day, schedule, kind, target and target type (issue 33).';
+
 -- The score of one habit at the end of p_date (a double in [0, 1]; 0 before the habit's first
 -- local day; NULL when the user has no such habit). The habit's current schedule and target
 -- count for its whole history, as in Loop.
@@ -110,7 +138,7 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
         -- A checkpoint replaces both: the walk starts the day after it from its score, exactly.
         SELECT cp.as_of, cp.score INTO v_checkpoint FROM habit.score_checkpoints cp
         WHERE cp.user_id = p_user AND cp.template_id = p_template AND cp.as_of <= p_date AND cp.as_of >= v_first
-          AND cp.basis = jsonb_build_array(v_first, h.schedule, h.kind, h.target, h.target_type);
+          AND cp.basis = habit.score_basis(v_first, h.schedule, h.kind, h.target, h.target_type);
         IF FOUND THEN
             v_from := v_checkpoint.as_of + 1;
             v_start := v_checkpoint.score;
@@ -144,9 +172,7 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                    ((p_date - coalesce(v_from, p_date) + 1) - count(*) FILTER (WHERE x.skipped AND x.day >= coalesce(v_from, p_date)))::double precision
             INTO v_score, v_days
             FROM (SELECT e.day, e.skipped,
-                         (CASE WHEN NOT v_counted THEN least(1.0, e.value)
-                               WHEN v_at_most THEN greatest(0.0, least(1.0, 1.0 - (greatest(e.value, 0) - v_target) / v_target))
-                               ELSE least(1.0, greatest(e.value, 0) / v_target) END) AS share,
+                         habit.loop_share(greatest(e.value, 0), v_numerator, v_target, v_counted, v_at_most) AS share,
                          count(*) FILTER (WHERE e.skipped) OVER (ORDER BY e.day DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS skips_after
                   -- One row per day: a day has a completion, check-ins or a skip, not two of them.
                   FROM (SELECT c.completed_date AS day, 1.0::double precision AS value, false AS skipped
@@ -216,9 +242,7 @@ CREATE OR REPLACE FUNCTION habit.habit_score(p_user uuid, p_template uuid, p_dat
                 WINDOW w AS (ORDER BY c.day)
             ), shares AS (
                 SELECT s.days,
-                       (CASE WHEN NOT v_counted THEN least(1.0, s.window_sum / v_numerator)
-                             WHEN v_at_most THEN greatest(0.0, least(1.0, 1.0 - (s.window_sum - v_target) / v_target))
-                             ELSE least(1.0, s.window_sum / v_target) END) AS share,
+                       habit.loop_share(s.window_sum, v_numerator, v_target, v_counted, v_at_most) AS share,
                        coalesce(sum(s.days) OVER (ORDER BY s.day ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0)::double precision AS days_after
                 FROM stretches s
                 WHERE s.day >= coalesce(v_from, '-infinity'::date)
@@ -275,6 +299,8 @@ CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[]
         v_numerator integer;
         v_denominator integer;
         v_counted boolean;
+        v_at_most boolean;
+        v_target double precision;
         v_multiplier double precision;
         -- The habits walked from their checkpoints, one array element each.
         w_id uuid[] := '{}';
@@ -305,7 +331,7 @@ CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[]
                  ORDER BY t.id LOOP
             v_first := habit.local_day(h.activated_at, p_zone, p_day_start);
             IF h.as_of IS NULL OR h.as_of < v_first OR p_date - h.as_of > 62
-               OR h.basis IS DISTINCT FROM jsonb_build_array(v_first, h.schedule, h.kind, h.target, h.target_type) THEN
+               OR h.basis IS DISTINCT FROM habit.score_basis(v_first, h.schedule, h.kind, h.target, h.target_type) THEN
                 template_id := h.id;
                 score := habit.habit_score(p_user, h.id, p_date, p_zone, p_day_start);
                 RETURN NEXT;
@@ -363,6 +389,13 @@ CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[]
                  ORDER BY w.i LOOP
             i := e.i;
             n := coalesce(cardinality(e.days), 0);
+            -- The habit's constants as plain variables: habit.loop_share is inlined only when the
+            -- arguments it uses more than once are that cheap (not array elements).
+            v_numerator := w_num[i];
+            v_target := w_target[i];
+            v_counted := w_counted[i];
+            v_at_most := w_at_most[i];
+            v_multiplier := w_mult[i];
             v_score := w_start[i];
             v_sum := 0;
             j_in := 1;
@@ -382,10 +415,8 @@ CREATE OR REPLACE FUNCTION habit.habit_scores_at(p_user uuid, p_templates uuid[]
                 END LOOP;
                 IF NOT v_skipped THEN
                     v_window := v_sum::double precision;
-                    v_share := CASE WHEN NOT w_counted[i] THEN least(1.0, v_window / w_num[i])
-                                    WHEN w_at_most[i] THEN greatest(0.0, least(1.0, 1.0 - (v_window - w_target[i]) / w_target[i]))
-                                    ELSE least(1.0, v_window / w_target[i]) END;
-                    v_score := v_score * w_mult[i] + v_share * (1 - w_mult[i]);
+                    v_share := habit.loop_share(v_window, v_numerator, v_target, v_counted, v_at_most);
+                    v_score := v_score * v_multiplier + v_share * (1 - v_multiplier);
                 END IF;
                 d := d + 1;
             END LOOP;
@@ -467,8 +498,7 @@ CREATE OR REPLACE FUNCTION habit.score_checkpoints_advance(p_user uuid, p_lag in
         FOR h IN SELECT t.id, b.basis
                  FROM public.habit_templates t
                  CROSS JOIN LATERAL (SELECT habit.local_day(t.activated_at, v_zone, v_day_start) AS first_day) f
-                 -- What a checkpoint holds for (habit.habit_score compares the same array).
-                 CROSS JOIN LATERAL (SELECT jsonb_build_array(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis) b
+                 CROSS JOIN LATERAL (SELECT habit.score_basis(f.first_day, t.schedule, t.kind, t.target, t.target_type) AS basis) b
                  LEFT JOIN habit.score_checkpoints cp ON cp.user_id = t.user_id AND cp.template_id = t.id
                  WHERE t.user_id = p_user AND f.first_day <= v_as_of
                    AND (cp.as_of IS NULL OR cp.as_of <= v_as_of - p_every OR cp.basis IS DISTINCT FROM b.basis)
