@@ -160,22 +160,13 @@ public struct UserScope {
         // made its custom plan look cheaper (1.6 ms of planning for 0.2 ms of work). Not for
         // every statement: it reaches the PL/pgSQL the writes run (docs/performance.md,
         // "Generic plans"), and never on Citus, which cannot plan most of them generically.
-        if genericPlan {
-            return [
-                """
-                SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
-                       set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
-                       set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true),
-                       set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)
-                """,
-            ]
-        }
+        let planMode = genericPlan ? ", set_config('plan_cache_mode', 'force_generic_plan', true)" : ""
         return [
             """
             SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', \(claims), true),
                    set_config('request.jwt.claim.sub', \(sub), true), set_config('request.jwt.claim.role', 'authenticated', true),
                    set_config('statement_timeout', \(String(timeout ?? settings.statementTimeoutMilliseconds)), true),
-                   set_config('jit', 'off', true)
+                   set_config('jit', 'off', true)\(unsafeSQL: planMode)
             """,
         ]
     }
